@@ -1,0 +1,51 @@
+package fleet
+
+import "errors"
+
+// Error classes shared by every provider. A provider client returns its own
+// typed error (for example *vultr.APIError or *hotaisle.APIError) that answers
+// errors.Is for exactly one of these classes, so that callers and the Manager
+// decide what to do without ever comparing error text. Each provider keeps the
+// (status, message) patterns that select a class in a single table.
+var (
+	// ErrNotFound: the resource does not exist (HTTP 404, Vultr "Invalid
+	// instance-id", Hot Aisle "Not Found"). For a delete it means "already gone".
+	ErrNotFound = errors.New("gpufleet: not found")
+	// ErrUnauthorized: the API key is missing or wrong (HTTP 401).
+	ErrUnauthorized = errors.New("gpufleet: unauthorized")
+	// ErrForbidden: the key is valid but lacks a permission or role (HTTP 403).
+	ErrForbidden = errors.New("gpufleet: forbidden")
+	// ErrRateLimited: the API refused the call for its rate (HTTP 429); the
+	// typed error carries Retry-After when the API sent it.
+	ErrRateLimited = errors.New("gpufleet: rate limited")
+	// ErrLocked: Vultr "Server is currently locked" (HTTP 500), for minutes after
+	// a server becomes active; every mutation is refused meanwhile. Wait and retry.
+	ErrLocked = errors.New("gpufleet: server locked")
+	// ErrNotActive: Vultr "This subscription is not currently active" (HTTP 500)
+	// on a delete while the server is still pending. Wait and retry.
+	ErrNotActive = errors.New("gpufleet: subscription not active")
+	// ErrMinReservation: Hot Aisle refused a release before the minimum
+	// reservation (HTTP 400 "minimum usage requirement"); release with force, or
+	// wait until the reservation ends.
+	ErrMinReservation = errors.New("gpufleet: minimum reservation not met")
+	// ErrNoCapacity: the offer is sold out (Vultr 400 on create, Hot Aisle 404
+	// "No available virtual machine matching requested specifications").
+	ErrNoCapacity = errors.New("gpufleet: no capacity")
+	// ErrVPCUnsupported: Vultr "This plan does not support private networking".
+	ErrVPCUnsupported = errors.New("gpufleet: plan does not support VPC")
+	// ErrVPCInUse: Vultr "The following servers are attached to this VPC network".
+	ErrVPCInUse = errors.New("gpufleet: VPC in use")
+	// ErrAttachFailed: Vultr "Unable to attach VPC" (HTTP 500), intermittent.
+	ErrAttachFailed = errors.New("gpufleet: VPC attach failed")
+	// ErrInsufficientBalance: the account cannot pay (Hot Aisle HTTP 402).
+	ErrInsufficientBalance = errors.New("gpufleet: insufficient balance")
+	// ErrQuotaExceeded: an account limit was reached (Hot Aisle "Maximum VMs
+	// already provisioned for this team", HTTP 401; tenant limit, HTTP 403).
+	ErrQuotaExceeded = errors.New("gpufleet: quota exceeded")
+	// ErrInvalidRequest: the API rejected the request itself (other HTTP 400
+	// and 422 answers: unknown plan, missing region, malformed spec).
+	ErrInvalidRequest = errors.New("gpufleet: invalid request")
+	// ErrUnavailable: a transient server-side failure (HTTP 502, 503, 504, other
+	// 5xx, connection reset) that is safe to retry for idempotent calls.
+	ErrUnavailable = errors.New("gpufleet: provider unavailable")
+)

@@ -1,0 +1,93 @@
+package sim
+
+import (
+	"bytes"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"syscall"
+)
+
+// memTransport is an http.RoundTripper that serves requests by calling a
+// handler in the caller's process. A handler that aborts (http.ErrAbortHandler)
+// looks to the caller like a connection reset; a cancelled request context
+// returns at once while the handler finishes on its own, as a real server
+// would.
+type memTransport struct{ h http.Handler }
+
+type roundTripResult struct {
+	resp *http.Response
+	err  error
+}
+
+func (t *memTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	ctx := req.Context()
+	if err := ctx.Err(); err != nil {
+		closeBody(req)
+		return nil, err
+	}
+	sreq, err := serverRequest(req)
+	if err != nil {
+		return nil, err
+	}
+	done := make(chan roundTripResult, 1)
+	go func() { done <- serve(t.h, sreq) }()
+	select {
+	case res := <-done:
+		if res.resp != nil {
+			res.resp.Request = req
+		}
+		return res.resp, res.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// serverRequest copies the client request into one a handler can read: body
+// buffered, RemoteAddr and RequestURI set as a server would.
+func serverRequest(req *http.Request) (*http.Request, error) {
+	var body []byte
+	if req.Body != nil {
+		b, err := io.ReadAll(req.Body)
+		closeBody(req)
+		if err != nil {
+			return nil, err
+		}
+		body = b
+	}
+	sreq := req.Clone(req.Context())
+	sreq.Body = io.NopCloser(bytes.NewReader(body))
+	sreq.ContentLength = int64(len(body))
+	sreq.RemoteAddr = "127.0.0.1:1"
+	sreq.RequestURI = req.URL.RequestURI()
+	if sreq.Host == "" {
+		sreq.Host = req.URL.Host
+	}
+	return sreq, nil
+}
+
+func closeBody(req *http.Request) {
+	if req.Body != nil {
+		_ = req.Body.Close()
+	}
+}
+
+func serve(h http.Handler, req *http.Request) (res roundTripResult) {
+	rec := httptest.NewRecorder()
+	defer func() {
+		if p := recover(); p != nil {
+			if p != http.ErrAbortHandler {
+				panic(p)
+			}
+			res = roundTripResult{err: &net.OpError{Op: "read", Net: "tcp",
+				Err: os.NewSyscallError("read", syscall.ECONNRESET)}}
+		}
+	}()
+	h.ServeHTTP(rec, req)
+	resp := rec.Result()
+	resp.ContentLength = int64(rec.Body.Len())
+	return roundTripResult{resp: resp}
+}
+
