@@ -51,3 +51,12 @@ type Ledger struct {
 	Charges  []Charge
 	TotalUSD float64
 }
+
+// Snapshot is everything a fake can tell about itself at one moment, in a
+// JSON-encodable form (the standalone server's admin API returns it).
+type Snapshot struct {
+	Time      time.Time  // cloud time of the snapshot
+	Resources []Resource // live and deleted, oldest first
+	Calls     []Call     // the call log, oldest first
+	Ledger    Ledger     // the bill so far
+}
