@@ -90,4 +90,3 @@ func serve(h http.Handler, req *http.Request) (res roundTripResult) {
 	resp.ContentLength = int64(rec.Body.Len())
 	return roundTripResult{resp: resp}
 }
-
