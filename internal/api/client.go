@@ -1,0 +1,203 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"golang.org/x/time/rate"
+)
+
+// MaxResponseBytes bounds how much of a response body is read (16 MiB).
+const MaxResponseBytes = 16 << 20
+
+// Config configures a Client.
+type Config struct {
+	// BaseURL is prefixed to every request path, e.g. "https://api.vultr.com".
+	BaseURL string
+	// HTTPClient sends the requests (default: a client with a 60 s timeout).
+	HTTPClient *http.Client
+	// UserAgent is sent as the User-Agent header.
+	UserAgent string
+	// Limiter, if set, is waited on before every attempt (shared by all calls).
+	Limiter *rate.Limiter
+	// Retry bounds the retries of idempotent calls.
+	Retry RetryPolicy
+	// Authorize sets the auth header on a request. The key lives only in this
+	// closure: it never reaches logs or errors.
+	Authorize func(h http.Header)
+	// ParseError turns a non-2xx answer into the client's typed error.
+	ParseError func(r *Response) error
+	// Logger receives one debug line per attempt (method, path, status,
+	// attempt, duration); never headers or bodies. Default: discard.
+	Logger *slog.Logger
+}
+
+// Client sends JSON requests to one API.
+type Client struct{ cfg Config }
+
+// New returns a Client for cfg, filling in defaults.
+func New(cfg Config) *Client {
+	if cfg.HTTPClient == nil {
+		cfg.HTTPClient = &http.Client{Timeout: 60 * time.Second}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.ParseError == nil {
+		cfg.ParseError = func(r *Response) error { return fmt.Errorf("HTTP %d", r.Status) }
+	}
+	cfg.BaseURL = strings.TrimRight(cfg.BaseURL, "/")
+	cfg.Retry = cfg.Retry.withDefaults()
+	return &Client{cfg: cfg}
+}
+
+// Request is one API call.
+type Request struct {
+	Method string     // http.MethodGet, ...
+	Path   string     // appended to the base URL, starting with "/"
+	Query  url.Values // optional query
+	Body   any        // JSON-encoded when non-nil
+}
+
+// Response is an API answer, kept whole for error construction.
+type Response struct {
+	Status     int
+	Header     http.Header
+	Body       []byte
+	RetryAfter time.Duration // parsed Retry-After header, 0 when absent
+	Method     string
+	Path       string
+}
+
+// Idempotent reports whether a method is retried on 429 and transient
+// failures: GET, HEAD and DELETE. A POST, PUT or PATCH is never retried here,
+// since a 5xx can hide a success and a blind retry can duplicate a server.
+func Idempotent(method string) bool {
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodDelete:
+		return true
+	}
+	return false
+}
+
+// Do sends req (retrying it when idempotent) and decodes a 2xx JSON body into
+// out when out is non-nil and the body is not empty. A non-2xx answer is
+// returned as cfg.ParseError's error; a failure to reach the API as a
+// *TransportError; a cancelled ctx as ctx.Err() wrapped.
+func (c *Client) Do(ctx context.Context, req Request, out any) (*Response, error) {
+	var body []byte
+	if req.Body != nil {
+		b, err := json.Marshal(req.Body)
+		if err != nil {
+			return nil, fmt.Errorf("encode %s %s: %w", req.Method, req.Path, err)
+		}
+		body = b
+	}
+	var resp *Response
+	attempt := func() error {
+		r, err := c.once(ctx, req, body)
+		resp = r
+		return err
+	}
+	var err error
+	if Idempotent(req.Method) {
+		err = c.cfg.Retry.run(ctx, attempt)
+	} else {
+		err = attempt()
+	}
+	if err != nil {
+		return resp, err
+	}
+	if out != nil && len(bytes.TrimSpace(resp.Body)) > 0 {
+		if err := json.Unmarshal(resp.Body, out); err != nil {
+			return resp, &DecodeError{Method: req.Method, Path: req.Path, Err: err}
+		}
+	}
+	return resp, nil
+}
+
+func (c *Client) once(ctx context.Context, req Request, body []byte) (*Response, error) {
+	if c.cfg.Limiter != nil {
+		if err := c.cfg.Limiter.Wait(ctx); err != nil {
+			return nil, fmt.Errorf("%s %s: rate limiter: %w", req.Method, req.Path, ctxErr(ctx, err))
+		}
+	}
+	u := c.cfg.BaseURL + req.Path
+	if len(req.Query) > 0 {
+		u += "?" + req.Query.Encode()
+	}
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	hreq, err := http.NewRequestWithContext(ctx, req.Method, u, rd)
+	if err != nil {
+		return nil, fmt.Errorf("build %s %s: %w", req.Method, req.Path, err)
+	}
+	hreq.Header.Set("Accept", "application/json")
+	if body != nil {
+		hreq.Header.Set("Content-Type", "application/json")
+	}
+	if c.cfg.UserAgent != "" {
+		hreq.Header.Set("User-Agent", c.cfg.UserAgent)
+	}
+	if c.cfg.Authorize != nil {
+		c.cfg.Authorize(hreq.Header)
+	}
+	start := time.Now()
+	hresp, err := c.cfg.HTTPClient.Do(hreq)
+	if err != nil {
+		if cerr := ctx.Err(); cerr != nil {
+			return nil, fmt.Errorf("%s %s: %w", req.Method, req.Path, cerr)
+		}
+		c.log(req, 0, start)
+		return nil, &TransportError{Method: req.Method, Path: req.Path, Err: scrub(err)}
+	}
+	defer hresp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(hresp.Body, MaxResponseBytes))
+	if err != nil {
+		if cerr := ctx.Err(); cerr != nil {
+			return nil, fmt.Errorf("%s %s: %w", req.Method, req.Path, cerr)
+		}
+		return nil, &TransportError{Method: req.Method, Path: req.Path, Err: scrub(err)}
+	}
+	c.log(req, hresp.StatusCode, start)
+	resp := &Response{Status: hresp.StatusCode, Header: hresp.Header, Body: data,
+		RetryAfter: parseRetryAfter(hresp.Header.Get("Retry-After"), time.Now()),
+		Method:     req.Method, Path: req.Path}
+	if resp.Status < 200 || resp.Status > 299 {
+		return resp, c.cfg.ParseError(resp)
+	}
+	return resp, nil
+}
+
+func (c *Client) log(req Request, status int, start time.Time) {
+	c.cfg.Logger.Debug("api call", "method", req.Method, "path", req.Path,
+		"status", status, "duration", time.Since(start))
+}
+
+func ctxErr(ctx context.Context, err error) error {
+	if cerr := ctx.Err(); cerr != nil {
+		return cerr
+	}
+	return err
+}
+
+// scrub drops the *url.Error wrapper (which repeats the full URL) and keeps
+// the cause; the method and path are carried by TransportError.
+func scrub(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
+}

@@ -1,0 +1,6 @@
+// Package api is the HTTP plumbing shared by the hotaisle and vultr clients:
+// building requests, the client-side rate limiter, retries of idempotent calls
+// with capped jittered backoff (retry-go), and lenient JSON decoding. It knows
+// nothing of either API's dialect: each client supplies the functions that set
+// its auth header and turn an error answer into its own typed error.
+package api

@@ -1,0 +1,54 @@
+package api
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/gpufleet/gpufleet/fleet"
+)
+
+// TransportError is a failure to get an answer at all: connection refused or
+// reset, DNS, TLS, a client timeout. It answers errors.Is(err,
+// fleet.ErrUnavailable).
+type TransportError struct {
+	Method, Path string
+	Err          error
+}
+
+func (e *TransportError) Error() string {
+	return fmt.Sprintf("%s %s: %v", e.Method, e.Path, e.Err)
+}
+
+func (e *TransportError) Unwrap() error { return e.Err }
+
+// Is makes a TransportError match fleet.ErrUnavailable.
+func (e *TransportError) Is(target error) bool { return target == fleet.ErrUnavailable }
+
+// DecodeError is a 2xx answer whose body is not the JSON expected.
+type DecodeError struct {
+	Method, Path string
+	Err          error
+}
+
+func (e *DecodeError) Error() string {
+	return fmt.Sprintf("%s %s: decode response: %v", e.Method, e.Path, e.Err)
+}
+
+func (e *DecodeError) Unwrap() error { return e.Err }
+
+// parseRetryAfter reads a Retry-After header in seconds or as an HTTP date;
+// 0 when absent or malformed.
+func parseRetryAfter(v string, now time.Time) time.Duration {
+	if v == "" {
+		return 0
+	}
+	if secs, err := strconv.Atoi(v); err == nil && secs >= 0 {
+		return time.Duration(secs) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil && t.After(now) {
+		return t.Sub(now)
+	}
+	return 0
+}
