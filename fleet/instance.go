@@ -1,0 +1,76 @@
+package fleet
+
+import "time"
+
+// Status is where an instance is in its lifecycle:
+// pending → provisioning → booting → idle ⇄ busy → terminating → terminated.
+type Status string
+
+// Instance statuses.
+const (
+	StatusPending      Status = "pending"      // wanted, no create call made yet
+	StatusProvisioning Status = "provisioning" // created; the provider has not said running
+	StatusBooting      Status = "booting"      // the provider says running; agent being started
+	StatusIdle         Status = "idle"         // ready (agent healthy), no work
+	StatusBusy         Status = "busy"         // ready, doing work
+	StatusTerminating  Status = "terminating"  // release requested; not yet confirmed gone
+	StatusTerminated   Status = "terminated"   // the provider confirmed it is gone
+)
+
+// Active reports whether the instance may still exist at the provider (every
+// status but pending and terminated), i.e. whether it may be billing.
+func (s Status) Active() bool { return s != StatusPending && s != StatusTerminated && s != "" }
+
+// SSHEndpoint is how to reach an instance over SSH.
+type SSHEndpoint struct {
+	User string
+	Host string // IP address or host name
+	Port int
+	// Jump, when set, is the host to go through (Hot Aisle bare metal's
+	// ssh_access front host).
+	Jump *SSHEndpoint
+}
+
+// Addr is "host:port".
+func (e SSHEndpoint) Addr() string {
+	if e.Host == "" {
+		return ""
+	}
+	return joinHostPort(e.Host, e.Port)
+}
+
+// StatusChange is one entry of an instance's history.
+type StatusChange struct {
+	Time   time.Time
+	Status Status
+	Reason string
+}
+
+// Instance is a machine rented from a provider, as gpufleet tracks it.
+type Instance struct {
+	ID        string // the provider's id (Vultr UUID, Hot Aisle VM or server name)
+	Provider  string
+	Fleet     string // from the label; "" when the resource is not ours
+	RequestID string // per-create id from the label
+	Offer     Offer  // what was rented (as complete as the provider can say)
+
+	Status         Status
+	ProviderStatus string // the provider's own words ("pending", "active/ok", "running")
+
+	PublicIP  string
+	PrivateIP string // VPC or private address, "" when none
+	VPCID     string // the VPC it is attached to, "" when none
+	SSH       SSHEndpoint
+
+	Created       time.Time // create call accepted
+	Ready         time.Time // agent healthy (or running when there is no agent)
+	ReservedUntil time.Time // release before this pays for unused time
+	LastError     string
+	History       []StatusChange
+}
+
+// Running reports whether the provider says the machine is up
+// (booting, idle or busy).
+func (i Instance) Running() bool {
+	return i.Status == StatusBooting || i.Status == StatusIdle || i.Status == StatusBusy
+}

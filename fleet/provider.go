@@ -1,0 +1,87 @@
+package fleet
+
+import (
+	"context"
+	"time"
+)
+
+// CreateRequest asks a provider for one instance of an offer.
+type CreateRequest struct {
+	Offer Offer
+	Label Label // written on the resource (Vultr label and tags, Hot Aisle description)
+	// SSHKeys are authorized_keys lines to install for the login user (Hot
+	// Aisle: registered on the account; Vultr: cloud-config user_data).
+	SSHKeys []string
+	// VPCID, when set, attaches the instance to this VPC at create.
+	VPCID string
+}
+
+// DeleteOptions tune a release.
+type DeleteOptions struct {
+	// Force releases before the minimum reservation ends (Hot Aisle
+	// ?force=true); the unused minimum is charged, not refunded.
+	Force bool
+}
+
+// Provider is one cloud behind gpufleet, implemented by the hotaisle and
+// vultr packages.
+//
+// Errors answer errors.Is for the classes in errors.go; in particular Get and
+// Delete return ErrNotFound when the instance is gone.
+type Provider interface {
+	// Name is ProviderHotAisle or ProviderVultr.
+	Name() string
+	// Offers lists what can be rented, one Offer per instance type and region.
+	Offers(ctx context.Context) ([]Offer, error)
+	// Create rents one instance. It never retries the create call itself:
+	// after an ambiguous failure the caller looks the label up with List.
+	Create(ctx context.Context, req CreateRequest) (Instance, error)
+	// Get reads one instance by id; ErrNotFound when gone.
+	Get(ctx context.Context, id string) (Instance, error)
+	// List reads every instance of the account across all pages, with Fleet
+	// and RequestID filled from the label ("" for resources that are not
+	// gpufleet's), so status is one call per provider, not one per instance.
+	List(ctx context.Context) ([]Instance, error)
+	// Delete releases an instance. It is idempotent: ErrNotFound means the
+	// instance is already gone, which callers treat as success.
+	Delete(ctx context.Context, id string, opts DeleteOptions) error
+}
+
+// VPC is a provider private network.
+type VPC struct {
+	ID         string
+	Provider   string
+	Region     string
+	Fleet      string // from the label ("" when not ours)
+	RequestID  string
+	Subnet     string // "10.6.96.0/20"
+	Created    time.Time
+	Attachment []string // instance ids attached, where the provider lists them
+}
+
+// VPCProvider is the optional VPC capability of a Provider (Vultr).
+type VPCProvider interface {
+	// CreateVPC creates a labelled VPC in region.
+	CreateVPC(ctx context.Context, region string, label Label) (VPC, error)
+	// AttachVPC attaches an instance to a VPC (a single try: callers retry
+	// and confirm with InstanceVPCs). ErrVPCUnsupported for plans without
+	// private networking, ErrAttachFailed for the intermittent failure.
+	AttachVPC(ctx context.Context, instanceID, vpcID string) error
+	// InstanceVPCs lists the VPC ids an instance is attached to.
+	InstanceVPCs(ctx context.Context, instanceID string) ([]string, error)
+	// ListVPCs lists every VPC of the account, labels parsed.
+	ListVPCs(ctx context.Context) ([]VPC, error)
+	// DeleteVPC deletes a VPC: ErrVPCInUse while servers are attached,
+	// ErrNotFound when already gone.
+	DeleteVPC(ctx context.Context, id string) error
+}
+
+// Agent starts and checks the host agent on an instance (the shim package
+// implements it over SSH).
+type Agent interface {
+	// Start brings the agent up on a running instance and verifies its
+	// health. It is idempotent: an agent already healthy is left alone.
+	Start(ctx context.Context, inst Instance) error
+	// Check verifies the agent answers its health check.
+	Check(ctx context.Context, inst Instance) error
+}

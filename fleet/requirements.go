@@ -1,0 +1,85 @@
+package fleet
+
+import (
+	"slices"
+	"sort"
+	"strings"
+)
+
+// Tristate is a yes / no / don't-care choice.
+type Tristate int
+
+// Tristate values.
+const (
+	Any Tristate = iota
+	Yes
+	No
+)
+
+// Requirements select offers. A zero field does not constrain.
+type Requirements struct {
+	Providers     []string // provider names
+	Regions       []string // region ids
+	InstanceTypes []string // instance type names
+
+	GPUVendor       string  // "AMD", "NVIDIA" (case-insensitive)
+	GPUModel        string  // "MI300X" (case-insensitive)
+	GPUCount        int     // exact number of GPUs per instance
+	MinGPUMemoryGiB float64 // per GPU
+	MinVCPUs        int
+	MinMemoryGiB    float64
+	MinDiskGiB      float64 // boot disk
+
+	BareMetal       Tristate // Any by default; Yes: bare metal only; No: VMs only
+	MaxPricePerHour float64  // USD per hour; 0: no limit
+	Cluster         bool     // offers that can join a private network only
+	IncludeSoldOut  bool     // keep offers that are not available now
+}
+
+// Match reports whether o satisfies r.
+func (r Requirements) Match(o Offer) bool {
+	switch {
+	case len(r.Providers) > 0 && !slices.Contains(r.Providers, o.Provider),
+		len(r.Regions) > 0 && !slices.Contains(r.Regions, o.Region),
+		len(r.InstanceTypes) > 0 && !slices.Contains(r.InstanceTypes, o.InstanceType),
+		r.GPUVendor != "" && !strings.EqualFold(r.GPUVendor, o.GPU.Vendor),
+		r.GPUModel != "" && !strings.EqualFold(r.GPUModel, o.GPU.Model),
+		r.GPUCount > 0 && o.GPU.Count != r.GPUCount,
+		o.GPU.MemoryGiB < r.MinGPUMemoryGiB,
+		o.VCPUs < r.MinVCPUs,
+		o.MemoryGiB < r.MinMemoryGiB,
+		o.DiskGiB < r.MinDiskGiB,
+		r.BareMetal == Yes && !o.BareMetal,
+		r.BareMetal == No && o.BareMetal,
+		r.MaxPricePerHour > 0 && o.PricePerHour > r.MaxPricePerHour,
+		r.Cluster && !o.SupportsVPC,
+		!r.IncludeSoldOut && !o.Available:
+		return false
+	}
+	return true
+}
+
+// Filter returns the offers that match r, cheapest first (ties: provider,
+// region, instance type), without changing offers.
+func Filter(offers []Offer, r Requirements) []Offer {
+	out := make([]Offer, 0, len(offers))
+	for _, o := range offers {
+		if r.Match(o) {
+			out = append(out, o)
+		}
+	}
+	SortByPrice(out)
+	return out
+}
+
+// SortByPrice sorts offers cheapest first, ties broken by provider, region
+// and instance type so the order is stable.
+func SortByPrice(offers []Offer) {
+	sort.SliceStable(offers, func(i, j int) bool {
+		a, b := offers[i], offers[j]
+		if a.PricePerHour != b.PricePerHour {
+			return a.PricePerHour < b.PricePerHour
+		}
+		return a.Key() < b.Key()
+	})
+}
