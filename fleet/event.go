@@ -1,0 +1,78 @@
+package fleet
+
+import (
+	"fmt"
+	"time"
+)
+
+// EventType names what happened.
+type EventType string
+
+// Event types. Warnings and alerts are marked in their doc.
+const (
+	EventFleetApplied        EventType = "FleetApplied"
+	EventFleetDeleted        EventType = "FleetDeleted"          // every member and the VPC confirmed gone
+	EventOfferSkipped        EventType = "OfferSkipped"          // no capacity or create refused; the next offer is tried
+	EventNoOffers            EventType = "NoOffers"              // warning: nothing matched or every offer failed
+	EventSlowProvisioning    EventType = "SlowProvisioning"      // warning up front: the offer is known to take long (Vultr bare metal)
+	EventInstanceCreated     EventType = "InstanceCreated"       // the create call was accepted
+	EventCreateUncertain     EventType = "CreateUncertain"       // warning: the create failed ambiguously; looking it up by label
+	EventInstanceAdopted     EventType = "InstanceAdopted"       // a labelled resource was found and tracked
+	EventInstanceRunning     EventType = "InstanceRunning"       // the provider says running
+	EventAgentStarting       EventType = "AgentStarting"         // starting the agent
+	EventAgentFailed         EventType = "AgentFailed"           // warning: an agent start attempt failed (retried)
+	EventInstanceReady       EventType = "InstanceReady"         // agent healthy (or running, with no agent); idle clock starts
+	EventInstanceBusy        EventType = "InstanceBusy"          // marked busy
+	EventInstanceIdle        EventType = "InstanceIdle"          // marked idle
+	EventDeadlineMissed      EventType = "DeadlineMissed"        // warning: provisioning or agent deadline passed; terminating
+	EventReleaseDeferred     EventType = "ReleaseDeferred"       // release waits for the reservation window (see Event.At)
+	EventReleaseRequested    EventType = "ReleaseRequested"      // terminating
+	EventReleaseForced       EventType = "ReleaseForced"         // warning: forced release; Event.USD is the unrefunded minimum
+	EventTerminationRetry    EventType = "TerminationRetry"      // a release attempt failed and will be retried (Event.At)
+	EventTerminationStuck    EventType = "TerminationStuck"      // alert: releasing has failed for TerminationAlertAfter; still retrying
+	EventInstanceTerminated  EventType = "InstanceTerminated"    // the provider confirmed the instance gone
+	EventInstanceVanished    EventType = "InstanceVanished"      // warning: gone without our release (deleted out of band)
+	EventManualCleanup       EventType = "ManualCleanupRequired" // alert: untracked while it may still bill (ReleaseCompat)
+	EventVPCCreated          EventType = "VPCCreated"
+	EventVPCAttached         EventType = "VPCAttached"    // confirmed by listing the instance's VPCs
+	EventVPCUnavailable      EventType = "VPCUnavailable" // warning: the instance runs without the fleet's VPC
+	EventVPCDeleted          EventType = "VPCDeleted"
+	EventVPCDeleteRetry      EventType = "VPCDeleteRetry"      // the VPC still has members; retried
+	EventOrphanFound         EventType = "OrphanFound"         // a labelled resource no fleet claims; collected after OrphanGrace
+	EventUnlabelledFound     EventType = "UnlabelledFound"     // reported once; never touched
+	EventProviderUnavailable EventType = "ProviderUnavailable" // warning: listing a provider failed this pass
+)
+
+// Event is something the Manager did or saw. It carries no secrets.
+type Event struct {
+	Time       time.Time
+	Type       EventType
+	Fleet      string
+	Provider   string
+	InstanceID string // provider id, or the request id before there is one
+	Message    string
+	At         time.Time // a time the event refers to (next attempt, earliest release)
+	USD        float64   // money the event is about (unrefunded minimum)
+	Err        string    // the error text, if any
+}
+
+// String is a one-line form for logs.
+func (e Event) String() string {
+	s := fmt.Sprintf("%s %s", e.Time.Format(time.RFC3339), e.Type)
+	if e.Fleet != "" {
+		s += " fleet=" + e.Fleet
+	}
+	if e.Provider != "" {
+		s += " provider=" + e.Provider
+	}
+	if e.InstanceID != "" {
+		s += " instance=" + e.InstanceID
+	}
+	if e.Message != "" {
+		s += " " + e.Message
+	}
+	if e.Err != "" {
+		s += " err=" + e.Err
+	}
+	return s
+}

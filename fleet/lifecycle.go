@@ -1,0 +1,141 @@
+package fleet
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+func (m *Manager) provisionTimeout(o Offer) time.Duration {
+	if o.ProvisionTimeout > 0 {
+		return o.ProvisionTimeout
+	}
+	return m.pol.ProvisionTimeout
+}
+
+// checkDeadlines releases instances that missed the provisioning or the
+// agent deadline; the release is verified like any other. m.mu held.
+func (m *Manager) checkDeadlines(now time.Time) {
+	for _, r := range m.insts {
+		var deadline time.Time
+		var what string
+		switch {
+		case r.Termination != nil || r.Instance.ID == "":
+			continue
+		case r.Instance.Status == StatusProvisioning:
+			deadline, what = r.Instance.Created.Add(m.provisionTimeout(r.Instance.Offer)), "provisioning"
+		case r.Instance.Status == StatusBooting:
+			deadline, what = r.RunningSince.Add(m.pol.AgentTimeout), "agent"
+		default:
+			continue
+		}
+		if now.Before(deadline) {
+			continue
+		}
+		m.event(Event{Type: EventDeadlineMissed, Fleet: r.Instance.Fleet, Provider: r.Instance.Provider, InstanceID: r.Instance.ID,
+			At: deadline, Message: fmt.Sprintf("%s deadline passed; releasing", what)})
+		m.requestRelease(r, what+" deadline", ReleaseNow, now, true)
+	}
+}
+
+// releaseIdle releases idle instances past their fleet's idle timeout, once
+// their reservation window allows it (unless the policy is ReleaseNow), and
+// keeps ReservedUntil current. m.mu held.
+func (m *Manager) releaseIdle(now time.Time) {
+	for _, r := range m.insts {
+		if !r.Instance.Status.Active() || r.Instance.Status == StatusTerminating {
+			continue
+		}
+		rt := m.reservedUntil(r, now)
+		if !rt.Equal(r.Instance.ReservedUntil) {
+			r.Instance.ReservedUntil = rt
+			m.dirtyI[r.Instance.RequestID] = true
+		}
+		f := m.fleets[r.Instance.Fleet]
+		if r.Instance.Status != StatusIdle || r.Busy || f == nil || f.Spec.IdleTimeout <= 0 {
+			continue
+		}
+		if now.Sub(r.IdleSince) < f.Spec.IdleTimeout {
+			continue
+		}
+		policy := m.policyFor(f)
+		if policy != ReleaseNow && now.Before(rt) {
+			continue // paid anyway: keep it usable until the window ends
+		}
+		m.requestRelease(r, "idle", policy, now, true)
+	}
+}
+
+// agentFor returns the agent for a fleet (keyed with the fleet's private key
+// when the agent supports it), nil for none. m.mu held.
+func (m *Manager) agentFor(fleet string) Agent {
+	if m.cfg.Agent == nil {
+		return nil
+	}
+	if a, ok := m.keyedAgents[fleet]; ok {
+		return a
+	}
+	a := m.cfg.Agent
+	if f := m.fleets[fleet]; f != nil && !f.Spec.PrivateKey.IsZero() {
+		if ka, ok := a.(KeyedAgent); ok {
+			a = ka.WithKey(f.Spec.PrivateKey)
+		}
+	}
+	m.keyedAgents[fleet] = a
+	return a
+}
+
+// startAgents starts the agent on booting instances, one background task
+// per instance, retried with backoff until the agent deadline. m.mu held.
+func (m *Manager) startAgents(now time.Time) {
+	for id, r := range m.insts {
+		if r.Instance.Status != StatusBooting || r.Termination != nil {
+			continue
+		}
+		if _, running := m.agents[id]; running || now.Before(m.agentNext[id]) {
+			continue
+		}
+		agent := m.agentFor(r.Instance.Fleet)
+		if agent == nil {
+			m.markReady(r, now)
+			continue
+		}
+		ctx, cancel := context.WithCancel(m.bgCtx)
+		m.agents[id] = cancel
+		inst := cloneInst(r.Instance)
+		m.event(Event{Type: EventAgentStarting, Fleet: inst.Fleet, Provider: inst.Provider, InstanceID: inst.ID})
+		m.bg.Add(1)
+		go func() {
+			defer m.bg.Done()
+			defer cancel()
+			err := agent.Start(ctx, inst)
+			m.agentDone(id, err)
+		}()
+	}
+}
+
+// agentDone records the outcome of one agent start.
+func (m *Manager) agentDone(id string, err error) {
+	m.mu.Lock()
+	delete(m.agents, id)
+	r := m.insts[id]
+	if r == nil || r.Instance.Status != StatusBooting || r.Termination != nil {
+		m.mu.Unlock()
+		m.deliver()
+		return
+	}
+	now := m.clock.Now()
+	if err == nil {
+		m.markReady(r, now)
+	} else {
+		r.AgentTries++
+		wait := backoff(r.AgentTries, 15*time.Second, 2*time.Minute)
+		m.agentNext[id] = now.Add(wait)
+		r.Instance.LastError = err.Error()
+		m.dirtyI[id] = true
+		m.event(Event{Type: EventAgentFailed, Fleet: r.Instance.Fleet, Provider: r.Instance.Provider, InstanceID: r.Instance.ID,
+			Err: err.Error(), At: now.Add(wait), Message: fmt.Sprintf("attempt %d failed; retrying", r.AgentTries)})
+	}
+	m.mu.Unlock()
+	m.deliver()
+}

@@ -1,0 +1,180 @@
+package fleet
+
+import (
+	"crypto"
+	"fmt"
+	"time"
+)
+
+// Placement says where a fleet's instances may land.
+type Placement string
+
+// Placements.
+const (
+	// PlacementAny lets every instance land on any matching offer.
+	PlacementAny Placement = "any"
+	// PlacementCluster puts every instance on one provider, in one region,
+	// in one VPC; offers without private networking are excluded.
+	PlacementCluster Placement = "cluster"
+)
+
+// ReleasePolicy says when an instance is released relative to its
+// reservation window (Instance.ReservedUntil).
+type ReleasePolicy string
+
+// Release policies.
+const (
+	// ReleaseAtReservationEnd (the default) releases an idle or released
+	// instance only once its reservation window ends: the minimum is paid
+	// anyway, so the machine stays usable until then.
+	ReleaseAtReservationEnd ReleasePolicy = "reservation-end"
+	// ReleaseNow releases at once; on Hot Aisle this forces the release
+	// (?force=true) and the unused minimum is charged, not refunded.
+	ReleaseNow ReleasePolicy = "now"
+	// ReleaseCompat mimics the original integration: Hot Aisle bare metal is
+	// never force-released inside its prepaid 8 hours; the instance stays
+	// terminating for CompatGiveUp (15 min), then is untracked with a
+	// ManualCleanupRequired event naming the server. Off by default: it can
+	// leave a billed machine behind.
+	ReleaseCompat ReleasePolicy = "compat"
+)
+
+// PrivateKey holds an SSH private key in memory only. It prints as
+// "[private key]" with every fmt verb, so it never reaches a log or an event.
+type PrivateKey struct{ signer crypto.Signer }
+
+// NewPrivateKey wraps a signer (ed25519.PrivateKey, *rsa.PrivateKey, ...).
+func NewPrivateKey(s crypto.Signer) PrivateKey { return PrivateKey{signer: s} }
+
+// Signer returns the wrapped key, nil when empty.
+func (k PrivateKey) Signer() crypto.Signer { return k.signer }
+
+// IsZero reports whether no key is held.
+func (k PrivateKey) IsZero() bool { return k.signer == nil }
+
+// String redacts the key.
+func (k PrivateKey) String() string { return "[private key]" }
+
+// GoString redacts the key.
+func (k PrivateKey) GoString() string { return "[private key]" }
+
+// Format redacts the key for every verb.
+func (k PrivateKey) Format(f fmt.State, _ rune) { _, _ = f.Write([]byte("[private key]")) }
+
+// Spec is the desired state of a fleet.
+type Spec struct {
+	// Name identifies the fleet (see ValidateFleetName); it goes into labels.
+	Name string
+	// Nodes is how many instances the fleet keeps.
+	Nodes int
+	// Requirements select the offers (providers, regions, instance types,
+	// GPUs, bare metal yes/no/any, max price, ...).
+	Requirements Requirements
+	// Placement is PlacementAny (default) or PlacementCluster.
+	Placement Placement
+	// IdleTimeout releases an instance idle this long (0: never by idleness);
+	// the idle clock starts when the instance is ready, and release waits for
+	// the reservation window unless the release policy is ReleaseNow.
+	IdleTimeout time.Duration
+	// ReleasePolicy overrides Policy.Release for this fleet when set.
+	ReleasePolicy ReleasePolicy
+	// SSHKeys are authorized_keys lines installed for the login user.
+	SSHKeys []string
+	// PrivateKey is the key the agent starter logs in with for this fleet
+	// (in memory only; passed to an Agent that implements KeyedAgent).
+	PrivateKey PrivateKey
+}
+
+// KeyedAgent is an Agent that can log in with a fleet's own private key.
+type KeyedAgent interface {
+	Agent
+	// WithKey returns an Agent that uses key.
+	WithKey(key PrivateKey) Agent
+}
+
+func (s Spec) validate() error {
+	if err := ValidateFleetName(s.Name); err != nil {
+		return err
+	}
+	if s.Nodes < 0 {
+		return fmt.Errorf("gpufleet: fleet %s: Nodes must be 0 or more, got %d", s.Name, s.Nodes)
+	}
+	switch s.Placement {
+	case "", PlacementAny, PlacementCluster:
+	default:
+		return fmt.Errorf("gpufleet: fleet %s: unknown placement %q", s.Name, s.Placement)
+	}
+	switch s.ReleasePolicy {
+	case "", ReleaseAtReservationEnd, ReleaseNow, ReleaseCompat:
+	default:
+		return fmt.Errorf("gpufleet: fleet %s: unknown release policy %q", s.Name, s.ReleasePolicy)
+	}
+	return nil
+}
+
+// Policy holds the Manager's timing rules. Zero fields take the defaults
+// documented on each field.
+type Policy struct {
+	// Release is the default release policy (ReleaseAtReservationEnd).
+	Release ReleasePolicy
+	// ProvisionTimeout is how long a provider may take to say an instance
+	// is running when the offer does not say (20 min). Vultr bare metal
+	// offers carry 55 min: under the second billed hour, image pull included.
+	ProvisionTimeout time.Duration
+	// AgentTimeout is how long the agent may take to become healthy once
+	// the provider says running (15 min).
+	AgentTimeout time.Duration
+	// TerminationMinBackoff and TerminationMaxBackoff bound the capped,
+	// jittered exponential backoff between release attempts (10 s, 5 min).
+	TerminationMinBackoff time.Duration
+	TerminationMaxBackoff time.Duration
+	// TerminationAlertAfter raises a TerminationStuck alert once a release has
+	// failed for this long (15 min); retrying goes on.
+	TerminationAlertAfter time.Duration
+	// CompatGiveUp is how long ReleaseCompat keeps a refused Hot Aisle bare
+	// metal release before untracking it (15 min).
+	CompatGiveUp time.Duration
+	// OrphanGrace is how long a labelled resource that no fleet claims is
+	// left alone before it is deleted (10 min).
+	OrphanGrace time.Duration
+	// CreateLookupGrace is how long after an ambiguous create failure the
+	// Manager keeps looking for the resource by label before it counts the
+	// create as failed (5 min).
+	CreateLookupGrace time.Duration
+	// HourlyReleaseMargin: for hourly-billed offers (Vultr) the reservation
+	// window ends this long before the next billed hour starts, so that a
+	// release lands inside the hour already paid (10 min).
+	HourlyReleaseMargin time.Duration
+	// VPCAttachAttempts bounds the attach retries of "Unable to attach VPC"
+	// before the instance goes on without the VPC, with a warning (10).
+	VPCAttachAttempts int
+	// Parallelism bounds concurrent provider calls in one pass (8).
+	Parallelism int
+}
+
+func (p Policy) withDefaults() Policy {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	if p.Release == "" {
+		p.Release = ReleaseAtReservationEnd
+	}
+	def(&p.ProvisionTimeout, 20*time.Minute)
+	def(&p.AgentTimeout, 15*time.Minute)
+	def(&p.TerminationMinBackoff, 10*time.Second)
+	def(&p.TerminationMaxBackoff, 5*time.Minute)
+	def(&p.TerminationAlertAfter, 15*time.Minute)
+	def(&p.CompatGiveUp, 15*time.Minute)
+	def(&p.OrphanGrace, 10*time.Minute)
+	def(&p.CreateLookupGrace, 5*time.Minute)
+	def(&p.HourlyReleaseMargin, 10*time.Minute)
+	if p.VPCAttachAttempts <= 0 {
+		p.VPCAttachAttempts = 10
+	}
+	if p.Parallelism <= 0 {
+		p.Parallelism = 8
+	}
+	return p
+}

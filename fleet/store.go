@@ -1,0 +1,194 @@
+package fleet
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"time"
+)
+
+// FleetRecord is what the Manager keeps about a fleet. The spec is stored
+// without its PrivateKey.
+type FleetRecord struct {
+	Spec     Spec
+	Deleting bool
+	Created  time.Time
+	VPC      *VPCRecord // the fleet's VPC (cluster placement), nil when none
+}
+
+// VPCRecord tracks a fleet's VPC until the provider confirms it deleted.
+type VPCRecord struct {
+	VPC         VPC
+	Deleting    bool
+	Attempts    int
+	NextAttempt time.Time
+	LastError   string
+}
+
+// Termination is the state of an instance's release.
+type Termination struct {
+	Requested    time.Time // when release was decided
+	Reason       string    // "idle", "released", "deadline", "fleet deleted", "orphan", "scale down"
+	Force        bool      // release before the minimum reservation (Hot Aisle force)
+	NotBefore    time.Time // no attempt before this (reservation window)
+	Attempts     int
+	FirstFailure time.Time
+	NextAttempt  time.Time
+	Accepted     time.Time // the provider accepted the release; waiting to see it gone
+	LastError    string
+	Alerted      bool
+	Compat       bool // ReleaseCompat: untracked after CompatGiveUp of refusals
+}
+
+// InstanceRecord is what the Manager keeps about an instance.
+type InstanceRecord struct {
+	Instance    Instance
+	Termination *Termination // nil until release is decided
+
+	// CreateUncertain is set when the create call failed ambiguously: the
+	// resource may exist under its label. Since is when that was noticed.
+	CreateUncertain      bool
+	CreateUncertainSince time.Time
+
+	Busy         bool
+	RunningSince time.Time // the provider first said running
+	IdleSince    time.Time // ready, or last MarkIdle
+	AgentTries   int
+	VPCTries     int  // failed attach attempts
+	VPCDone      bool // attached and confirmed, or given up with a warning
+	Orphan       bool // labelled, but no fleet claims it
+	OrphanSince  time.Time
+}
+
+// Store keeps the Manager's records so that a restarted Manager resumes
+// where it stopped. Implementations must be safe for concurrent use and must
+// copy what they are given and what they return.
+type Store interface {
+	PutFleet(ctx context.Context, f FleetRecord) error
+	DeleteFleet(ctx context.Context, name string) error
+	Fleets(ctx context.Context) ([]FleetRecord, error)
+	PutInstance(ctx context.Context, r InstanceRecord) error
+	DeleteInstance(ctx context.Context, requestID string) error
+	Instances(ctx context.Context) ([]InstanceRecord, error)
+}
+
+// MemoryStore is the default Store: records in memory, lost with the process.
+type MemoryStore struct {
+	mu        sync.Mutex
+	fleets    map[string]FleetRecord
+	instances map[string]InstanceRecord
+}
+
+// NewMemoryStore returns an empty MemoryStore.
+func NewMemoryStore() *MemoryStore {
+	return &MemoryStore{fleets: map[string]FleetRecord{}, instances: map[string]InstanceRecord{}}
+}
+
+// PutFleet stores f, replacing any record of the same name.
+func (s *MemoryStore) PutFleet(_ context.Context, f FleetRecord) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.fleets[f.Spec.Name] = cloneFleet(f)
+	return nil
+}
+
+// DeleteFleet forgets a fleet.
+func (s *MemoryStore) DeleteFleet(_ context.Context, name string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.fleets, name)
+	return nil
+}
+
+// Fleets returns every fleet record, by name.
+func (s *MemoryStore) Fleets(context.Context) ([]FleetRecord, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]FleetRecord, 0, len(s.fleets))
+	for _, f := range s.fleets {
+		out = append(out, cloneFleet(f))
+	}
+	slices.SortFunc(out, func(a, b FleetRecord) int { return compareStrings(a.Spec.Name, b.Spec.Name) })
+	return out, nil
+}
+
+// PutInstance stores r under its request id.
+func (s *MemoryStore) PutInstance(_ context.Context, r InstanceRecord) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.instances[r.Instance.RequestID] = cloneInstance(r)
+	return nil
+}
+
+// DeleteInstance forgets an instance record.
+func (s *MemoryStore) DeleteInstance(_ context.Context, requestID string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.instances, requestID)
+	return nil
+}
+
+// Instances returns every instance record, oldest first.
+func (s *MemoryStore) Instances(context.Context) ([]InstanceRecord, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]InstanceRecord, 0, len(s.instances))
+	for _, r := range s.instances {
+		out = append(out, cloneInstance(r))
+	}
+	slices.SortFunc(out, func(a, b InstanceRecord) int {
+		if c := a.Instance.Created.Compare(b.Instance.Created); c != 0 {
+			return c
+		}
+		return compareStrings(a.Instance.RequestID, b.Instance.RequestID)
+	})
+	return out, nil
+}
+
+func cloneFleet(f FleetRecord) FleetRecord {
+	f.Spec = cloneSpec(f.Spec)
+	f.Spec.PrivateKey = PrivateKey{}
+	if f.VPC != nil {
+		v := *f.VPC
+		v.VPC.Attachment = slices.Clone(v.VPC.Attachment)
+		f.VPC = &v
+	}
+	return f
+}
+
+func cloneSpec(s Spec) Spec {
+	s.SSHKeys = slices.Clone(s.SSHKeys)
+	s.Requirements.Providers = slices.Clone(s.Requirements.Providers)
+	s.Requirements.Regions = slices.Clone(s.Requirements.Regions)
+	s.Requirements.InstanceTypes = slices.Clone(s.Requirements.InstanceTypes)
+	return s
+}
+
+func cloneInstance(r InstanceRecord) InstanceRecord {
+	r.Instance = cloneInst(r.Instance)
+	if r.Termination != nil {
+		t := *r.Termination
+		r.Termination = &t
+	}
+	return r
+}
+
+func cloneInst(i Instance) Instance {
+	i.History = slices.Clone(i.History)
+	i.Offer.LocalDisks = slices.Clone(i.Offer.LocalDisks)
+	if i.SSH.Jump != nil {
+		j := *i.SSH.Jump
+		i.SSH.Jump = &j
+	}
+	return i
+}
+
+func compareStrings(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
