@@ -1,0 +1,252 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+type eventLog struct {
+	mu     sync.Mutex
+	events []Event
+}
+
+func (l *eventLog) add(e Event) {
+	l.mu.Lock()
+	l.events = append(l.events, e)
+	l.mu.Unlock()
+}
+
+func (l *eventLog) count(t EventType) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, e := range l.events {
+		if e.Type == t {
+			n++
+		}
+	}
+	return n
+}
+
+func (l *eventLog) first(t EventType) (Event, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, e := range l.events {
+		if e.Type == t {
+			return e, true
+		}
+	}
+	return Event{}, false
+}
+
+func vmOffer(provider string, price float64, minRes time.Duration) Offer {
+	return Offer{Provider: provider, Region: "r1", InstanceType: "vm-1", PricePerHour: price, Available: true,
+		Quantity: -1, MinimumReservation: minRes, BillingGranularity: time.Minute, SupportsVPC: true,
+		GPU: GPU{Vendor: "AMD", Model: "MI300X", Count: 1, MemoryGiB: 192}}
+}
+
+func newTestManager(t *testing.T, cfg Config) (*Manager, *eventLog) {
+	t.Helper()
+	log := &eventLog{}
+	cfg.OnEvent = log.add
+	m, err := NewManager(cfg)
+	require.NoError(t, err)
+	t.Cleanup(m.Close)
+	return m, log
+}
+
+// passes reconciles every 10 s for d of (bubble) time.
+func passes(t *testing.T, m *Manager, d time.Duration) {
+	t.Helper()
+	end := time.Now().Add(d)
+	for time.Now().Before(end) {
+		require.NoError(t, m.Reconcile(t.Context()))
+		time.Sleep(10 * time.Second)
+	}
+}
+
+func statuses(insts []Instance) map[Status]int {
+	out := map[Status]int{}
+	for _, i := range insts {
+		out[i.Status]++
+	}
+	return out
+}
+
+func TestManagerLifecycleWithoutAgentWaitsForReservationThenReleases(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := newFakeProvider("hotaisle", vmOffer("hotaisle", 2.99, time.Hour))
+		m, log := newTestManager(t, Config{Providers: []Provider{p}})
+		require.NoError(t, m.Apply(t.Context(), Spec{Name: "f", Nodes: 2, IdleTimeout: 5 * time.Minute}))
+		passes(t, m, 5*time.Minute)
+		insts := m.Instances("f")
+		require.Len(t, insts, 2)
+		assert.Equal(t, 2, statuses(insts)[StatusIdle])
+		assert.Equal(t, 2, log.count(EventInstanceReady))
+		for _, i := range insts {
+			assert.Equal(t, i.Created.Add(time.Hour), i.ReservedUntil)
+		}
+		passes(t, m, 40*time.Minute)
+		assert.Equal(t, 2, p.live(), "idle but inside the paid hour: kept")
+		passes(t, m, 30*time.Minute)
+		// Released at the end of the hour; the fleet still wants 2 nodes, so
+		// two new ones replace them.
+		assert.Equal(t, 2, log.count(EventInstanceTerminated))
+		assert.Equal(t, 2, p.live())
+	})
+}
+
+func TestManagerRetriesReleaseUntilConfirmedAndAlerts(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := newFakeProvider("vultr", vmOffer("vultr", 1, 0))
+		m, log := newTestManager(t, Config{Providers: []Provider{p}, Policy: Policy{Release: ReleaseNow}})
+		require.NoError(t, m.Apply(t.Context(), Spec{Name: "f", Nodes: 1}))
+		passes(t, m, 3*time.Minute)
+		for range 40 {
+			p.deleteErr = append(p.deleteErr, ErrLocked)
+		}
+		require.NoError(t, m.Delete(t.Context(), "f"))
+		passes(t, m, 20*time.Minute)
+		assert.Equal(t, 1, p.live(), "still refused")
+		assert.Equal(t, StatusTerminating, m.Instances("f")[0].Status)
+		assert.Equal(t, 1, log.count(EventTerminationStuck))
+		passes(t, m, 3*time.Hour)
+		assert.Zero(t, p.live())
+		assert.Equal(t, StatusTerminated, m.Instances("f")[0].Status)
+		assert.Equal(t, 1, log.count(EventFleetDeleted))
+		assert.Empty(t, m.Fleets())
+	})
+}
+
+func TestManagerNeverRecreatesAfterUncertainCreate(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := newFakeProvider("vultr", vmOffer("vultr", 1, 0))
+		p.createErr, p.commitErr = []error{errors.New("HTTP 500")}, true
+		m, log := newTestManager(t, Config{Providers: []Provider{p}})
+		require.NoError(t, m.Apply(t.Context(), Spec{Name: "f", Nodes: 1}))
+		passes(t, m, 5*time.Minute)
+		assert.Equal(t, 1, p.count("create"))
+		assert.Equal(t, 1, p.live())
+		assert.Equal(t, 1, log.count(EventCreateUncertain))
+		insts := m.Instances("f")
+		require.Len(t, insts, 1)
+		assert.NotEmpty(t, insts[0].ID, "found by its label")
+		assert.Equal(t, StatusIdle, insts[0].Status)
+	})
+}
+
+func TestManagerRestartedWithoutStoreAdoptsByLabel(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := newFakeProvider("vultr", vmOffer("vultr", 1, 0))
+		m1, _ := newTestManager(t, Config{Providers: []Provider{p}})
+		require.NoError(t, m1.Apply(t.Context(), Spec{Name: "f", Nodes: 2}))
+		passes(t, m1, 5*time.Minute)
+		m1.Close()
+		m2, log := newTestManager(t, Config{Providers: []Provider{p}})
+		require.NoError(t, m2.Apply(t.Context(), Spec{Name: "f", Nodes: 2}))
+		passes(t, m2, time.Minute)
+		assert.Equal(t, 2, log.count(EventInstanceAdopted))
+		assert.Equal(t, 2, p.count("create"), "nothing created again")
+		assert.Equal(t, 2, statuses(m2.Instances("f"))[StatusIdle])
+	})
+}
+
+func TestManagerCollectsOrphansAfterGraceAndLeavesUnlabelledAlone(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := newFakeProvider("vultr", vmOffer("vultr", 1, 0))
+		_, _ = p.Create(context.Background(), CreateRequest{Label: Label{Fleet: "gone", RequestID: "0123456789ab"}})
+		_, _ = p.Create(context.Background(), CreateRequest{}) // unlabelled
+		m, log := newTestManager(t, Config{Providers: []Provider{p}, Policy: Policy{OrphanGrace: 10 * time.Minute}})
+		passes(t, m, 9*time.Minute)
+		assert.Equal(t, 2, p.live())
+		passes(t, m, 3*time.Minute)
+		assert.Equal(t, 1, p.live(), "the orphan is released, the unlabelled one is not")
+		assert.Equal(t, 1, log.count(EventUnlabelledFound), "reported once")
+		assert.Equal(t, 1, log.count(EventOrphanFound))
+	})
+}
+
+func TestManagerForcedReleaseReportsTheUnrefundedMinimum(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := newFakeProvider("hotaisle", vmOffer("hotaisle", 6, time.Hour))
+		m, log := newTestManager(t, Config{Providers: []Provider{p}})
+		require.NoError(t, m.Apply(t.Context(), Spec{Name: "f", Nodes: 1}))
+		passes(t, m, 6*time.Minute)
+		id := m.Instances("f")[0].ID
+		at, err := m.Release(t.Context(), id)
+		require.NoError(t, err)
+		assert.Equal(t, m.Instances("f")[0].ReservedUntil, at, "default policy: the caller sees the earliest release")
+		at, err = m.Release(t.Context(), id, WithReleasePolicy(ReleaseNow))
+		require.NoError(t, err)
+		assert.Equal(t, time.Now(), at)
+		e, ok := log.first(EventReleaseForced)
+		require.True(t, ok)
+		assert.InDelta(t, 6*54.0/60, e.USD, 0.11)
+	})
+}
+
+func TestManagerCompatUntracksRefusedBareMetalWithAnAlert(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		o := vmOffer("hotaisle", 27.12, 8*time.Hour)
+		o.BareMetal = true
+		p := newFakeProvider("hotaisle", o)
+		m, log := newTestManager(t, Config{Providers: []Provider{p}, Policy: Policy{Release: ReleaseCompat}})
+		require.NoError(t, m.Apply(t.Context(), Spec{Name: "f", Nodes: 1}))
+		passes(t, m, 3*time.Minute)
+		for range 100 {
+			p.deleteErr = append(p.deleteErr, ErrMinReservation)
+		}
+		require.NoError(t, m.Delete(t.Context(), "f"))
+		passes(t, m, 20*time.Minute)
+		assert.Equal(t, 1, log.count(EventManualCleanup))
+		assert.Equal(t, 1, p.live(), "compat mode leaves it billing, loudly")
+	})
+}
+
+func TestManagerClusterCreatesVPCAfterFirstMemberAndDeletesItLast(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := newFakeProvider("vultr", vmOffer("vultr", 1, 0))
+		p.attachErr = []error{ErrAttachFailed, ErrAttachFailed}
+		m, log := newTestManager(t, Config{Providers: []Provider{p}, Policy: Policy{Release: ReleaseNow}})
+		require.NoError(t, m.Apply(t.Context(), Spec{Name: "c", Nodes: 2, Placement: PlacementCluster}))
+		passes(t, m, 5*time.Minute)
+		assert.Equal(t, 1, p.count("createvpc"))
+		assert.Equal(t, 2, log.count(EventVPCAttached))
+		for _, i := range m.Instances("c") {
+			assert.NotEmpty(t, i.VPCID)
+		}
+		require.NoError(t, m.Delete(t.Context(), "c"))
+		passes(t, m, 5*time.Minute)
+		assert.Zero(t, p.live())
+		vpcs, _ := p.ListVPCs(t.Context())
+		assert.Empty(t, vpcs)
+		assert.Equal(t, 1, log.count(EventFleetDeleted))
+	})
+}
+
+func TestManagerOutageConcludesNothing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := newFakeProvider("vultr", vmOffer("vultr", 1, 0))
+		m, _ := newTestManager(t, Config{Providers: []Provider{p}, Policy: Policy{Release: ReleaseNow}})
+		require.NoError(t, m.Apply(t.Context(), Spec{Name: "f", Nodes: 1}))
+		passes(t, m, 3*time.Minute)
+		p.listErr = ErrUnavailable
+		for range 30 {
+			p.deleteErr = append(p.deleteErr, ErrUnavailable)
+		}
+		require.NoError(t, m.Delete(t.Context(), "f"))
+		passes(t, m, 20*time.Minute)
+		assert.Equal(t, StatusTerminating, m.Instances("f")[0].Status)
+		p.listErr = nil
+		passes(t, m, 2*time.Hour)
+		assert.Equal(t, StatusTerminated, m.Instances("f")[0].Status)
+		assert.Zero(t, p.live())
+	})
+}
