@@ -1,0 +1,258 @@
+package hotaisle
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/gpufleet/gpufleet/fleet"
+)
+
+// LoginUser is the login user Hot Aisle installs the team's keys for.
+const LoginUser = "hotaisle"
+
+// Provider adapts a Client to fleet.Provider: VMs always, bare metal only when
+// opted in (it is prepaid for 8 hours). Labels go into the description.
+type Provider struct {
+	c         *Client
+	bareMetal bool
+
+	mu    sync.Mutex
+	kinds map[string]bool // name → bare metal, as seen
+}
+
+// ProviderOption configures a Provider.
+type ProviderOption func(*Provider)
+
+// WithBareMetal offers bare-metal servers too (default false: a reservation
+// charges 8 hours at once).
+func WithBareMetal(on bool) ProviderOption { return func(p *Provider) { p.bareMetal = on } }
+
+// NewProvider returns the Hot Aisle fleet.Provider over c.
+func NewProvider(c *Client, opts ...ProviderOption) *Provider {
+	p := &Provider{c: c, kinds: map[string]bool{}}
+	for _, o := range opts {
+		o(p)
+	}
+	return p
+}
+
+var _ fleet.Provider = (*Provider)(nil)
+
+// Name is fleet.ProviderHotAisle.
+func (p *Provider) Name() string { return fleet.ProviderHotAisle }
+
+// Offers lists the VM types (and bare-metal types when opted in), one offer
+// per instance type ("vm-mi300x-1", "bm-mi300x-8"), in region Region.
+func (p *Provider) Offers(ctx context.Context) ([]fleet.Offer, error) {
+	vms, err := p.c.ListVMTypes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var offers []fleet.Offer
+	for _, row := range vms {
+		offers = append(offers, vmOffer(row))
+	}
+	if p.bareMetal {
+		bms, err := p.c.ListBareMetalTypes(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, row := range bms {
+			offers = append(offers, bareMetalOffer(row))
+		}
+	}
+	return mergeOffers(offers), nil
+}
+
+// Create registers the SSH keys on the account (409 means already there),
+// then provisions a VM and writes the label into its description with a
+// PATCH (the VM request has no description field), or reserves a bare-metal
+// server with the label in the request. The create call itself is never
+// retried. A VM whose label could not be written is still returned: the
+// Manager tracks it by name.
+func (p *Provider) Create(ctx context.Context, req fleet.CreateRequest) (fleet.Instance, error) {
+	for _, k := range req.SSHKeys {
+		if _, _, err := p.c.AddSSHKey(ctx, k); err != nil {
+			return fleet.Instance{}, fmt.Errorf("hotaisle: register SSH key: %w", err)
+		}
+	}
+	label := req.Label.String()
+	switch specs := req.Offer.ProviderData.(type) {
+	case VMSpecs:
+		vm, err := p.c.ProvisionVM(ctx, VMProvisionRequest{VMSpecs: specs})
+		if err != nil {
+			return fleet.Instance{}, err
+		}
+		p.remember(vm.Name, false)
+		if err := p.labelVM(ctx, vm.Name, label); err == nil {
+			vm.Description = label
+		}
+		inst := p.vmInstance(*vm)
+		inst.Offer = req.Offer
+		return inst, nil
+	case BareMetalSpecs:
+		if !p.bareMetal {
+			return fleet.Instance{}, fmt.Errorf("hotaisle: bare metal is not enabled (WithBareMetal): %w", fleet.ErrInvalidRequest)
+		}
+		bm, err := p.c.ReserveBareMetal(ctx, BareMetalReservation{Description: label, Specs: specs})
+		if err != nil {
+			return fleet.Instance{}, err
+		}
+		p.remember(bm.Name, true)
+		inst := p.bareMetalInstance(*bm)
+		inst.Offer = req.Offer
+		return inst, nil
+	default:
+		return fleet.Instance{}, fmt.Errorf("hotaisle: offer %s did not come from this provider: %w", req.Offer.InstanceType, fleet.ErrInvalidRequest)
+	}
+}
+
+// labelVM writes the label, retrying the (idempotent) PATCH a few times.
+func (p *Provider) labelVM(ctx context.Context, name, label string) error {
+	var err error
+	for attempt := range 3 {
+		if err = p.c.UpdateVM(ctx, name, VMUpdate{Description: label}); err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		select {
+		case <-time.After(time.Duration(attempt+1) * time.Second):
+		case <-ctx.Done():
+		}
+	}
+	return err
+}
+
+func (p *Provider) remember(name string, bareMetal bool) {
+	p.mu.Lock()
+	p.kinds[name] = bareMetal
+	p.mu.Unlock()
+}
+
+// kind reports what a name is, if known.
+func (p *Provider) kind(name string) (bareMetal, known bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	bareMetal, known = p.kinds[name]
+	return bareMetal, known
+}
+
+// Get reads a VM (with its state) or a bare-metal server by name;
+// fleet.ErrNotFound when neither exists.
+func (p *Provider) Get(ctx context.Context, name string) (fleet.Instance, error) {
+	if bm, known := p.kind(name); !known || !bm {
+		vm, err := p.c.GetVM(ctx, name)
+		if err == nil {
+			inst := p.vmInstance(*vm)
+			if st, serr := p.c.GetVMState(ctx, name); serr == nil {
+				inst.ProviderStatus = st.State
+				if st.State != VMRunning {
+					inst.Status = fleet.StatusProvisioning
+				}
+			}
+			return inst, nil
+		}
+		if !errors.Is(err, fleet.ErrNotFound) || known {
+			return fleet.Instance{}, err
+		}
+	}
+	bm, err := p.c.GetBareMetal(ctx, name)
+	if err != nil {
+		return fleet.Instance{}, err
+	}
+	return p.bareMetalInstance(*bm), nil
+}
+
+// List reads every VM and bare-metal server of the team (two calls). A
+// listed VM counts as running: the API says "running" as soon as it is
+// assigned, and the list carries no state.
+func (p *Provider) List(ctx context.Context) ([]fleet.Instance, error) {
+	vms, err := p.c.ListVMs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	bms, err := p.c.ListBareMetal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]fleet.Instance, 0, len(vms)+len(bms))
+	for _, vm := range vms {
+		p.remember(vm.Name, false)
+		out = append(out, p.vmInstance(vm))
+	}
+	for _, bm := range bms {
+		p.remember(bm.Name, true)
+		out = append(out, p.bareMetalInstance(bm))
+	}
+	return out, nil
+}
+
+// Delete releases a VM or a bare-metal server; Force releases before the
+// minimum reservation (the minimum is charged, not refunded). Without it a
+// release inside the minimum fails with fleet.ErrMinReservation. A VM
+// delete blocks until the VM is reset. fleet.ErrNotFound when gone.
+func (p *Provider) Delete(ctx context.Context, name string, opts fleet.DeleteOptions) error {
+	bm, known := p.kind(name)
+	if !known || !bm {
+		err := p.c.DeleteVM(ctx, name, opts.Force)
+		if !errors.Is(err, fleet.ErrNotFound) || known {
+			return err
+		}
+	}
+	return p.c.ReleaseBareMetal(ctx, name, opts.Force)
+}
+
+func labelled(inst *fleet.Instance, description string) {
+	if l, ok := fleet.ParseLabel(description); ok {
+		inst.Fleet, inst.RequestID = l.Fleet, l.RequestID
+	}
+}
+
+func (p *Provider) vmInstance(vm VM) fleet.Instance {
+	inst := fleet.Instance{ID: vm.Name, Provider: fleet.ProviderHotAisle, Offer: vmOffer(VMType{Specs: vm.VMSpecs}),
+		Status: fleet.StatusBooting, ProviderStatus: VMRunning, PublicIP: vm.IPAddress,
+		SSH: fleet.SSHEndpoint{User: LoginUser, Host: vm.IPAddress, Port: 22}}
+	inst.Offer.Available, inst.Offer.Quantity = true, -1
+	if vm.SSHAccess != nil && vm.SSHAccess.IPAddress != "" {
+		inst.SSH.Host, inst.SSH.Port = vm.SSHAccess.IPAddress, int(vm.SSHAccess.Port)
+	}
+	labelled(&inst, vm.Description)
+	return inst
+}
+
+// bareMetalInstance: the server's ip_address is private; SSH goes through
+// ssh_access, a shared front host with one port per server, as a jump host.
+func (p *Provider) bareMetalInstance(bm BareMetal) fleet.Instance {
+	inst := fleet.Instance{ID: bm.Name, Provider: fleet.ProviderHotAisle, Offer: bareMetalOffer(BareMetalType{Specs: bm.BareMetalSpecs}),
+		Status: fleet.StatusBooting, ProviderStatus: OSInstalled, PrivateIP: bm.IPAddress,
+		SSH: fleet.SSHEndpoint{User: LoginUser, Host: bm.IPAddress, Port: 22}}
+	inst.Offer.Available, inst.Offer.Quantity = true, -1
+	if bm.OSStatus != nil {
+		inst.ProviderStatus = bm.OSStatus.OSInstallStatus
+		if bm.OSStatus.OSInstallStatus != OSInstalled {
+			inst.Status = fleet.StatusProvisioning
+		}
+	}
+	if a := bm.SSHAccess; a != nil {
+		host := a.IPAddress
+		if host == "" {
+			host = a.DNSName
+		}
+		inst.PublicIP = host
+		inst.SSH.Jump = &fleet.SSHEndpoint{User: LoginUser, Host: host, Port: portOr22(a.Port)}
+	}
+	labelled(&inst, bm.Description)
+	return inst
+}
+
+func portOr22(p int64) int {
+	if p == 0 {
+		return 22
+	}
+	return int(p)
+}
