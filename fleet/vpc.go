@@ -58,7 +58,8 @@ func (m *Manager) fleetVPC(ctx context.Context, name string) {
 	active := m.vpcMembers(name, vrec.VPC.Provider)
 	var attach []InstanceRecord
 	for _, r := range active {
-		if !r.VPCDone && r.Termination == nil && r.Instance.ID != "" {
+		// Vultr refuses attach before the server is active: wait for running.
+		if !r.VPCDone && r.Termination == nil && r.Instance.ID != "" && (r.Instance.Running() || r.Instance.VPCID != "") {
 			attach = append(attach, cloneInstance(*r))
 		}
 	}

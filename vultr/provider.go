@@ -1,0 +1,262 @@
+package vultr
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/gpufleet/gpufleet/fleet"
+	"golang.org/x/sync/errgroup"
+)
+
+// Images the provider boots (the dstack choices): Cloud GPU plans run Ubuntu
+// 22.04 (Docker preinstalled on GPU images); every other plan, bare metal
+// included, the "docker" marketplace image (Docker on Ubuntu 22.04).
+const (
+	CloudGPUOSID  = 1743
+	DockerImageID = "docker"
+	// TagFleet is the tag every gpufleet resource carries.
+	TagFleet = "gpufleet"
+	// LoginUser is the user cloud-init installs the keys for.
+	LoginUser = "root"
+)
+
+// Provider adapts a Client to fleet.Provider and fleet.VPCProvider. Labels
+// go into the label field (and the tags), VPC labels into the description.
+type Provider struct {
+	c       *Client
+	regions []string
+
+	mu    sync.Mutex
+	metal map[string]bool // server id → bare metal, as seen
+}
+
+// ProviderOption configures a Provider.
+type ProviderOption func(*Provider)
+
+// WithRegions limits offers to these region ids (default: every region).
+func WithRegions(ids ...string) ProviderOption { return func(p *Provider) { p.regions = ids } }
+
+// NewProvider returns the Vultr fleet.Provider over c.
+func NewProvider(c *Client, opts ...ProviderOption) *Provider {
+	p := &Provider{c: c, metal: map[string]bool{}}
+	for _, o := range opts {
+		o(p)
+	}
+	return p
+}
+
+var (
+	_ fleet.Provider    = (*Provider)(nil)
+	_ fleet.VPCProvider = (*Provider)(nil)
+)
+
+// Name is fleet.ProviderVultr.
+func (p *Provider) Name() string { return fleet.ProviderVultr }
+
+// Offers lists one offer per agent-capable plan and region that sells it,
+// marked available when the region's availability lists the plan.
+func (p *Provider) Offers(ctx context.Context) ([]fleet.Offer, error) {
+	plans, err := Collect(p.c.ListPlans(ctx, &PlanListOptions{Type: "all"}))
+	if err != nil {
+		return nil, err
+	}
+	metal, err := Collect(p.c.ListMetalPlans(ctx))
+	if err != nil {
+		return nil, err
+	}
+	avail, err := p.availability(ctx, plans, metal)
+	if err != nil {
+		return nil, err
+	}
+	var offers []fleet.Offer
+	for _, pl := range plans {
+		for _, r := range p.locations(pl.ID, pl.Locations) {
+			offers = append(offers, planOffer(pl, r, avail[r][pl.ID]))
+		}
+	}
+	for _, pl := range metal {
+		for _, r := range p.locations(pl.ID, pl.Locations) {
+			offers = append(offers, metalOffer(pl, r, avail[r][pl.ID]))
+		}
+	}
+	return offers, nil
+}
+
+func (p *Provider) locations(plan string, locs []string) []string {
+	if !agentCapable(plan) {
+		return nil
+	}
+	if len(p.regions) == 0 {
+		return locs
+	}
+	var out []string
+	for _, l := range locs {
+		for _, r := range p.regions {
+			if l == r {
+				out = append(out, l)
+			}
+		}
+	}
+	return out
+}
+
+// availability asks each region that sells a wanted plan what it can
+// deploy now, a few regions at a time.
+func (p *Provider) availability(ctx context.Context, plans []Plan, metal []MetalPlan) (map[string]map[string]bool, error) {
+	regions := map[string]bool{}
+	for _, pl := range plans {
+		for _, r := range p.locations(pl.ID, pl.Locations) {
+			regions[r] = true
+		}
+	}
+	for _, pl := range metal {
+		for _, r := range p.locations(pl.ID, pl.Locations) {
+			regions[r] = true
+		}
+	}
+	out := make(map[string]map[string]bool, len(regions))
+	var mu sync.Mutex
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(4)
+	for r := range regions {
+		g.Go(func() error {
+			ids, err := p.c.RegionAvailability(gctx, r, "")
+			if err != nil {
+				return err
+			}
+			set := make(map[string]bool, len(ids))
+			for _, id := range ids {
+				set[id] = true
+			}
+			mu.Lock()
+			out[r] = set
+			mu.Unlock()
+			return nil
+		})
+	}
+	return out, g.Wait()
+}
+
+// Create deploys a server with the label in its label and tags, the SSH
+// keys in cloud-config user_data for root, and the VPC attached at create
+// when one is asked for. The create call is never retried.
+func (p *Provider) Create(ctx context.Context, req fleet.CreateRequest) (fleet.Instance, error) {
+	label := req.Label.String()
+	tags := []string{TagFleet, TagFleet + "-" + req.Label.Fleet}
+	userData := CloudConfig(req.SSHKeys)
+	host := strings.ReplaceAll(label, ".", "-")
+	var vpcs []string
+	if req.VPCID != "" {
+		vpcs = []string{req.VPCID}
+	}
+	if req.Offer.BareMetal {
+		bm, err := p.c.CreateBareMetal(ctx, &BareMetalCreate{Region: req.Offer.Region, Plan: req.Offer.InstanceType,
+			Label: label, Hostname: host, Tags: tags, ImageID: DockerImageID, UserData: userData, AttachVPC: vpcs})
+		if err != nil {
+			return fleet.Instance{}, err
+		}
+		p.remember(bm.ID, true)
+		inst := bareMetalInstance(*bm)
+		inst.Offer = req.Offer
+		return inst, nil
+	}
+	create := &InstanceCreate{Region: req.Offer.Region, Plan: req.Offer.InstanceType, Label: label, Hostname: host,
+		Tags: tags, UserData: userData, AttachVPC: vpcs}
+	if strings.HasPrefix(req.Offer.InstanceType, "vcg-") {
+		create.OSID = CloudGPUOSID
+	} else {
+		create.ImageID = DockerImageID
+	}
+	in, err := p.c.CreateInstance(ctx, create)
+	if err != nil {
+		return fleet.Instance{}, err
+	}
+	p.remember(in.ID, false)
+	inst := vmInstance(*in)
+	inst.Offer = req.Offer
+	return inst, nil
+}
+
+// CloudConfig is the cloud-init user_data that installs keys for root.
+func CloudConfig(keys []string) []byte {
+	var b strings.Builder
+	b.WriteString("#cloud-config\n")
+	if len(keys) > 0 {
+		b.WriteString("ssh_authorized_keys:\n")
+		for _, k := range keys {
+			fmt.Fprintf(&b, "  - %s\n", strings.TrimSpace(k))
+		}
+	}
+	return []byte(b.String())
+}
+
+func (p *Provider) remember(id string, metal bool) {
+	p.mu.Lock()
+	p.metal[id] = metal
+	p.mu.Unlock()
+}
+
+func (p *Provider) isMetal(id string) (metal, known bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	metal, known = p.metal[id]
+	return metal, known
+}
+
+// Get reads an instance or a bare-metal server; fleet.ErrNotFound when gone.
+func (p *Provider) Get(ctx context.Context, id string) (fleet.Instance, error) {
+	metal, known := p.isMetal(id)
+	if !known || !metal {
+		in, err := p.c.GetInstance(ctx, id)
+		if err == nil {
+			return vmInstance(*in), nil
+		}
+		if known || !errors.Is(err, fleet.ErrNotFound) {
+			return fleet.Instance{}, err
+		}
+	}
+	bm, err := p.c.GetBareMetal(ctx, id)
+	if err != nil {
+		return fleet.Instance{}, err
+	}
+	return bareMetalInstance(*bm), nil
+}
+
+// List reads every instance and bare-metal server across all pages (two
+// paginated lists), labels parsed.
+func (p *Provider) List(ctx context.Context) ([]fleet.Instance, error) {
+	var out []fleet.Instance
+	for in, err := range p.c.ListInstances(ctx, nil) {
+		if err != nil {
+			return nil, err
+		}
+		p.remember(in.ID, false)
+		out = append(out, vmInstance(in))
+	}
+	for bm, err := range p.c.ListBareMetals(ctx, nil) {
+		if err != nil {
+			return nil, err
+		}
+		p.remember(bm.ID, true)
+		out = append(out, bareMetalInstance(bm))
+	}
+	return out, nil
+}
+
+// Delete destroys a server. Expect fleet.ErrNotActive while it is pending and
+// fleet.ErrLocked for minutes after it becomes active: retry later. The
+// server is gone once Get answers fleet.ErrNotFound. opts.Force is ignored:
+// Vultr bills whole started hours and has no minimum to force.
+func (p *Provider) Delete(ctx context.Context, id string, _ fleet.DeleteOptions) error {
+	metal, known := p.isMetal(id)
+	if !known || !metal {
+		err := p.c.DeleteInstance(ctx, id)
+		if known || !errors.Is(err, fleet.ErrNotFound) {
+			return err
+		}
+	}
+	return p.c.DeleteBareMetal(ctx, id)
+}

@@ -1,0 +1,125 @@
+package vultr
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/gpufleet/gpufleet/fleet"
+)
+
+// Server statuses of the API.
+const (
+	StatusPending = "pending"
+	StatusActive  = "active"
+)
+
+func labelled(inst *fleet.Instance, label string) {
+	if l, ok := fleet.ParseLabel(label); ok {
+		inst.Fleet, inst.RequestID = l.Fleet, l.RequestID
+	}
+}
+
+// vmInstance: running once status is active with an address; the provider
+// status reads "status/server_status" ("active/installingbooting").
+func vmInstance(in Instance) fleet.Instance {
+	inst := fleet.Instance{ID: in.ID, Provider: fleet.ProviderVultr, Created: in.DateCreated.Time,
+		ProviderStatus: in.Status + "/" + in.ServerStatus, Status: fleet.StatusProvisioning,
+		Offer: fleet.Offer{Provider: fleet.ProviderVultr, Region: in.Region, InstanceType: in.Plan,
+			VCPUs: in.VCPUCount, MemoryGiB: float64(in.RAM) / 1024, DiskGiB: float64(in.Disk), CPUArch: "x86"}}
+	if ip, ok := in.PublicIP(); ok {
+		inst.PublicIP = ip
+		inst.SSH = fleet.SSHEndpoint{User: LoginUser, Host: ip, Port: 22}
+		if in.Status == StatusActive {
+			inst.Status = fleet.StatusBooting
+		}
+	}
+	if ip, ok := in.PrivateIP(); ok {
+		inst.PrivateIP = ip
+	}
+	labelled(&inst, in.Label)
+	return inst
+}
+
+func bareMetalInstance(bm BareMetal) fleet.Instance {
+	inst := fleet.Instance{ID: bm.ID, Provider: fleet.ProviderVultr, Created: bm.DateCreated.Time,
+		ProviderStatus: bm.Status, Status: fleet.StatusProvisioning,
+		Offer: fleet.Offer{Provider: fleet.ProviderVultr, Region: bm.Region, InstanceType: bm.Plan, BareMetal: true,
+			VCPUs: bm.CPUCount, CPUArch: "x86"}}
+	if mb, err := bm.RAMMB(); err == nil {
+		inst.Offer.MemoryGiB = float64(mb) / 1024
+	}
+	if ip, ok := bm.PublicIP(); ok {
+		inst.PublicIP = ip
+		inst.SSH = fleet.SSHEndpoint{User: LoginUser, Host: ip, Port: 22}
+		if bm.Status == StatusActive {
+			inst.Status = fleet.StatusBooting
+		}
+	}
+	if ip, ok := bm.PrivateIP(); ok {
+		inst.PrivateIP = ip
+	}
+	labelled(&inst, bm.Label)
+	return inst
+}
+
+// CreateVPC creates a VPC in region with the label as its description and a
+// subnet Vultr chooses.
+func (p *Provider) CreateVPC(ctx context.Context, region string, label fleet.Label) (fleet.VPC, error) {
+	v, err := p.c.CreateVPC(ctx, &VPCCreate{Region: region, Description: label.String()})
+	if err != nil {
+		return fleet.VPC{}, err
+	}
+	return neutralVPC(*v), nil
+}
+
+func neutralVPC(v VPC) fleet.VPC {
+	out := fleet.VPC{ID: v.ID, Provider: fleet.ProviderVultr, Region: v.Region, Created: v.DateCreated.Time,
+		Subnet: fmt.Sprintf("%s/%d", v.V4Subnet, v.V4SubnetMask)}
+	if l, ok := fleet.ParseLabel(v.Description); ok {
+		out.Fleet, out.RequestID = l.Fleet, l.RequestID
+	}
+	return out
+}
+
+// AttachVPC attaches an instance or bare-metal server to a VPC, once: the
+// caller confirms with InstanceVPCs and retries fleet.ErrAttachFailed and
+// fleet.ErrLocked; fleet.ErrVPCUnsupported is final for the plan.
+func (p *Provider) AttachVPC(ctx context.Context, id, vpcID string) error {
+	if metal, _ := p.isMetal(id); metal {
+		return p.c.AttachBareMetalVPC(ctx, id, vpcID)
+	}
+	return p.c.AttachInstanceVPC(ctx, id, vpcID)
+}
+
+// InstanceVPCs lists the VPC ids a server is attached to.
+func (p *Provider) InstanceVPCs(ctx context.Context, id string) ([]string, error) {
+	seq := p.c.ListInstanceVPCs(ctx, id)
+	if metal, _ := p.isMetal(id); metal {
+		seq = p.c.ListBareMetalVPCs(ctx, id)
+	}
+	var ids []string
+	for a, err := range seq {
+		if err != nil {
+			return nil, err
+		}
+		ids = append(ids, a.ID)
+	}
+	return ids, nil
+}
+
+// ListVPCs lists every VPC of the account, labels parsed.
+func (p *Provider) ListVPCs(ctx context.Context) ([]fleet.VPC, error) {
+	var out []fleet.VPC
+	for v, err := range p.c.ListVPCs(ctx) {
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, neutralVPC(v))
+	}
+	return out, nil
+}
+
+// DeleteVPC deletes a VPC: fleet.ErrVPCInUse while servers are attached (an
+// attachment lingers about a minute after its server is destroyed),
+// fleet.ErrNotFound when already gone.
+func (p *Provider) DeleteVPC(ctx context.Context, id string) error { return p.c.DeleteVPC(ctx, id) }
