@@ -1,16 +1,226 @@
 package sim
 
-// vultrSettings holds the Vultr-only options (timings per plan pattern,
-// catalog, rate limit). Filled in by the Vultr fake.
-type vultrSettings struct{}
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"path"
+	"strings"
+	"sync"
+	"time"
+)
 
-// Vultr is a fake of the Vultr API v2.
+// DefaultVultrRateLimit is the Vultr fake's request rate per API key, in
+// requests per second, unless WithVultrRateLimit is given ("more than 30
+// requests per second … the API may return HTTP status code 429", Vultr API
+// docs). The burst equals the rate.
+const DefaultVultrRateLimit = 30
+
+// vultrSettings holds the Vultr-only options (timings per plan pattern,
+// catalog, rate limit).
+type vultrSettings struct {
+	catalog VultrCatalog
+	rules   []vultrTimingRule
+	rps     float64
+	burst   int
+}
+
+// Vultr is a fake of the Vultr API v2 (https://api.vultr.com/v2). It serves
+// plans, regions and availability (public), instances, bare metal, VPCs and
+// SSH keys, with the state timelines of VultrTiming, the error dialect
+// {"error":"<message>","status":<code>}, a rate limit per key (429 with
+// Retry-After), cursor pagination and a billing ledger. Servers get fake SSH
+// hosts on Network. Every method is safe for concurrent use.
+//
+// Where the public sources are silent (vultr.md §8) the fake decides, and
+// clients should not rely on more than the quoted substrings:
+//   - a gone instance answers 404 "Invalid instance-id." (DS), a gone bare
+//     metal 404 "Invalid server." (TF); …/{id}/vpcs of either answers
+//     "Invalid instance-id.";
+//   - between an accepted DELETE and the server's disappearance (Destroy),
+//     GET still shows it with power_status "stopped" and server_status
+//     "locked", and every mutation answers 500 "… Server is pending
+//     destruction" (TF saw that text);
+//   - the lock after activation refuses DELETE, PATCH, attach, detach, halt,
+//     start and reboot with 500 "Unable to <op>: Server is currently locked";
+//     while pending, attach and detach answer 500 "Unable to attach VPC:
+//     Server is not active yet." and power actions 500 "… not currently
+//     active"; PATCH of label and tags works while pending;
+//   - a sold-out plan answers 400 "Plan is not available in the selected
+//     region.", a plan never offered there 400 "Plan is not offered in the
+//     selected region.";
+//   - bare metal honours attach_vpc at create (dstack relies on it) and takes
+//     one VPC; it shows internal_ip and power_status (dstack and ANS read them);
+//   - VPC delete while in use answers 400; a deleted VPC or key is 404.
 type Vultr struct {
 	*server
+	cfg  vultrSettings
+	seed uint64
+	net  *Network
+
+	mu         sync.Mutex // guards st, hostOps, hostTicket; taken before server.mu, never after
+	st         *vultrState
+	hostOps    []func() // Network changes queued under mu, applied by unlock
+	hostTicket uint64   // next batch of hostOps
+	hostQueue  vultrHostQueue
 }
 
-// NewVultr returns a fake Vultr API.
+// NewVultr returns a fake Vultr API. By default it accepts the key
+// DefaultAPIKey as "Authorization: Bearer <key>" (WithAPIKey changes it),
+// serves DefaultVultrCatalog (WithVultrCatalog), limits each key to
+// DefaultVultrRateLimit requests per second (WithVultrRateLimit), moves
+// servers along DefaultVultrVMTiming and DefaultVultrBareMetalTiming
+// (WithVultrTiming), and registers SSH hosts on its own Network (WithNetwork).
 func NewVultr(opts ...Option) *Vultr {
 	st := newSettings(opts)
-	return &Vultr{server: newServer("vultr", st)}
+	v := &Vultr{server: newServer("vultr", st), seed: st.seed, st: newVultrState()}
+	v.hostQueue.turn = sync.NewCond(&v.hostQueue.mu)
+	v.cfg = vultrSettings{catalog: DefaultVultrCatalog(), rps: DefaultVultrRateLimit, burst: DefaultVultrRateLimit}
+	for _, f := range st.vultr {
+		f(&v.cfg)
+	}
+	v.net = st.network
+	if v.net == nil {
+		v.net = NewNetwork(st.clock, st.seed)
+	}
+	apiKey := st.apiKey
+	v.writeError = writeVultrError
+	v.authorized = func(r *http.Request) bool { return r.Header.Get("Authorization") == "Bearer "+apiKey }
+	v.limit = v.allow
+	v.routesVultr()
+	return v
 }
+
+// WithVultrCatalog replaces the Vultr fake's plans, bare-metal plans, regions
+// and sold-out list (default DefaultVultrCatalog()).
+func WithVultrCatalog(c VultrCatalog) Option {
+	return vultrOption(func(vs *vultrSettings) { vs.catalog = c.clone() })
+}
+
+// WithVultrRateLimit sets the Vultr fake's token bucket per API key: rps
+// requests per second on the sim clock with the given burst (burst < 1 means
+// the rate rounded up). rps <= 0 disables the limit. Default:
+// DefaultVultrRateLimit with a burst of as many.
+func WithVultrRateLimit(rps float64, burst int) Option {
+	return vultrOption(func(vs *vultrSettings) { vs.rps, vs.burst = rps, burst })
+}
+
+// WithVultrTiming makes every server whose plan id matches pattern (a
+// path.Match glob such as "vbm-*" or "vcg-a100-*") follow t instead of the
+// default timing of its kind. Later options win over earlier ones. Start from
+// DefaultVultrVMTiming or DefaultVultrBareMetalTiming to change one field. It
+// panics on a malformed pattern.
+func WithVultrTiming(pattern string, t VultrTiming) Option {
+	vultrMustPattern(pattern)
+	return vultrOption(func(vs *vultrSettings) {
+		vs.rules = append(vs.rules, vultrTimingRule{pattern: pattern, set: func(x *VultrTiming) { *x = t }})
+	})
+}
+
+func vultrOption(f func(*vultrSettings)) Option {
+	return func(s *settings) { s.vultr = append(s.vultr, f) }
+}
+
+func vultrMustPattern(pattern string) {
+	if _, err := path.Match(pattern, ""); err != nil {
+		panic(fmt.Sprintf("sim: bad plan pattern %q: %v", pattern, err))
+	}
+}
+
+// Network returns the network the fake's SSH hosts live on: the one given by
+// WithNetwork, or the fake's own.
+func (v *Vultr) Network() *Network { return v.net }
+
+// Dial connects to a server's fake SSH host at addr ("<main_ip>:22") through
+// Network, in memory.
+func (v *Vultr) Dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	return v.net.Dial(ctx, network, addr)
+}
+
+// vultrError is the body of every Vultr error answer.
+type vultrError struct {
+	Error  string `json:"error"`
+	Status int    `json:"status"`
+}
+
+// writeVultrError answers status in Vultr's dialect, with a default message
+// per status when msg is "".
+func writeVultrError(w http.ResponseWriter, status int, msg string) {
+	if msg == "" {
+		msg = vultrDefaultMessage(status)
+	}
+	writeJSON(w, status, vultrError{Error: msg, Status: status})
+}
+
+func vultrDefaultMessage(status int) string {
+	switch status {
+	case http.StatusBadRequest:
+		return "Bad request."
+	case http.StatusUnauthorized:
+		return "Invalid API token."
+	case http.StatusNotFound:
+		return "Not found."
+	case http.StatusRequestEntityTooLarge:
+		return "Request body too large."
+	case http.StatusTooManyRequests:
+		return "Rate limit reached - please try your request again later."
+	case http.StatusInternalServerError:
+		return "Internal server error."
+	case http.StatusServiceUnavailable:
+		return "Service temporarily unavailable."
+	}
+	if t := http.StatusText(status); t != "" {
+		return t + "."
+	}
+	return "Error."
+}
+
+// vultrRateKey identifies the caller for the rate limit: the bearer key, else the
+// remote address (Vultr monitors per originating IP).
+func vultrRateKey(r *http.Request) string {
+	if a := r.Header.Get("Authorization"); a != "" {
+		return a
+	}
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	return "ip:" + host
+}
+
+// reseed restores the random source to its state at construction.
+func (v *Vultr) reseed() {
+	v.server.mu.Lock()
+	v.server.rng = rand.New(rand.NewPCG(v.seed, v.seed^0x9e3779b97f4a7c15))
+	v.server.mu.Unlock()
+}
+
+// randUint64 draws from the fake's seeded source.
+func (v *Vultr) randUint64() uint64 {
+	v.server.mu.Lock()
+	defer v.server.mu.Unlock()
+	return v.server.rng.Uint64()
+}
+
+// newUUID returns a version-4 UUID drawn from the seeded source.
+func (v *Vultr) newUUID() string {
+	a, b := v.randUint64(), v.randUint64()
+	a = a&^(0xf<<12) | 0x4<<12
+	b = b&^(0x3<<62) | 0x2<<62
+	return fmt.Sprintf("%08x-%04x-%04x-%04x-%012x", a>>32, (a>>16)&0xffff, a&0xffff, b>>48, b&0xffffffffffff)
+}
+
+// newPassword returns a default root password drawn from the seeded source.
+func (v *Vultr) newPassword() string {
+	const chars = "abcdefghijkmnpqrstuvwxyzABCDEFGHJKLMNPQRSTUVWXYZ23456789!#%"
+	var b strings.Builder
+	for range 12 {
+		b.WriteByte(chars[v.randUint64()%uint64(len(chars))])
+	}
+	return b.String()
+}
+
+// vultrTime formats t as the API does: ISO-8601 with a numeric offset.
+func vultrTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05-07:00") }

@@ -1,0 +1,99 @@
+package sim
+
+import (
+	"encoding/binary"
+	"fmt"
+	"net/netip"
+	"time"
+)
+
+// vultrIPPrefixes are the public /16 prefixes main_ip is drawn from, per
+// region (other regions use 45.76.0.0/16).
+var vultrIPPrefixes = map[string][2]byte{
+	"ewr": {45, 77}, "ord": {149, 28}, "atl": {45, 32}, "dfw": {144, 202}, "sea": {207, 148},
+	"sjc": {45, 63}, "lax": {108, 61}, "ams": {95, 179}, "fra": {136, 244}, "nrt": {202, 182},
+}
+
+// assignAddresses draws main_ip (unique among live servers and the SSH
+// network), the gateway, IPv6 when asked, and the bare-metal MAC address from
+// the seeded source. Callers hold v.mu.
+func (v *Vultr) assignAddresses(srv *vultrServer, ipv6 bool) {
+	pre, ok := vultrIPPrefixes[srv.region]
+	if !ok {
+		pre = [2]byte{45, 76}
+	}
+	for {
+		x := v.randUint64()
+		c, d := byte(x), byte(2+(x>>8)%252)
+		ip := fmt.Sprintf("%d.%d.%d.%d", pre[0], pre[1], c, d)
+		if v.st.usedIPs[ip] || v.net.Host(ip+":22") != nil {
+			continue
+		}
+		v.st.usedIPs[ip] = true
+		srv.mainIP = ip
+		srv.gateway = fmt.Sprintf("%d.%d.%d.1", pre[0], pre[1], c&^1)
+		break
+	}
+	if ipv6 {
+		x := v.randUint64()
+		srv.v6Net = fmt.Sprintf("2001:19f0:%x:%x::", x&0xffff, (x>>16)&0xffff)
+		srv.v6IP = fmt.Sprintf("%s5400:4ff:fe%02x:%x", srv.v6Net, (x>>32)&0xff, (x>>40)&0xffff)
+	}
+	if srv.metal {
+		srv.macAddr = int64(v.randUint64()&0xffffffffff) | 0x020000000000
+	}
+}
+
+// newVPC creates a VPC; subnet "" and mask 0 mean auto-assign a /20 in
+// 10.0.0.0/8 not used by another auto-assigned VPC of the region. Callers
+// hold v.mu.
+func (v *Vultr) newVPC(region, desc, subnet string, mask int, now time.Time) *vultrVPC {
+	if subnet == "" {
+		mask = 20
+		for {
+			x := v.randUint64()
+			subnet = fmt.Sprintf("10.%d.%d.0", 1+x%254, ((x>>8)%16)*16)
+			if !v.st.subnets[region+"/"+subnet] {
+				break
+			}
+		}
+	}
+	v.st.subnets[region+"/"+subnet] = true
+	vpc := &vultrVPC{seq: v.st.next(), id: v.newUUID(), region: region, desc: desc,
+		subnet: subnet, mask: mask, created: now, nextHost: 3}
+	v.st.vpcs[vpc.id] = vpc
+	return vpc
+}
+
+// regionVPC returns the region's oldest live VPC, creating one if there is
+// none (enable_vpc, SPEC). Callers hold v.mu.
+func (v *Vultr) regionVPC(region string, now time.Time) *vultrVPC {
+	var best *vultrVPC
+	for _, vpc := range v.st.vpcs {
+		if vpc.region == region && vpc.deleted.IsZero() && vultrHasFree(vpc) && (best == nil || vpc.seq < best.seq) {
+			best = vpc
+		}
+	}
+	if best == nil {
+		best = v.newVPC(region, "", "", 0, now)
+	}
+	return best
+}
+
+// vultrHasFree reports whether the VPC has an address left for a server.
+func vultrHasFree(vpc *vultrVPC) bool {
+	return uint64(vpc.nextHost) < (uint64(1)<<(32-vpc.mask))-1
+}
+
+// newAttachment gives the server the VPC's next address and a MAC address.
+// Callers hold v.mu and have checked vultrHasFree.
+func (v *Vultr) newAttachment(vpc *vultrVPC, now time.Time) *vultrAttachment {
+	base, _ := netip.ParseAddr(vpc.subnet)
+	b := base.As4()
+	n := binary.BigEndian.Uint32(b[:]) + vpc.nextHost
+	vpc.nextHost++
+	binary.BigEndian.PutUint32(b[:], n)
+	x := v.randUint64()
+	mac := fmt.Sprintf("5a:01:%02x:%02x:%02x:%02x", byte(x), byte(x>>8), byte(x>>16), byte(x>>24))
+	return &vultrAttachment{vpc: vpc, ip: netip.AddrFrom4(b).String(), mac: mac, added: now}
+}
