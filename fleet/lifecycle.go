@@ -6,6 +6,23 @@ import (
 	"time"
 )
 
+// Offers that missed a deadline are skipped by their fleet for offerPenalty;
+// sold-out ones for soldOutPenalty (the catalog may still list them).
+const (
+	offerPenalty   = time.Hour
+	soldOutPenalty = 10 * time.Minute
+)
+
+// avoidOffer makes fleet skip offer o until until. m.mu held.
+func (m *Manager) avoidOffer(fleet string, o Offer, until time.Time) {
+	m.avoid[fleet+"|"+o.Key()] = until
+}
+
+// avoided reports whether fleet skips o now. m.mu held.
+func (m *Manager) avoided(fleet string, o Offer, now time.Time) bool {
+	return now.Before(m.avoid[fleet+"|"+o.Key()])
+}
+
 func (m *Manager) provisionTimeout(o Offer) time.Duration {
 	if o.ProvisionTimeout > 0 {
 		return o.ProvisionTimeout
@@ -35,6 +52,7 @@ func (m *Manager) checkDeadlines(now time.Time) {
 		m.event(Event{Type: EventDeadlineMissed, Fleet: r.Instance.Fleet, Provider: r.Instance.Provider, InstanceID: r.Instance.ID,
 			At: deadline, Message: fmt.Sprintf("%s deadline passed; releasing", what)})
 		m.requestRelease(r, what+" deadline", ReleaseNow, now, true)
+		m.avoidOffer(r.Instance.Fleet, r.Instance.Offer, now.Add(offerPenalty))
 	}
 }
 

@@ -82,6 +82,7 @@ type Manager struct {
 	orphanVPCs  map[string]*VPCRecord
 	fleetRetry  map[string]time.Time // no create attempt for the fleet before
 	fleetFails  map[string]int
+	avoid       map[string]time.Time          // fleet|offer key → skip the offer until
 	agents      map[string]context.CancelFunc // running agent starts by request id
 	agentNext   map[string]time.Time
 	keyedAgents map[string]Agent
@@ -105,7 +106,7 @@ func NewManager(cfg Config) (*Manager, error) {
 		providers: map[string]Provider{}, fleets: map[string]*FleetRecord{}, insts: map[string]*InstanceRecord{},
 		dirtyF: map[string]bool{}, dirtyI: map[string]bool{}, goneF: map[string]bool{}, goneI: map[string]bool{},
 		unlabelled: map[string]bool{}, orphanVPCs: map[string]*VPCRecord{}, fleetRetry: map[string]time.Time{},
-		fleetFails: map[string]int{}, agents: map[string]context.CancelFunc{}, agentNext: map[string]time.Time{},
+		fleetFails: map[string]int{}, avoid: map[string]time.Time{}, agents: map[string]context.CancelFunc{}, agentNext: map[string]time.Time{},
 		keyedAgents: map[string]Agent{}}
 	for _, p := range cfg.Providers {
 		if p == nil {

@@ -124,6 +124,11 @@ func (m *Manager) grow(ctx context.Context, p fleetPlan) {
 	if p.anchor != nil && p.spec.Placement == PlacementCluster {
 		offers = preferType(offers, p.anchor.InstanceType)
 	}
+	offers = m.withoutAvoided(p.spec.Name, offers)
+	if len(offers) == 0 {
+		m.noOffers(p.spec.Name, err)
+		return
+	}
 	for range p.need {
 		if !m.createOne(ctx, p, offers) {
 			return
@@ -132,6 +137,20 @@ func (m *Manager) grow(ctx context.Context, p fleetPlan) {
 			return // one at a time: the VPC follows the first member
 		}
 	}
+}
+
+// withoutAvoided drops the offers the fleet skips for now.
+func (m *Manager) withoutAvoided(fleet string, offers []Offer) []Offer {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := m.clock.Now()
+	out := offers[:0:0]
+	for _, o := range offers {
+		if !m.avoided(fleet, o, now) {
+			out = append(out, o)
+		}
+	}
+	return out
 }
 
 // preferType moves offers of the given instance type to the front.
@@ -237,6 +256,9 @@ func (m *Manager) created(reqID string, inst Instance, vpcID string, err error) 
 		}
 		return true
 	case definiteCreateFailure(err):
+		if errors.Is(err, ErrNoCapacity) {
+			m.avoidOffer(fleet, r.Instance.Offer, now.Add(soldOutPenalty))
+		}
 		delete(m.insts, reqID)
 		m.goneI[reqID] = true
 		m.event(Event{Type: EventOfferSkipped, Fleet: fleet, Provider: provider, Message: r.Instance.Offer.String(), Err: err.Error()})
