@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-const vm = "vc2-1c-1gb"                        // a cheap Vultr VM plan, $0.007/h
+const vm = "vc2-1c-1gb"                       // a cheap Vultr VM plan, $0.007/h
 const mi300x = "vbm-256c-2048gb-8-mi300x-gpu" // Vultr MI300X bare metal, $17.52/h
 
 func vultrVM(region string) fleet.Requirements {

@@ -1,0 +1,15 @@
+// Package shim starts a host agent (by default dstack-shim) on a freshly
+// rented machine over SSH, reliably and safely, and checks it afterwards.
+//
+// A Starter waits for the host's TCP port, then its SSH banner, then an
+// accepted key, each retried with capped backoff within the caller's
+// context (which also cuts a hanging handshake); it reaches hosts behind a
+// jump host (Hot Aisle bare metal's ssh_access) through direct-tcpip; it
+// pins host keys per instance id (or checks known_hosts) and refuses a
+// changed key with a *HostKeyMismatchError; it keeps private keys in memory
+// only. It then runs the agent's install steps and start command as
+// separate checked steps with timeouts, starting the agent detached
+// (systemd, or setsid/nohup) so it outlives the session, and verifies the
+// agent's health through a direct-tcpip forward to its localhost port, the
+// same path used afterwards. Starter implements fleet.Agent.
+package shim
