@@ -30,10 +30,31 @@ type Starter struct {
 	backoffMin time.Duration
 	backoffMax time.Duration
 	log        *slog.Logger
-	locks      hostLocks
+	locks      *hostLocks
 }
 
-var _ fleet.Agent = (*Starter)(nil)
+var (
+	_ fleet.Agent      = (*Starter)(nil)
+	_ fleet.KeyedAgent = (*Starter)(nil)
+)
+
+// WithKey returns a Starter that logs in with key instead of the configured
+// signers (a fleet's own key, kept in memory only). Everything else,
+// including the one-start-per-host lock, is shared with s. An empty or
+// unusable key returns s itself.
+func (s *Starter) WithKey(key fleet.PrivateKey) fleet.Agent {
+	if key.IsZero() {
+		return s
+	}
+	signer, err := ssh.NewSignerFromSigner(key.Signer())
+	if err != nil {
+		s.log.Warn("fleet private key unusable for SSH; keeping the configured keys", "err", err)
+		return s
+	}
+	cp := *s
+	cp.signers = []ssh.Signer{signer}
+	return &cp
+}
 
 // Timeouts bound each part of a start. Zero fields take the defaults.
 type Timeouts struct {
@@ -130,7 +151,7 @@ func New(spec AgentSpec, signers []ssh.Signer, hostKeys HostKeyPolicy, opts ...O
 	if hostKeys == nil {
 		return nil, errors.New("shim: no host key policy (use PinnedKey, TrustOnFirstUse, KnownHosts or, explicitly, InsecureIgnoreHostKey)")
 	}
-	s := &Starter{spec: spec, signers: signers, hostKeys: hostKeys}
+	s := &Starter{spec: spec, signers: signers, hostKeys: hostKeys, locks: &hostLocks{}}
 	for _, o := range opts {
 		o(s)
 	}
