@@ -250,3 +250,17 @@ func TestManagerOutageConcludesNothing(t *testing.T) {
 		assert.Zero(t, p.live())
 	})
 }
+
+func TestReservationWindowPerBillingRule(t *testing.T) {
+	m, err := NewManager(Config{Providers: []Provider{newFakeProvider("x")}})
+	require.NoError(t, err)
+	defer m.Close()
+	t0 := time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC)
+	rec := func(o Offer) *InstanceRecord { return &InstanceRecord{Instance: Instance{Offer: o, Created: t0}} }
+	hourly := rec(Offer{BillingGranularity: time.Hour, MinimumReservation: time.Hour})
+	assert.Equal(t, t0.Add(50*time.Minute), m.reservedUntil(hourly, t0.Add(5*time.Minute)), "inside the first hour, less the margin")
+	assert.Equal(t, t0.Add(110*time.Minute), m.reservedUntil(hourly, t0.Add(70*time.Minute)), "rolls to the current billed hour")
+	assert.Equal(t, t0.Add(50*time.Minute), m.reservedUntil(hourly, t0.Add(55*time.Minute)), "inside the margin: due now")
+	perMinute := rec(Offer{BillingGranularity: time.Minute, MinimumReservation: 8 * time.Hour})
+	assert.Equal(t, t0.Add(8*time.Hour), m.reservedUntil(perMinute, t0.Add(3*time.Hour)))
+}

@@ -73,17 +73,3 @@ func (o Offer) Key() string {
 func (o Offer) String() string {
 	return fmt.Sprintf("%s %s %s $%.2f/h", o.Provider, o.Region, o.InstanceType, o.PricePerHour)
 }
-
-// ReservedUntil is the earliest time an instance of this offer created at
-// created can be released without paying for unused time: the end of the
-// minimum reservation, or, for per-hour billing, the end of the first billed
-// hour. Release before it costs the same as release at it.
-func (o Offer) ReservedUntil(created time.Time) time.Time {
-	end := created.Add(o.MinimumReservation)
-	if g := o.BillingGranularity; g > time.Minute {
-		if end.Before(created.Add(g)) {
-			end = created.Add(g)
-		}
-	}
-	return end
-}

@@ -81,15 +81,6 @@ func TestFilterSortsByPriceThenKey(t *testing.T) {
 	assert.Equal(t, []string{c.Key(), b.Key(), a.Key()}, []string{got[0].Key(), got[1].Key(), got[2].Key()})
 }
 
-func TestOfferReservedUntil(t *testing.T) {
-	t0 := time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC)
-	hourly := Offer{BillingGranularity: time.Hour}
-	assert.Equal(t, t0.Add(time.Hour), hourly.ReservedUntil(t0))
-	ha := Offer{BillingGranularity: time.Minute, MinimumReservation: 60 * time.Minute}
-	assert.Equal(t, t0.Add(time.Hour), ha.ReservedUntil(t0))
-	assert.Equal(t, t0.Add(8*time.Hour), bareMetalMI300X().ReservedUntil(t0))
-}
-
 func TestLabelRoundTripAndRejection(t *testing.T) {
 	l := Label{Fleet: "train-a", RequestID: NewRequestID()}
 	got, ok := ParseLabel(l.String())
