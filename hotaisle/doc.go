@@ -1,0 +1,43 @@
+// Package hotaisle is a typed client for the Hot Aisle cloud API
+// (https://admin.hotaisle.app/api): the user and teams, SSH keys, the
+// available VM and bare-metal types (offers), virtual machines and bare-metal
+// servers.
+//
+// # Shapes and units
+//
+// The raw types mirror the API and keep its units: every capacity
+// (ram_capacity, disk_capacity, per-disk and per-module capacity) is in BYTES,
+// CPU frequency in Hz, prices in US CENTS per hour for the whole instance.
+// The offer rows use PascalCase keys (Quantity, MinimumReservationMinutes,
+// OnDemandPrice, Specs); everything else is snake_case. A VM's "cpus" is one
+// object ([VMSpecs.CPUs] is a *[CPU]); a bare-metal server's "cpus" is an
+// array ([BareMetalSpecs.CPUs] is a [CPUList]). Decoding is lenient: unknown
+// fields are ignored, optional fields may be absent, "" and null both mean
+// unset.
+//
+// # Errors
+//
+// Every non-2xx answer is a *[APIError] (status, message, raw body,
+// Retry-After, request id) that answers errors.Is for exactly one class of
+// package fleet (fleet.ErrNotFound, fleet.ErrMinReservation, ...). The
+// (status, message) patterns that select a class live in one table in
+// errors.go; no other code compares error text. A failure to reach the API
+// answers fleet.ErrUnavailable.
+//
+// # Retries, rate limit, timeouts
+//
+// GET and DELETE are retried on 429 (honouring Retry-After) and on 502, 503,
+// 504 and connection failures, with capped jittered backoff bounded by the
+// call's context. POSTs (provision, reserve, add key) and PATCHes are never
+// retried: a 5xx can hide a success. All calls of one Client share one
+// client-side rate limiter (default [DefaultRateLimit] per second). A VM
+// DELETE blocks server-side until the VM is reset (about 20 s), so the
+// default HTTP client allows [DefaultTimeout] per attempt; a DELETE that timed
+// out is safe to repeat, and fleet.ErrNotFound on the repeat means "gone".
+//
+// # Secrets
+//
+// The API key lives only in the closure that sets the Authorization header:
+// it never appears in a log line, an error, or the String, GoString or %v
+// output of a Client.
+package hotaisle

@@ -1,0 +1,204 @@
+package hotaisle
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/gpufleet/gpufleet/fleet"
+	"github.com/gpufleet/gpufleet/internal/api"
+)
+
+// APIError is a non-2xx answer of the Hot Aisle API. Its body is a bare
+// message, sent either as a JSON string ("Unauthorized") or as plain text
+// (swagger error schemas are {type: string}); both decode into Message.
+//
+// errors.Is(err, class) is true for the one fleet class that classTable
+// assigns to (status, message, call kind), for example fleet.ErrNotFound for
+// a 404. The API key never appears in any field: it is cut out of the body
+// should the server ever echo it.
+type APIError struct {
+	// Status is the HTTP status code.
+	Status int
+	// Message is the decoded body, trimmed; http.StatusText(Status) when the
+	// body is empty or an HTML page.
+	Message string
+	// Body is the raw body (at most 16 MiB).
+	Body []byte
+	// RetryAfter is the parsed Retry-After header, 0 when absent.
+	RetryAfter time.Duration
+	// RequestID is the X-Request-Id (or Request-Id, CF-Ray) header when sent.
+	RequestID string
+	// Method and Path are the call, Path relative to the base URL
+	// ("/teams/acme/virtual_machines/"), without the query.
+	Method, Path string
+
+	class error
+}
+
+// Error returns "hotaisle: METHOD PATH: STATUS: MESSAGE".
+func (e *APIError) Error() string {
+	return fmt.Sprintf("hotaisle: %s %s: %d: %s", e.Method, e.Path, e.Status, e.Message)
+}
+
+// Is reports whether target is the fleet class of e.
+func (e *APIError) Is(target error) bool { return e.class != nil && target == e.class }
+
+// Class returns the fleet class of e (fleet.ErrNotFound, ...), or nil.
+func (e *APIError) Class() error { return e.class }
+
+// HTTPStatus returns Status (used by the retry policy).
+func (e *APIError) HTTPStatus() int { return e.Status }
+
+// RetryAfterDuration returns RetryAfter (honoured by the retry policy).
+func (e *APIError) RetryAfterDuration() time.Duration { return e.RetryAfter }
+
+// callKind tells apart the calls whose errors read differently.
+type callKind int
+
+const (
+	anyCall    callKind = iota
+	createCall          // POST .../virtual_machines/ or .../bare_metal/ (provision, reserve)
+)
+
+// classRule maps a status range, a call kind and a message pattern (a
+// lower-case substring; "" matches any message) to a fleet class.
+type classRule struct {
+	lo, hi  int
+	kind    callKind
+	pattern string
+	class   error
+}
+
+// classTable is the only place that reads Hot Aisle error text. The first
+// matching row wins. Sources: swagger responses and descriptions, see
+// hotaisle.md sections 2 and 6 (E11).
+var classTable = []classRule{
+	// VM limit answers 401 (sic): "Maximum VMs already provisioned for this team".
+	{401, 401, anyCall, "maximum vms", fleet.ErrQuotaExceeded},
+	{401, 401, anyCall, "", fleet.ErrUnauthorized},
+	// "Insufficient balance to provision virtual machine".
+	{402, 402, anyCall, "", fleet.ErrInsufficientBalance},
+	// Bare-metal reserve: "tenant limit exceeded or insufficient permissions".
+	{403, 403, anyCall, "tenant limit", fleet.ErrQuotaExceeded},
+	{403, 403, anyCall, "", fleet.ErrForbidden},
+	// "No available virtual machine matching requested specifications",
+	// "no available servers matching specifications".
+	{404, 404, createCall, "no available", fleet.ErrNoCapacity},
+	{404, 404, anyCall, "", fleet.ErrNotFound},
+	// "server cannot be released due to minimum usage requirement".
+	{400, 400, anyCall, "minimum usage", fleet.ErrMinReservation},
+	{400, 400, anyCall, "minimum reservation", fleet.ErrMinReservation},
+	// 409 "Conflict - key already registered": AddSSHKey turns it into
+	// success; anywhere else repeating the request cannot help.
+	{409, 409, anyCall, "", fleet.ErrInvalidRequest},
+	{429, 429, anyCall, "", fleet.ErrRateLimited},
+	// Other 400 ("invalid specifications or insufficient resources"), 422 and
+	// any other 4xx: the request itself was refused.
+	{400, 499, anyCall, "", fleet.ErrInvalidRequest},
+	{500, 599, anyCall, "", fleet.ErrUnavailable},
+}
+
+// classify returns the class of (status, message) for a call of kind k.
+func classify(status int, message string, k callKind) error {
+	if i := matchRule(status, message, k); i >= 0 {
+		return classTable[i].class
+	}
+	return nil
+}
+
+// matchRule returns the index of the first classTable row matching, or -1.
+func matchRule(status int, message string, k callKind) int {
+	msg := strings.ToLower(message)
+	for i, r := range classTable {
+		if status < r.lo || status > r.hi || (r.kind != anyCall && r.kind != k) {
+			continue
+		}
+		if strings.Contains(msg, r.pattern) {
+			return i
+		}
+	}
+	return -1
+}
+
+// kindOf recognises provision (POST /teams/{t}/virtual_machines/) and reserve
+// (POST /teams/{t}/bare_metal/).
+func kindOf(method, path string) callKind {
+	if method == http.MethodPost && strings.HasPrefix(path, "/teams/") &&
+		(strings.HasSuffix(path, "/virtual_machines/") || strings.HasSuffix(path, "/bare_metal/")) &&
+		strings.Count(path, "/") == 4 {
+		return createCall
+	}
+	return anyCall
+}
+
+// maxMessage bounds Message (in bytes); Body keeps everything.
+const maxMessage = 1024
+
+// parseError builds the *APIError of a non-2xx answer, cutting key out.
+func parseError(r *api.Response, key string) error {
+	body := redact(r.Body, key)
+	msg := decodeMessage(body, r.Status)
+	return &APIError{
+		Status: r.Status, Message: msg, Body: body, RetryAfter: r.RetryAfter,
+		RequestID: requestID(r.Header), Method: r.Method, Path: r.Path,
+		class: classify(r.Status, msg, kindOf(r.Method, r.Path)),
+	}
+}
+
+// decodeMessage reads a body that is a JSON string, a JSON object with a
+// message-like field, or plain text.
+func decodeMessage(body []byte, status int) string {
+	text := strings.TrimSpace(string(body))
+	var s string
+	if json.Unmarshal(body, &s) == nil {
+		text = strings.TrimSpace(s)
+	} else if strings.HasPrefix(text, "{") {
+		var o struct{ Message, Error, Detail string }
+		if json.Unmarshal(body, &o) == nil {
+			text = strings.TrimSpace(o.Message + o.Error + o.Detail)
+		}
+	}
+	if text == "" || strings.HasPrefix(text, "<") || !utf8.ValidString(text) {
+		return http.StatusText(status)
+	}
+	if len(text) > maxMessage {
+		text = strings.ToValidUTF8(text[:maxMessage], "") + "…"
+	}
+	return text
+}
+
+func requestID(h http.Header) string {
+	for _, k := range []string{"X-Request-Id", "Request-Id", "Cf-Ray"} {
+		if v := h.Get(k); v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// redact replaces every occurrence of the key (and of its secret part after
+// the ".") in b.
+func redact(b []byte, key string) []byte {
+	if key == "" || len(b) == 0 {
+		return b
+	}
+	s := string(b)
+	for _, k := range []string{key, secretPart(key)} {
+		if len(k) >= 8 {
+			s = strings.ReplaceAll(s, k, "[redacted]")
+		}
+	}
+	return []byte(s)
+}
+
+// secretPart returns what follows the "." of a "<prefix>.<secret>" key.
+func secretPart(key string) string {
+	if i := strings.IndexByte(key, '.'); i >= 0 {
+		return key[i+1:]
+	}
+	return ""
+}
