@@ -1,0 +1,149 @@
+package vultr
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/gpufleet/gpufleet/internal/api"
+	"golang.org/x/time/rate"
+)
+
+// DefaultBaseURL is the Vultr API origin; every path starts with /v2/.
+const DefaultBaseURL = "https://api.vultr.com"
+
+// DefaultUserAgent is sent as User-Agent unless WithUserAgent is given.
+const DefaultUserAgent = "gpufleet-vultr"
+
+// DefaultRateLimit is the client-side request rate (requests per second):
+// Vultr answers 429 above 30 requests/s.
+const DefaultRateLimit = 30
+
+// DefaultPerPage is the page size of every list (the API maximum, 500): a
+// fleet's whole inventory usually fits in one request, which matters under a
+// 30 requests/s limit. WithPerPage changes it.
+const DefaultPerPage = 500
+
+// RetryPolicy bounds the retries of GET and DELETE calls (attempts, minimum
+// and maximum backoff). The zero value means 5 attempts, 500 ms, 30 s.
+type RetryPolicy = api.RetryPolicy
+
+// Client calls the Vultr API v2. It is safe for concurrent use; all its calls
+// share one rate limiter. Its formatted forms (%v, %+v, %#v, String) never
+// include the API key.
+type Client struct {
+	api     *api.Client
+	baseURL string
+	perPage int
+}
+
+type settings struct {
+	baseURL    string
+	httpClient *http.Client
+	userAgent  string
+	rps        float64
+	burst      int
+	retry      RetryPolicy
+	logger     *slog.Logger
+	perPage    int
+}
+
+// Option configures a Client.
+type Option func(*settings)
+
+// WithBaseURL sets the API origin (default DefaultBaseURL), e.g. an
+// httptest.Server URL. Paths "/v2/..." are appended to it.
+func WithBaseURL(u string) Option { return func(s *settings) { s.baseURL = u } }
+
+// WithHTTPClient sets the HTTP client (default: 60 s timeout), e.g. the
+// in-memory client of sim.Vultr.Client().
+func WithHTTPClient(c *http.Client) Option { return func(s *settings) { s.httpClient = c } }
+
+// WithUserAgent sets the User-Agent header (default DefaultUserAgent).
+func WithUserAgent(ua string) Option { return func(s *settings) { s.userAgent = ua } }
+
+// WithRateLimit sets the client-side token bucket: rps requests per second
+// with bursts of up to burst requests (default 30/s, burst 1, so that no
+// one-second window sees much more than 30 calls). rps <= 0 disables it.
+func WithRateLimit(rps float64, burst int) Option {
+	return func(s *settings) { s.rps, s.burst = rps, burst }
+}
+
+// WithRetry bounds the retries of GET and DELETE: attempts in total (1
+// disables retries), backoff from minDelay doubling up to maxDelay, jittered.
+// A longer Retry-After is still honoured; the call's ctx bounds everything.
+func WithRetry(attempts uint, minDelay, maxDelay time.Duration) Option {
+	return func(s *settings) { s.retry = RetryPolicy{Attempts: attempts, MinDelay: minDelay, MaxDelay: maxDelay} }
+}
+
+// WithRetryPolicy sets the whole retry policy of GET and DELETE calls.
+func WithRetryPolicy(p RetryPolicy) Option { return func(s *settings) { s.retry = p } }
+
+// WithLogger sets the logger; it receives one debug line per HTTP attempt
+// (method, path, status, duration), never headers or bodies. Default: discard.
+func WithLogger(l *slog.Logger) Option { return func(s *settings) { s.logger = l } }
+
+// WithPerPage sets the page size of lists (1..500; default DefaultPerPage).
+// Values outside that range are clamped.
+func WithPerPage(n int) Option { return func(s *settings) { s.perPage = min(max(n, 1), 500) } }
+
+// New returns a Client that authenticates with apiKey (sent as
+// "Authorization: Bearer <apiKey>"; an empty key sends no header, enough for
+// the public plan and region lists).
+func New(apiKey string, opts ...Option) *Client {
+	s := settings{baseURL: DefaultBaseURL, userAgent: DefaultUserAgent,
+		rps: DefaultRateLimit, burst: 1, perPage: DefaultPerPage}
+	for _, o := range opts {
+		if o != nil {
+			o(&s)
+		}
+	}
+	var lim *rate.Limiter
+	if s.rps > 0 {
+		lim = rate.NewLimiter(rate.Limit(s.rps), max(s.burst, 1))
+	}
+	return &Client{
+		baseURL: s.baseURL,
+		perPage: s.perPage,
+		api: api.New(api.Config{
+			BaseURL:    s.baseURL,
+			HTTPClient: s.httpClient,
+			UserAgent:  s.userAgent,
+			Limiter:    lim,
+			Retry:      s.retry,
+			Authorize:  bearer(apiKey),
+			ParseError: parseError,
+			Logger:     s.logger,
+		}),
+	}
+}
+
+// bearer keeps the key in a closure: no struct field holds it.
+func bearer(key string) func(http.Header) {
+	if key == "" {
+		return nil
+	}
+	v := "Bearer " + key
+	return func(h http.Header) { h.Set("Authorization", v) }
+}
+
+// String describes the client without its key.
+func (c *Client) String() string { return "vultr.Client{" + c.baseURL + "}" }
+
+// GoString is String: %#v must not dump the fields.
+func (c *Client) GoString() string { return c.String() }
+
+// Format prints String for every verb, so no verb can reach the fields.
+func (c *Client) Format(f fmt.State, _ rune) { _, _ = fmt.Fprint(f, c.String()) }
+
+// do sends one request and decodes the answer into out (when non-nil).
+func (c *Client) do(ctx context.Context, method, path string, q url.Values, body, out any) error {
+	_, err := c.api.Do(ctx, api.Request{Method: method, Path: path, Query: q, Body: body}, out)
+	return err
+}
+
+// pathEscape escapes an id for use as one path segment.
+func pathEscape(id string) string { return url.PathEscape(id) }

@@ -1,0 +1,26 @@
+// Package vultr is a typed client for the Vultr API v2: plans and regions
+// (with availability), instances and bare-metal servers, their VPCs (list,
+// attach, detach), VPCs and SSH keys.
+//
+// It differs from govultr where that matters for a fleet manager:
+//
+//   - Every non-2xx answer is a *APIError that answers errors.Is for one of the
+//     classes of package fleet (fleet.ErrLocked, fleet.ErrNotActive,
+//     fleet.ErrNotFound, ...). The message patterns that select a class live in
+//     one table in errors.go; nothing else compares error text.
+//   - A client-side token bucket (default 30 requests/s, Vultr's documented
+//     limit) is shared by all calls of one Client.
+//   - Only GET and DELETE are retried, on 429 (honouring Retry-After) and on
+//     502/503/504 or a transport failure, with capped jittered backoff bounded by
+//     the call's context. Creates, PATCH, attach and detach are never retried:
+//     a 5xx can hide a success, and a blind retry duplicates a server. Domain
+//     refusals (locked, not active) are returned, not retried.
+//   - Lists are iter.Seq2[T, error] iterators that follow meta.links.next
+//     cursors to the end and yield ErrRepeatedCursor if a cursor comes back.
+//   - The API key lives only in a closure that sets the Authorization header:
+//     it reaches no log line, error or formatted value.
+//
+// Raw types mirror the API and keep its units (plan RAM in MB, disk in GB,
+// costs in USD); helpers parse the bare-metal "ram"/"disk" strings, the integer
+// MAC address and the two date formats the API uses.
+package vultr

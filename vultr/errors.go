@@ -1,0 +1,159 @@
+package vultr
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/gpufleet/gpufleet/fleet"
+	"github.com/gpufleet/gpufleet/internal/api"
+)
+
+// ErrRepeatedCursor is yielded by a list whose meta.links.next cursor repeats
+// one already followed: the listing would otherwise never end.
+var ErrRepeatedCursor = errors.New("vultr: list cursor repeated")
+
+// APIError is a non-2xx answer of the Vultr API. Vultr writes
+// {"error":"<message>","status":<code>}; a body that is not that JSON is kept
+// whole (trimmed) as Message.
+//
+// errors.Is(err, class) is true for exactly one class of package fleet,
+// chosen by the classification table of this file (see Class).
+type APIError struct {
+	Status     int           // HTTP status code
+	Message    string        // the "error" attribute, or the raw text
+	Body       []byte        // the raw response body (at most 16 MiB)
+	RetryAfter time.Duration // the Retry-After header, 0 when absent
+	RequestID  string        // the X-Request-Id header, when the API sent one
+	Method     string        // request method
+	Path       string        // request path, without query
+
+	class error
+}
+
+// Error shows method, path, status and message (never headers).
+func (e *APIError) Error() string {
+	msg := e.Message
+	if msg == "" {
+		msg = http.StatusText(e.Status)
+	}
+	if len(msg) > maxErrorText {
+		msg = msg[:maxErrorText] + "…"
+	}
+	return fmt.Sprintf("vultr: %s %s: %d: %s", e.Method, e.Path, e.Status, msg)
+}
+
+// maxErrorText bounds the message shown by Error (an HTML error page from a
+// proxy can be long); Message and Body keep everything.
+const maxErrorText = 300
+
+// Class returns the fleet error class of e (fleet.ErrNotFound, ...).
+func (e *APIError) Class() error {
+	if e.class != nil {
+		return e.class
+	}
+	return classify(e.Status, e.Message) // an APIError built by hand
+}
+
+// Is reports whether target is e's fleet class.
+func (e *APIError) Is(target error) bool { return target == e.Class() }
+
+// HTTPStatus returns Status (used by the retry logic).
+func (e *APIError) HTTPStatus() int { return e.Status }
+
+// RetryAfterDuration returns RetryAfter (used by the retry logic).
+func (e *APIError) RetryAfterDuration() time.Duration { return e.RetryAfter }
+
+// rule is one row of the classification table: a status (0: any) and a
+// case-insensitive message substring ("": any) select a class.
+type rule struct {
+	status   int
+	contains string
+	class    error
+}
+
+// classTable is the only place where Vultr error text is compared. Rows are
+// tried in order; the first match wins. Sources: /shared/api/vultr.md §1, §4,
+// §7.10 (Vultr answers most domain refusals with 500, so message rows come
+// before status rows).
+var classTable = []rule{
+	{0, "server is currently locked", fleet.ErrLocked},                  // DELETE/reinstall, 500
+	{0, "not currently active", fleet.ErrNotActive},                     // DELETE while pending, 500
+	{0, "does not support private networking", fleet.ErrVPCUnsupported}, // attach on vbm-4c-32gb
+	{0, "attached to this vpc network", fleet.ErrVPCInUse},              // DELETE /vpcs/{id}, 400
+	{0, "unable to attach vpc", fleet.ErrAttachFailed},                  // attach flake, 500
+	{0, "not available in the selected region", fleet.ErrNoCapacity},    // create, 400
+	{0, "sold out", fleet.ErrNoCapacity},
+	{0, "out of stock", fleet.ErrNoCapacity},
+	{0, "insufficient capacity", fleet.ErrNoCapacity},
+	{0, "no capacity", fleet.ErrNoCapacity},
+	{0, "invalid instance-id", fleet.ErrNotFound}, // GET …/vpcs of a gone server, 404
+	{0, "invalid server", fleet.ErrNotFound},      // GET gone bare metal
+	{0, "invalid vpc id", fleet.ErrNotFound},      // GET/DELETE unknown VPC
+	{0, "invalid private network id", fleet.ErrNotFound},
+	{0, "instance not found", fleet.ErrNotFound},
+	{0, "not found.", fleet.ErrNotFound},
+	{400, "invalid plan chosen", fleet.ErrInvalidRequest},
+	{http.StatusUnauthorized, "", fleet.ErrUnauthorized},
+	{http.StatusForbidden, "", fleet.ErrForbidden},
+	{http.StatusNotFound, "", fleet.ErrNotFound},
+	{http.StatusTooManyRequests, "", fleet.ErrRateLimited},
+}
+
+// classify picks the fleet class of a (status, message) answer: the first
+// matching row of classTable, else ErrInvalidRequest for any other 4xx and
+// ErrUnavailable for any other status (5xx without a domain message).
+func classify(status int, msg string) error {
+	lower := strings.ToLower(msg)
+	for _, r := range classTable {
+		if (r.status == 0 || r.status == status) && strings.Contains(lower, r.contains) {
+			return r.class
+		}
+	}
+	if status >= 400 && status < 500 {
+		return fleet.ErrInvalidRequest
+	}
+	return fleet.ErrUnavailable
+}
+
+// parseError turns a non-2xx answer into an *APIError.
+func parseError(r *api.Response) error {
+	e := &APIError{Status: r.Status, Body: r.Body, RetryAfter: r.RetryAfter,
+		RequestID: r.Header.Get("X-Request-Id"), Method: r.Method, Path: r.Path}
+	var body struct {
+		Error *string `json:"error"`
+	}
+	if err := json.Unmarshal(r.Body, &body); err == nil && body.Error != nil {
+		e.Message = *body.Error
+	} else {
+		e.Message = strings.TrimSpace(string(r.Body))
+	}
+	e.class = classify(e.Status, e.Message)
+	return e
+}
+
+// invalid returns a local validation error of class fleet.ErrInvalidRequest,
+// for a request refused before it is sent.
+func invalid(format string, args ...any) error {
+	return fmt.Errorf("vultr: %w: %s", fleet.ErrInvalidRequest, fmt.Sprintf(format, args...))
+}
+
+// requireID refuses an empty id before it turns a GET of one resource into
+// a GET of the collection.
+func requireID(kind, id string) error {
+	if strings.TrimSpace(id) == "" {
+		return invalid("empty %s id", kind)
+	}
+	return nil
+}
+
+// DecodeError is a 2xx answer whose body is not the JSON expected, or lacks
+// the object it should carry. After a create it means the server may exist.
+type DecodeError = api.DecodeError
+
+// TransportError is a failure to get any answer (connection refused or
+// reset, DNS, TLS, timeout); it answers errors.Is(err, fleet.ErrUnavailable).
+type TransportError = api.TransportError
