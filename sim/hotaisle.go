@@ -1,15 +1,277 @@
 package sim
 
-// hotaisleSettings holds the Hot Aisle-only options. Filled in by the Hot Aisle fake.
-type hotaisleSettings struct{}
+import (
+	"context"
+	"crypto/subtle"
+	"net"
+	"net/http"
+	"net/url"
+	"path"
+	"strings"
+	"sync"
+	"time"
+)
 
-// HotAisle is a fake of the Hot Aisle API.
-type HotAisle struct {
-	*server
+// Default physics of sim.HotAisle (scenarios.md, "Default physics of
+// sim.HotAisle"); each is adjustable by an option.
+const (
+	// DefaultHotAisleSSHDelay is how long after provisioning a VM's sshd
+	// starts accepting TCP connections (its state says "running" at once).
+	DefaultHotAisleSSHDelay = 90 * time.Second
+	// DefaultHotAisleDeleteDelay is how long a VM DELETE blocks while the VM
+	// is reset.
+	DefaultHotAisleDeleteDelay = 20 * time.Second
+	// DefaultHotAisleInstallTime is how long a reserved bare-metal server's
+	// os_install_status takes to pass first_boot → first_boot_tasks →
+	// installed (half the time in each of the first two).
+	DefaultHotAisleInstallTime = 10 * time.Minute
+	// DefaultHotAisleVMLimit is the team's maximum_virtual_machines.
+	DefaultHotAisleVMLimit = 10
+	// DefaultHotAisleBareMetalLimit is the team's maximum_bare_metal_servers.
+	DefaultHotAisleBareMetalLimit = 5
+	// DefaultHotAisleBalanceCents is the team's starting balance in US cents
+	// ($10,000).
+	DefaultHotAisleBalanceCents = 1_000_000
+	// HotAisleRegion is the only location of Hot Aisle (the API has no region
+	// field; gpuhunt hard-codes it). It is the Region of every Resource.
+	HotAisleRegion = "us-michigan-1"
+	// HotAisleUser is the login user of every Hot Aisle server.
+	HotAisleUser = "hotaisle"
+)
+
+// hotaisleSettings holds the Hot Aisle-only options.
+type hotaisleSettings struct {
+	vmTypes      []HotAisleVMType
+	bmTypes      []HotAisleBareMetalType
+	sshDelay     time.Duration
+	deleteDelay  time.Duration
+	installTime  time.Duration
+	vmLimit      int
+	bmLimit      int
+	balanceCents int64
+	userRoleOnly bool
 }
 
-// NewHotAisle returns a fake Hot Aisle API.
+func newHotAisleSettings(st *settings) hotaisleSettings {
+	hs := hotaisleSettings{
+		vmTypes:      DefaultHotAisleVMTypes(),
+		bmTypes:      DefaultHotAisleBareMetalTypes(),
+		sshDelay:     DefaultHotAisleSSHDelay,
+		deleteDelay:  DefaultHotAisleDeleteDelay,
+		installTime:  DefaultHotAisleInstallTime,
+		vmLimit:      DefaultHotAisleVMLimit,
+		bmLimit:      DefaultHotAisleBareMetalLimit,
+		balanceCents: DefaultHotAisleBalanceCents,
+	}
+	for _, f := range st.hotaisle {
+		f(&hs)
+	}
+	return hs
+}
+
+func hotaisleOption(f func(*hotaisleSettings)) Option {
+	return func(s *settings) { s.hotaisle = append(s.hotaisle, f) }
+}
+
+// WithHotAisleCatalog replaces the offers of the Hot Aisle fake (default
+// DefaultHotAisleVMTypes and DefaultHotAisleBareMetalTypes). Rows are listed
+// in the given order, which is also the order provisioning tries them.
+func WithHotAisleCatalog(vms []HotAisleVMType, bms []HotAisleBareMetalType) Option {
+	vms = append([]HotAisleVMType(nil), vms...)
+	bms = append([]HotAisleBareMetalType(nil), bms...)
+	return hotaisleOption(func(h *hotaisleSettings) { h.vmTypes, h.bmTypes = vms, bms })
+}
+
+// WithHotAisleSSHDelay sets how long after provisioning a VM's sshd accepts
+// connections (default DefaultHotAisleSSHDelay, 90 s).
+func WithHotAisleSSHDelay(d time.Duration) Option {
+	return hotaisleOption(func(h *hotaisleSettings) { h.sshDelay = d })
+}
+
+// WithHotAisleDeleteDelay sets how long a VM DELETE blocks while the VM is
+// reset (default DefaultHotAisleDeleteDelay, 20 s).
+func WithHotAisleDeleteDelay(d time.Duration) Option {
+	return hotaisleOption(func(h *hotaisleSettings) { h.deleteDelay = d })
+}
+
+// WithHotAisleInstallTime sets how long a bare-metal server takes from
+// reservation to os_install_status "installed" and a working sshd (default
+// DefaultHotAisleInstallTime, 10 min).
+func WithHotAisleInstallTime(d time.Duration) Option {
+	return hotaisleOption(func(h *hotaisleSettings) { h.installTime = d })
+}
+
+// WithHotAisleLimits sets the team's maximum_virtual_machines and
+// maximum_bare_metal_servers (defaults 10 and 5). Going over the VM limit
+// answers 401, over the bare-metal limit 403, as the real API does.
+func WithHotAisleLimits(vms, bareMetal int) Option {
+	return hotaisleOption(func(h *hotaisleSettings) { h.vmLimit, h.bmLimit = vms, bareMetal })
+}
+
+// WithHotAisleBalance sets the team's starting balance in US cents (default
+// DefaultHotAisleBalanceCents). A provision or reservation whose minimum
+// charge exceeds the available balance answers 402.
+func WithHotAisleBalance(cents int64) Option {
+	return hotaisleOption(func(h *hotaisleSettings) { h.balanceCents = cents })
+}
+
+// WithHotAisleUserRoleOnly gives the API key only the "user" role on the team
+// and the "user" API-key role: reads work, every mutation (provision, reserve,
+// update, delete, SSH key add/remove) answers 403 "Forbidden: Permission
+// denied". By default the key has every role (owner, purchaser, operator,
+// user).
+func WithHotAisleUserRoleOnly() Option {
+	return hotaisleOption(func(h *hotaisleSettings) { h.userRoleOnly = true })
+}
+
+// HotAisle is a fake of the Hot Aisle API (https://admin.hotaisle.app/api/).
+// It serves the real paths, all ending in "/" (a path without the trailing
+// slash, or one that is not clean, answers 404, never a redirect), takes
+// "Authorization: Token <key>" or a bare key, answers errors as a JSON string
+// ("Unauthorized", "Not Found: Resource not found", ...), and follows the
+// default physics of scenarios.md. An unknown team handle answers 404, a
+// mutation by a key without the operator role 403, a bad key 401.
+type HotAisle struct {
+	*server
+	cfg *settings
+	net *Network
+
+	mu sync.Mutex // guards st
+	st *haState
+}
+
+// NewHotAisle returns a fake Hot Aisle API. Options: WithAPIKey, WithTeam,
+// WithSeed, WithClock, WithNetwork, WithLogger and the WithHotAisle* options.
 func NewHotAisle(opts ...Option) *HotAisle {
 	st := newSettings(opts)
-	return &HotAisle{server: newServer("hotaisle", st)}
+	h := &HotAisle{server: newServer("hotaisle", st), cfg: st, net: st.network}
+	if h.net == nil {
+		h.net = NewNetwork(st.clock, st.seed)
+	}
+	h.server.writeError = haWriteError
+	h.server.authorized = h.authorizedKey
+	h.st = h.newState()
+	h.routesInit()
+	return h
+}
+
+func (h *HotAisle) routesInit() {
+	const team = "/api/teams/{team}/"
+	const vm = team + "virtual_machines/{vm}/"
+	const bm = team + "bare_metal/{server}/"
+	h.route("GET /api/user/", h.getUser)
+	h.route("GET /api/teams/", h.getTeams)
+	h.route("GET "+team, h.getTeam)
+	h.route("GET "+team+"balance/", h.getBalance)
+	h.route("GET /api/user/ssh_keys/", h.listKeys)
+	h.route("POST /api/user/ssh_keys/", h.addKey)
+	h.route("DELETE /api/user/ssh_keys/{fingerprint}/", h.deleteKey)
+	h.route("GET "+team+"virtual_machines/", h.listVMs)
+	h.route("POST "+team+"virtual_machines/", h.provisionVM)
+	h.route("GET "+team+"virtual_machines/available/", h.availableVMs)
+	h.route("GET "+vm, h.getVM)
+	h.route("PATCH "+vm, h.updateVM)
+	h.route("DELETE "+vm, h.deleteVM)
+	h.route("GET "+vm+"state/", h.vmState)
+	h.route("POST "+vm+"start/", h.startVM)
+	h.route("POST "+vm+"stop/", h.stopVM)
+	h.route("GET "+team+"bare_metal/", h.listBareMetal)
+	h.route("POST "+team+"bare_metal/", h.reserveBareMetal)
+	h.route("GET "+team+"bare_metal/available/", h.availableBareMetal)
+	h.route("GET "+bm, h.getBareMetal)
+	h.route("PATCH "+bm, h.updateBareMetal)
+	h.route("DELETE "+bm, h.releaseBareMetal)
+	h.route("GET "+bm+"power/", h.bareMetalPower)
+}
+
+// route registers fn for pattern (which ends in "/"): the mux pattern gets
+// "{$}" so that it matches only that exact path, and the handler fills the
+// path values from the escaped path itself (a fingerprint may arrive with
+// "%2F" inside one segment).
+func (h *HotAisle) route(pattern string, fn http.HandlerFunc) {
+	_, p, _ := strings.Cut(pattern, " ")
+	segs := strings.Split(p, "/")
+	h.handle(pattern+"{$}", func(w http.ResponseWriter, r *http.Request) {
+		es := strings.Split(r.URL.EscapedPath(), "/")
+		for i, seg := range segs {
+			if len(seg) > 2 && seg[0] == '{' && i < len(es) {
+				if v, err := url.PathUnescape(es[i]); err == nil {
+					r.SetPathValue(seg[1:len(seg)-1], v)
+				}
+			}
+		}
+		fn(w, r)
+	})
+}
+
+// ServeHTTP serves the Hot Aisle API. A path that does not end in "/" or is
+// not clean ("//", "/./") answers 404 without reaching the router, so no
+// redirect is ever sent.
+func (h *HotAisle) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	p := r.URL.Path
+	if !strings.HasSuffix(p, "/") || (p != "/" && path.Clean(p)+"/" != p) {
+		call := Call{Time: h.clock.Now(), Method: r.Method, Path: p, Query: r.URL.RawQuery,
+			Status: http.StatusNotFound}
+		haWriteError(w, http.StatusNotFound, "")
+		h.server.mu.Lock()
+		h.calls = append(h.calls, call)
+		h.server.mu.Unlock()
+		return
+	}
+	h.server.ServeHTTP(w, r)
+}
+
+// Client returns an *http.Client whose transport calls the fake in memory (no
+// sockets); any host reaches it, so a client left on the real base URL
+// https://admin.hotaisle.app/api works unchanged. Safe inside synctest.
+func (h *HotAisle) Client() *http.Client {
+	return &http.Client{Transport: &memTransport{h: h}}
+}
+
+// authorizedKey accepts "Authorization: Token <key>" and a bare key (as the
+// official CLI sends it).
+func (h *HotAisle) authorizedKey(r *http.Request) bool {
+	got := strings.TrimSpace(r.Header.Get("Authorization"))
+	if k, ok := strings.CutPrefix(got, "Token "); ok {
+		got = strings.TrimSpace(k)
+	}
+	return got != "" && subtle.ConstantTimeCompare([]byte(got), []byte(h.cfg.apiKey)) == 1
+}
+
+// haWriteError answers status with msg as a JSON string, Hot Aisle's error
+// dialect; an empty msg takes the spec's shared message for the status.
+func haWriteError(w http.ResponseWriter, status int, msg string) {
+	if msg == "" {
+		msg = haStatusMessage(status)
+	}
+	writeJSON(w, status, msg)
+}
+
+func haStatusMessage(status int) string {
+	switch status {
+	case http.StatusBadRequest:
+		return "Bad Request: Invalid input"
+	case http.StatusUnauthorized:
+		return "Unauthorized"
+	case http.StatusForbidden:
+		return "Forbidden: Permission denied"
+	case http.StatusNotFound:
+		return "Not Found: Resource not found"
+	case http.StatusUnprocessableEntity:
+		return "Unprocessable Entity: Invalid data format"
+	case http.StatusInternalServerError:
+		return "Internal Server Error"
+	}
+	return http.StatusText(status)
+}
+
+// Network returns the in-memory network the fake's SSH hosts live on (the
+// one given by WithNetwork, or the fake's own).
+func (h *HotAisle) Network() *Network { return h.net }
+
+// Dial connects to a fake SSH host by "ip:port", as net.Dialer.DialContext
+// would: a VM at ip_address:22, a bare-metal server's front host at its
+// ssh_access ip_address:port.
+func (h *HotAisle) Dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	return h.net.Dial(ctx, network, addr)
 }

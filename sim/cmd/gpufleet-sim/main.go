@@ -1,0 +1,138 @@
+// Command gpufleet-sim serves the sim fakes of the Vultr API v2 and the Hot
+// Aisle API on loopback ports, so that test suites in any language can use
+// them:
+//
+//	go run ./sim/cmd/gpufleet-sim -speed 60
+//
+// It prints one line per fake, easy to parse:
+//
+//	GPUFLEET_SIM_VULTR_URL=http://127.0.0.1:41001/v2
+//	GPUFLEET_SIM_HOTAISLE_URL=http://127.0.0.1:41002/api
+//
+// and serves on each port, besides the fake's API, an admin API under
+// /_sim/ (see withAdmin): snapshot, resources, calls, ledger, routes,
+// faults, reset. It stops on SIGINT or SIGTERM.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/gpufleet/gpufleet/sim"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "gpufleet-sim:", err)
+		}
+		os.Exit(2)
+	}
+}
+
+// config is the command line.
+type config struct {
+	vultrAddr, hotaisleAddr string
+	vultrKey, hotaisleKey   string
+	team                    string
+	seed                    uint64
+	speed                   float64
+	vultrRPS                float64
+}
+
+func parseFlags(args []string, stderr io.Writer) (config, error) {
+	var c config
+	fs := flag.NewFlagSet("gpufleet-sim", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&c.vultrAddr, "vultr-addr", "127.0.0.1:0", "listen address of the Vultr fake (port 0: any free port)")
+	fs.StringVar(&c.hotaisleAddr, "hotaisle-addr", "127.0.0.1:0", "listen address of the Hot Aisle fake (port 0: any free port)")
+	fs.StringVar(&c.vultrKey, "vultr-key", sim.DefaultAPIKey, "API key the Vultr fake accepts (Authorization: Bearer <key>)")
+	fs.StringVar(&c.hotaisleKey, "hotaisle-key", sim.DefaultAPIKey, "API key the Hot Aisle fake accepts (Authorization: Token <key>)")
+	fs.StringVar(&c.team, "team", sim.DefaultTeam, "Hot Aisle team handle")
+	fs.Uint64Var(&c.seed, "seed", sim.DefaultSeed, "seed of names, addresses and passwords")
+	fs.Float64Var(&c.speed, "speed", 1, "cloud time runs this many times faster than wall time (60: an hour per minute)")
+	fs.Float64Var(&c.vultrRPS, "vultr-rps", sim.DefaultVultrRateLimit,
+		"Vultr rate limit in requests per wall-clock second (0: none)")
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if c.speed <= 0 {
+		return c, fmt.Errorf("-speed must be positive, got %v", c.speed)
+	}
+	return c, nil
+}
+
+// fakes builds both fakes on one clock and one SSH network. The Vultr rate
+// limit runs on the cloud clock, so it is scaled by the speed to stay
+// vultrRPS per wall-clock second.
+func (c config) fakes() (*sim.Vultr, *sim.HotAisle, *sim.Network) {
+	clock := sim.RealClock()
+	if c.speed != 1 {
+		clock = sim.ScaledClock(c.speed)
+	}
+	network := sim.NewNetwork(clock, c.seed)
+	common := []sim.Option{sim.WithSeed(c.seed), sim.WithClock(clock), sim.WithNetwork(network)}
+	burst := max(int(c.vultrRPS), 1)
+	v := sim.NewVultr(append(common, sim.WithAPIKey(c.vultrKey),
+		sim.WithVultrRateLimit(c.vultrRPS/c.speed, burst))...)
+	h := sim.NewHotAisle(append(common, sim.WithAPIKey(c.hotaisleKey), sim.WithTeam(c.team))...)
+	return v, h, network
+}
+
+// run serves both fakes until ctx ends.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	c, err := parseFlags(args, stderr)
+	if err != nil {
+		return err
+	}
+	v, h, network := c.fakes()
+	defer network.Close()
+	vl, err := net.Listen("tcp", c.vultrAddr)
+	if err != nil {
+		return err
+	}
+	hl, err := net.Listen("tcp", c.hotaisleAddr)
+	if err != nil {
+		vl.Close()
+		return err
+	}
+	servers := []*http.Server{
+		{Handler: withAdmin(v), ReadHeaderTimeout: 10 * time.Second},
+		{Handler: withAdmin(h), ReadHeaderTimeout: 10 * time.Second},
+	}
+	fmt.Fprintf(stdout, "GPUFLEET_SIM_VULTR_URL=http://%s/v2\n", vl.Addr())
+	fmt.Fprintf(stdout, "GPUFLEET_SIM_HOTAISLE_URL=http://%s/api\n", hl.Addr())
+	fmt.Fprintf(stderr, "gpufleet-sim: seed %d, speed %vx, Hot Aisle team %q; admin API under %s on both ports\n",
+		c.seed, c.speed, c.team, AdminPrefix)
+	errs := make(chan error, 2)
+	for i, l := range []net.Listener{vl, hl} {
+		go func() { errs <- servers[i].Serve(l) }()
+	}
+	select {
+	case <-ctx.Done():
+	case err = <-errs:
+	}
+	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for _, s := range servers {
+		_ = s.Shutdown(shutdown)
+	}
+	if errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
+	return err
+}
