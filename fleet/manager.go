@@ -96,8 +96,9 @@ type Manager struct {
 	bg       sync.WaitGroup
 }
 
-// NewManager checks cfg and returns a Manager. It makes no calls: the first
-// Reconcile loads the store and lists the providers.
+// NewManager checks cfg, reads the Store (so a restarted Manager knows its
+// fleets and instances at once) and returns a Manager. It makes no provider
+// calls: the first Reconcile lists the providers.
 func NewManager(cfg Config) (*Manager, error) {
 	if len(cfg.Providers) == 0 {
 		return nil, errors.New("gpufleet: Config.Providers is empty")
@@ -131,6 +132,9 @@ func NewManager(cfg Config) (*Manager, error) {
 		m.cfg.Interval = 10 * time.Second
 	}
 	m.catalog = NewCatalog(cfg.Providers, cfg.CatalogTTL)
+	if err := m.load(context.Background()); err != nil {
+		return nil, fmt.Errorf("gpufleet: reading the store: %w", err)
+	}
 	m.bgCtx, m.bgCancel = context.WithCancel(context.Background())
 	return m, nil
 }
