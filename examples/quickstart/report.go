@@ -1,0 +1,245 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/gpufleet/gpufleet/fleet"
+	"github.com/gpufleet/gpufleet/sim"
+)
+
+// report is what the run ends with.
+type report struct {
+	real                bool
+	cloud, wall         time.Duration
+	created, terminated int
+	calls               []callCount
+	faults              []faultCount
+	deferred            map[string]int // provider → releases held for a reservation window
+	charges             []charge
+	leaked              []string
+	errs                []string
+}
+
+// callCount is the API calls made to one provider.
+type callCount struct {
+	provider string
+	total    int
+	refused  map[int]int // HTTP status → answers (sim only)
+}
+
+// faultCount is one kind of refusal met, per provider.
+type faultCount struct {
+	provider, name, how string
+	count               int
+}
+
+// ok reports a clean run: nothing leaked, nothing failed.
+func (r *report) ok() bool { return len(r.leaked) == 0 && len(r.errs) == 0 }
+
+// fault returns how often a fault was met (0 when never).
+func (r *report) fault(provider, name string) int {
+	for _, f := range r.faults {
+		if f.provider == provider && f.name == name {
+			return f.count
+		}
+	}
+	return 0
+}
+
+// bill returns the charged and least possible totals of a provider ("" for all).
+func (r *report) bill(provider string) (charged, least float64) {
+	for _, c := range r.charges {
+		if provider == "" || c.provider == provider {
+			charged += c.usd
+			least += c.least
+		}
+	}
+	return charged, least
+}
+
+// report gathers the numbers once every fleet is gone (or the teardown gave up).
+func (d *driver) report() *report {
+	r := &report{real: d.cfg.real, cloud: d.w.clock.Now().Sub(d.start), wall: time.Since(d.wallStart), deferred: map[string]int{}}
+	d.mu.Lock()
+	events := slices.Clone(d.events)
+	r.errs = slices.Clone(d.errs)
+	d.mu.Unlock()
+	for _, e := range events {
+		if e.Type == fleet.EventReleaseDeferred {
+			r.deferred[e.Provider]++
+		}
+	}
+	for _, p := range d.w.providers {
+		name := p.Name()
+		for _, f := range faults {
+			n := d.w.meter.count(name, f.name)
+			if f.class == fleet.ErrMinReservation && name == fleet.ProviderHotAisle {
+				f.how = fmt.Sprintf("%d refused before the minimum ended, %d releases held until it ended (paid anyway)", n, r.deferred[name])
+				n += r.deferred[name]
+			}
+			if n > 0 {
+				r.faults = append(r.faults, faultCount{provider: name, name: f.name, how: f.how, count: n})
+			}
+		}
+	}
+	if d.w.sims != nil {
+		r.calls = []callCount{simCalls(fleet.ProviderVultr, d.w.sims.vultr.Calls()), simCalls(fleet.ProviderHotAisle, d.w.sims.hot.Calls())}
+		r.charges = d.simCharges()
+		r.created, r.terminated, r.leaked = simInventory(d.w.sims)
+	} else {
+		for _, p := range d.w.meter.providers() {
+			r.calls = append(r.calls, callCount{provider: p, total: d.w.meter.callsTo(p)})
+		}
+		r.charges = d.estimatedCharges()
+		r.created, r.terminated, r.leaked = d.realLeftovers()
+	}
+	return r
+}
+
+func simCalls(provider string, calls []sim.Call) callCount {
+	c := callCount{provider: provider, total: len(calls), refused: map[int]int{}}
+	for _, call := range calls {
+		if call.Status < 200 || call.Status > 299 {
+			c.refused[call.Status]++
+		}
+	}
+	return c
+}
+
+// simInventory counts the fakes' servers and lists what is still live:
+// servers and VPCs (SSH keys are free and not counted).
+func simInventory(s *sims) (created, terminated int, leaked []string) {
+	for _, res := range append(s.vultr.Resources(), s.hot.Resources()...) {
+		if res.Kind == "ssh_key" {
+			continue
+		}
+		if res.Kind != "vpc" {
+			created++
+			if !res.Live() {
+				terminated++
+			}
+		}
+		if res.Live() {
+			leaked = append(leaked, fmt.Sprintf("%s %s %s %s (%s)", res.Kind, res.ID, res.Plan, res.Region, res.State))
+		}
+	}
+	return created, terminated, leaked
+}
+
+func (r *report) print(w io.Writer) {
+	fmt.Fprintf(w, "\n=== report ===\n")
+	fmt.Fprintf(w, "cloud time %s in %s of wall time\n", hms(r.cloud), r.wall.Round(10*time.Millisecond))
+	fmt.Fprintf(w, "instances: %d created, %d terminated\n", r.created, r.terminated)
+	fmt.Fprintln(w, "API calls:")
+	for _, c := range r.calls {
+		fmt.Fprintf(w, "  %-9s %5d%s\n", c.provider, c.total, refusedText(c.refused))
+	}
+	verdict := "met and survived"
+	if len(r.leaked) > 0 {
+		verdict = "met (NOT all survived: see leaked)"
+	}
+	fmt.Fprintf(w, "faults %s:\n", verdict)
+	if len(r.faults) == 0 {
+		fmt.Fprintln(w, "  none")
+	}
+	for _, f := range r.faults {
+		fmt.Fprintf(w, "  %-9s %-21s %4d  %s\n", f.provider, f.name, f.count, f.how)
+	}
+	r.printBill(w)
+	for _, e := range r.errs {
+		fmt.Fprintf(w, "error: %s\n", e)
+	}
+	fmt.Fprintf(w, "leaked: %d\n", len(r.leaked))
+	for _, l := range r.leaked {
+		fmt.Fprintf(w, "  %s\n", l)
+	}
+}
+
+func refusedText(refused map[int]int) string {
+	if len(refused) == 0 {
+		return ""
+	}
+	var parts []string
+	for _, st := range slices.Sorted(maps.Keys(refused)) {
+		label := fmt.Sprint(st)
+		if st == 0 {
+			label = "reset"
+		}
+		parts = append(parts, fmt.Sprintf("%s x%d", label, refused[st]))
+	}
+	return "  (refused: " + strings.Join(parts, ", ") + ")"
+}
+
+func (r *report) printBill(w io.Writer) {
+	source := "the sims' ledgers"
+	if r.real {
+		source = "estimated from the Manager's records by each cloud's billing rule"
+	}
+	fmt.Fprintf(w, "bill in USD (%s) beside the least possible for the same work:\n", source)
+	const format = "  %-9s %-14s %-29s %7s %8s %15s  %s"
+	row := func(args ...any) { fmt.Fprintln(w, strings.TrimRight(fmt.Sprintf(format, args...), " ")) }
+	row("PROVIDER", "INSTANCE", "PLAN", "BILLED", "CHARGED", "LEAST POSSIBLE", "")
+	for _, c := range r.charges {
+		live := ""
+		if c.live {
+			live = "still billing"
+		}
+		row(c.provider, short(c.id), c.plan, billedText(c.billed), usd(c.usd), usd(c.least), live)
+	}
+	for _, p := range append(providersOf(r.charges), "") {
+		charged, least := r.bill(p)
+		name := p
+		if p == "" {
+			name = "all"
+		}
+		row(name, "total", "", "", usd(charged), usd(least), over(charged, least))
+	}
+	if len(r.deferred) > 0 {
+		var parts []string
+		for _, p := range slices.Sorted(maps.Keys(r.deferred)) {
+			parts = append(parts, fmt.Sprintf("%s %d", p, r.deferred[p]))
+		}
+		fmt.Fprintf(w, "releases held for a reservation window (paid anyway): %s\n", strings.Join(parts, ", "))
+	}
+}
+
+func providersOf(cs []charge) []string {
+	seen := map[string]bool{}
+	for _, c := range cs {
+		seen[c.provider] = true
+	}
+	return slices.Sorted(maps.Keys(seen))
+}
+
+func over(charged, least float64) string {
+	if least == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%+.1f%%", (charged/least-1)*100)
+}
+
+func usd(v float64) string { return fmt.Sprintf("%.2f", v) }
+
+// billedText formats billed time as "1h", "31m" or "8h01m".
+func billedText(d time.Duration) string {
+	h, m := int(d/time.Hour), int(d%time.Hour/time.Minute)
+	switch {
+	case h == 0:
+		return fmt.Sprintf("%dm", m)
+	case m == 0:
+		return fmt.Sprintf("%dh", h)
+	}
+	return fmt.Sprintf("%dh%02dm", h, m)
+}
+
+func short(id string) string {
+	if len(id) > 13 {
+		return id[:8] + "…"
+	}
+	return id
+}
