@@ -206,11 +206,12 @@ func (h *HotAisle) route(pattern string, fn http.HandlerFunc) {
 
 // ServeHTTP serves the Hot Aisle API. A path that does not end in "/" or is
 // not clean ("//", "/./") answers 404 without reaching the router, so no
-// redirect is ever sent.
+// redirect is ever sent. Cleanliness is judged on the escaped path: a
+// fingerprint may hold "%2F%2F" inside one segment.
 func (h *HotAisle) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	p := r.URL.Path
+	p := r.URL.EscapedPath()
 	if !strings.HasSuffix(p, "/") || (p != "/" && path.Clean(p)+"/" != p) {
-		call := Call{Time: h.clock.Now(), Method: r.Method, Path: p, Query: r.URL.RawQuery,
+		call := Call{Time: h.clock.Now(), Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery,
 			Status: http.StatusNotFound}
 		haWriteError(w, http.StatusNotFound, "")
 		h.server.mu.Lock()

@@ -77,3 +77,26 @@ func TestHotAisleSSHKeys(t *testing.T) {
 	r := haResource(t, x.h, k.Fingerprint)
 	assert.Equal(t, "ssh_key", r.Kind)
 }
+
+// A fingerprint with "//" in it arrives as "%2F%2F" inside one segment: the
+// path is clean once escaped, so the key is found, not refused as unclean.
+func TestHotAisleSSHKeyFingerprintWithDoubleSlash(t *testing.T) {
+	x := haNew(t)
+	var signer ssh.Signer
+	var line string
+	for i := 0; ; i++ {
+		require.Less(t, i, 100000, "no fingerprint with // found")
+		seed := make([]byte, ed25519.SeedSize)
+		seed[0], seed[1], seed[2] = byte(i), byte(i>>8), byte(i>>16)
+		var err error
+		signer, err = ssh.NewSignerFromKey(ed25519.NewKeyFromSeed(seed))
+		require.NoError(t, err)
+		if strings.Contains(ssh.FingerprintSHA256(signer.PublicKey()), "//") {
+			line = strings.TrimSpace(string(ssh.MarshalAuthorizedKey(signer.PublicKey())))
+			break
+		}
+	}
+	x.ok("POST", "/api/user/ssh_keys/", map[string]string{"authorized_key": line}, 200, nil)
+	fp := strings.TrimPrefix(ssh.FingerprintSHA256(signer.PublicKey()), "SHA256:")
+	x.ok("DELETE", "/api/user/ssh_keys/"+url.PathEscape(fp)+"/", nil, 204, nil)
+}
