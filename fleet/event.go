@@ -17,6 +17,7 @@ const (
 	EventSlowProvisioning    EventType = "SlowProvisioning"      // warning up front: the offer is known to take long (Vultr bare metal)
 	EventInstanceCreated     EventType = "InstanceCreated"       // the create call was accepted
 	EventCreateUncertain     EventType = "CreateUncertain"       // warning: the create failed ambiguously; looking it up by label
+	EventCreateUnresolved    EventType = "CreateUnresolved"      // alert: no resource carries an uncertain create's label after CreateLookupGrace
 	EventInstanceAdopted     EventType = "InstanceAdopted"       // a labelled resource was found and tracked
 	EventInstanceRunning     EventType = "InstanceRunning"       // the provider says running
 	EventAgentStarting       EventType = "AgentStarting"         // starting the agent

@@ -26,6 +26,8 @@ type fakeProvider struct {
 	commitErr bool    // a createErr entry still creates the instance
 	attachErr []error
 	listErr   error
+	createCtx []error // ctx.Err() seen by each Create
+	onCreate  func()  // called at the start of each Create
 }
 
 type fakeInst struct {
@@ -66,10 +68,14 @@ func (p *fakeProvider) view(fi *fakeInst) Instance {
 	return inst
 }
 
-func (p *fakeProvider) Create(_ context.Context, req CreateRequest) (Instance, error) {
+func (p *fakeProvider) Create(ctx context.Context, req CreateRequest) (Instance, error) {
+	if p.onCreate != nil {
+		p.onCreate()
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.calls["create"]++
+	p.createCtx = append(p.createCtx, ctx.Err())
 	var err error
 	if len(p.createErr) > 0 {
 		err, p.createErr = p.createErr[0], p.createErr[1:]

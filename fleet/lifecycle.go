@@ -80,6 +80,11 @@ func (m *Manager) releaseIdle(now time.Time) {
 		if policy != ReleaseNow && now.Before(rt) {
 			continue // paid anyway: keep it usable until the window ends
 		}
+		if f.Spec.Nodes <= f.Spec.MinNodes {
+			continue // never idle below the fleet's minimum size
+		}
+		f.Spec.Nodes--
+		m.dirtyF[f.Spec.Name] = true
 		m.requestRelease(r, "idle", policy, now, true)
 	}
 }

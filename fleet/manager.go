@@ -80,6 +80,7 @@ type Manager struct {
 
 	unlabelled  map[string]bool // provider/id reported once
 	orphanVPCs  map[string]*VPCRecord
+	deletedVPCs map[string]bool      // deleted by a fleet; ignored while lists still show them
 	fleetRetry  map[string]time.Time // no create attempt for the fleet before
 	fleetFails  map[string]int
 	avoid       map[string]time.Time          // fleet|offer key → skip the offer until
@@ -106,7 +107,7 @@ func NewManager(cfg Config) (*Manager, error) {
 	m := &Manager{cfg: cfg, pol: cfg.Policy.withDefaults(), clock: cfg.Clock, store: cfg.Store, log: cfg.Logger,
 		providers: map[string]Provider{}, fleets: map[string]*FleetRecord{}, insts: map[string]*InstanceRecord{},
 		dirtyF: map[string]bool{}, dirtyI: map[string]bool{}, goneF: map[string]bool{}, goneI: map[string]bool{},
-		unlabelled: map[string]bool{}, orphanVPCs: map[string]*VPCRecord{}, fleetRetry: map[string]time.Time{},
+		unlabelled: map[string]bool{}, orphanVPCs: map[string]*VPCRecord{}, deletedVPCs: map[string]bool{}, fleetRetry: map[string]time.Time{},
 		fleetFails: map[string]int{}, avoid: map[string]time.Time{}, agents: map[string]context.CancelFunc{}, agentNext: map[string]time.Time{},
 		keyedAgents: map[string]Agent{}}
 	for _, p := range cfg.Providers {

@@ -84,22 +84,25 @@ func TestManagerLifecycleWithoutAgentWaitsForReservationThenReleases(t *testing.
 	synctest.Test(t, func(t *testing.T) {
 		p := newFakeProvider("hotaisle", vmOffer("hotaisle", 2.99, time.Hour))
 		m, log := newTestManager(t, Config{Providers: []Provider{p}})
-		require.NoError(t, m.Apply(t.Context(), Spec{Name: "f", Nodes: 2, IdleTimeout: 5 * time.Minute}))
+		require.NoError(t, m.Apply(t.Context(), Spec{Name: "f", Nodes: 2, MinNodes: 1, IdleTimeout: 5 * time.Minute}))
 		passes(t, m, 5*time.Minute)
 		insts := m.Instances("f")
 		require.Len(t, insts, 2)
 		assert.Equal(t, 2, statuses(insts)[StatusIdle])
 		assert.Equal(t, 2, log.count(EventInstanceReady))
 		for _, i := range insts {
-			assert.Equal(t, i.Created.Add(time.Hour), i.ReservedUntil)
+			assert.Equal(t, i.Created.Add(59*time.Minute), i.ReservedUntil, "the minimum less the release margin")
 		}
 		passes(t, m, 40*time.Minute)
 		assert.Equal(t, 2, p.live(), "idle but inside the paid hour: kept")
 		passes(t, m, 30*time.Minute)
-		// Released at the end of the hour; the fleet still wants 2 nodes, so
-		// two new ones replace them.
-		assert.Equal(t, 2, log.count(EventInstanceTerminated))
-		assert.Equal(t, 2, p.live())
+		// One is released at the end of its window; the fleet shrinks to
+		// MinNodes instead of replacing it, and the last node stays.
+		assert.Equal(t, 1, log.count(EventInstanceTerminated))
+		assert.Equal(t, 1, p.live())
+		assert.Equal(t, 1, m.Fleets()[0].Nodes)
+		passes(t, m, 3*time.Hour)
+		assert.Equal(t, 1, p.live(), "never idle below MinNodes")
 	})
 }
 
@@ -262,5 +265,24 @@ func TestReservationWindowPerBillingRule(t *testing.T) {
 	assert.Equal(t, t0.Add(110*time.Minute), m.reservedUntil(hourly, t0.Add(70*time.Minute)), "rolls to the current billed hour")
 	assert.Equal(t, t0.Add(50*time.Minute), m.reservedUntil(hourly, t0.Add(55*time.Minute)), "inside the margin: due now")
 	perMinute := rec(Offer{BillingGranularity: time.Minute, MinimumReservation: 8 * time.Hour})
-	assert.Equal(t, t0.Add(8*time.Hour), m.reservedUntil(perMinute, t0.Add(3*time.Hour)))
+	assert.Equal(t, t0.Add(8*time.Hour-time.Minute), m.reservedUntil(perMinute, t0.Add(3*time.Hour)), "the minimum less a minute")
+	none := rec(Offer{BillingGranularity: time.Minute})
+	assert.Equal(t, t0, m.reservedUntil(none, t0.Add(time.Hour)), "no minimum: no window")
+}
+
+// A caller that cancels its context cannot lose the answer of a create that
+// may already have happened: the create call runs detached.
+func TestManagerCreateSurvivesACancelledCaller(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := newFakeProvider("vultr", vmOffer("vultr", 1, 0))
+		m, _ := newTestManager(t, Config{Providers: []Provider{p}})
+		require.NoError(t, m.Apply(t.Context(), Spec{Name: "f", Nodes: 1}))
+		ctx, cancel := context.WithCancel(t.Context())
+		p.onCreate = cancel // the caller gives up while the create is under way
+		_ = m.Reconcile(ctx)
+		require.Equal(t, []error{nil}, p.createCtx, "the create saw a live context")
+		insts := m.Instances("f")
+		require.Len(t, insts, 1)
+		assert.NotEmpty(t, insts[0].ID, "and its answer was recorded")
+	})
 }

@@ -200,7 +200,11 @@ func (m *Manager) createOne(ctx context.Context, p fleetPlan, offers []Offer) bo
 		if p.vpcID != "" && p.vpcOwner == o.Provider {
 			req.VPCID = p.vpcID
 		}
-		inst, err := prov.Create(ctx, req)
+		// Detached: a cancelled caller must not lose the answer of a create
+		// that may already have happened.
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.pol.CreateTimeout)
+		inst, err := prov.Create(cctx, req)
+		cancel()
 		if m.created(r.Instance.RequestID, inst, req.VPCID, err) {
 			return true
 		}

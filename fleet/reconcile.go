@@ -249,7 +249,8 @@ func (m *Manager) resolveUncertain(r *InstanceRecord, o *observation, now time.T
 	if now.Sub(r.CreateUncertainSince) >= m.pol.CreateLookupGrace {
 		r.CreateUncertain = false
 		m.setStatus(r, StatusTerminated, "create failed: nothing carries its label", now)
-		m.event(Event{Type: EventInstanceTerminated, Fleet: r.Instance.Fleet, Provider: r.Instance.Provider,
-			InstanceID: r.Instance.RequestID, Message: fmt.Sprintf("no resource with this label after %s; the create did not happen", m.pol.CreateLookupGrace)})
+		m.event(Event{Type: EventCreateUnresolved, Fleet: r.Instance.Fleet, Provider: r.Instance.Provider,
+			InstanceID: r.Instance.RequestID, Err: r.Instance.LastError,
+			Message: fmt.Sprintf("no resource carries this create's label after %s; taken as not created. A resource the provider created without the label is not tracked: see UnlabelledFound events", m.pol.CreateLookupGrace)})
 	}
 }

@@ -115,16 +115,19 @@ func (m *Manager) requestRelease(r *InstanceRecord, reason string, policy Releas
 	forceable := inst.Offer.BillingGranularity < time.Hour && inst.Offer.MinimumReservation > 0
 	switch {
 	case policy == ReleaseNow, policy == ReleaseCompat && !inst.Offer.BareMetal:
-		if now.Before(rt) && forceable {
+		if minEnd := inst.Created.Add(inst.Offer.MinimumReservation); forceable && now.Before(minEnd) {
 			t.Force = true
-			usd := inst.Offer.PricePerHour * rt.Sub(now).Hours()
+			usd := inst.Offer.PricePerHour * minEnd.Sub(now).Hours()
 			m.event(Event{Type: EventReleaseForced, Fleet: inst.Fleet, Provider: inst.Provider, InstanceID: inst.ID,
-				USD: usd, At: rt, Message: fmt.Sprintf("forced release inside the reservation window; $%.2f of the minimum is not refunded", usd)})
+				USD: usd, At: minEnd, Message: fmt.Sprintf("forced release inside the minimum reservation; $%.2f of it is not refunded", usd)})
 		}
 	case policy == ReleaseCompat:
 		// Original behaviour: try without force, give up after CompatGiveUp.
 		t.Compat = true
 	default:
+		// Inside the minimum the release must be forced; the minimum is
+		// charged whole either way (see MinuteReleaseMargin).
+		t.Force = forceable && now.Before(inst.Created.Add(inst.Offer.MinimumReservation))
 		if now.Before(rt) {
 			t.NotBefore = rt
 			m.event(Event{Type: EventReleaseDeferred, Fleet: inst.Fleet, Provider: inst.Provider, InstanceID: inst.ID,
@@ -155,7 +158,10 @@ func (m *Manager) reservedUntil(r *InstanceRecord, now time.Time) time.Time {
 	}
 	g := o.BillingGranularity
 	if g < time.Hour {
-		return c.Add(o.MinimumReservation)
+		if o.MinimumReservation <= 0 {
+			return c
+		}
+		return c.Add(o.MinimumReservation - min(m.pol.MinuteReleaseMargin, o.MinimumReservation))
 	}
 	k := int64(now.Sub(c)/g) + 1
 	if minK := int64((o.MinimumReservation + g - 1) / g); k < minK {

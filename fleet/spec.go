@@ -72,9 +72,13 @@ type Spec struct {
 	Requirements Requirements
 	// Placement is PlacementAny (default) or PlacementCluster.
 	Placement Placement
+	// MinNodes is the size below which idle instances are not released.
+	MinNodes int
 	// IdleTimeout releases an instance idle this long (0: never by idleness);
 	// the idle clock starts when the instance is ready, and release waits for
-	// the reservation window unless the release policy is ReleaseNow.
+	// the reservation window unless the release policy is ReleaseNow. An idle
+	// release lowers the fleet's Nodes by one (never below MinNodes), so the
+	// node is not replaced; Apply again to grow the fleet.
 	IdleTimeout time.Duration
 	// ReleasePolicy overrides Policy.Release for this fleet when set.
 	ReleasePolicy ReleasePolicy
@@ -96,8 +100,8 @@ func (s Spec) validate() error {
 	if err := ValidateFleetName(s.Name); err != nil {
 		return err
 	}
-	if s.Nodes < 0 {
-		return fmt.Errorf("gpufleet: fleet %s: Nodes must be 0 or more, got %d", s.Name, s.Nodes)
+	if s.Nodes < 0 || s.MinNodes < 0 || s.IdleTimeout < 0 {
+		return fmt.Errorf("gpufleet: fleet %s: Nodes, MinNodes and IdleTimeout must not be negative", s.Name)
 	}
 	switch s.Placement {
 	case "", PlacementAny, PlacementCluster:
@@ -145,6 +149,14 @@ type Policy struct {
 	// window ends this long before the next billed hour starts, so that a
 	// release lands inside the hour already paid (10 min).
 	HourlyReleaseMargin time.Duration
+	// MinuteReleaseMargin: for per-minute billing with a minimum reservation
+	// (Hot Aisle) the window ends this long before the minimum does, and the
+	// release is forced (the minimum is charged whole either way), so a
+	// delete that blocks or lands a pass late bills no extra minute (1 min).
+	MinuteReleaseMargin time.Duration
+	// CreateTimeout bounds one create call, which runs detached from the
+	// caller's context so that a cancellation cannot lose its answer (5 min).
+	CreateTimeout time.Duration
 	// VPCAttachAttempts bounds the attach retries of "Unable to attach VPC"
 	// before the instance goes on without the VPC, with a warning (10).
 	VPCAttachAttempts int
@@ -170,6 +182,8 @@ func (p Policy) withDefaults() Policy {
 	def(&p.OrphanGrace, 10*time.Minute)
 	def(&p.CreateLookupGrace, 5*time.Minute)
 	def(&p.HourlyReleaseMargin, 10*time.Minute)
+	def(&p.MinuteReleaseMargin, time.Minute)
+	def(&p.CreateTimeout, 5*time.Minute)
 	if p.VPCAttachAttempts <= 0 {
 		p.VPCAttachAttempts = 10
 	}

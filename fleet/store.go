@@ -54,9 +54,11 @@ type InstanceRecord struct {
 	RunningSince time.Time // the provider first said running
 	IdleSince    time.Time // ready, or last MarkIdle
 	AgentTries   int
-	VPCTries     int  // failed attach attempts
-	VPCDone      bool // attached and confirmed, or given up with a warning
-	Orphan       bool // labelled, but no fleet claims it
+	VPCTries     int       // "Unable to attach VPC" failures (bounded by VPCAttachAttempts)
+	VPCAttempts  int       // every attach attempt, for the backoff
+	VPCNext      time.Time // no attach attempt before this
+	VPCDone      bool      // attached and confirmed, or given up with a warning
+	Orphan       bool      // labelled, but no fleet claims it
 	OrphanSince  time.Time
 }
 

@@ -59,7 +59,8 @@ func (m *Manager) fleetVPC(ctx context.Context, name string) {
 	var attach []InstanceRecord
 	for _, r := range active {
 		// Vultr refuses attach before the server is active: wait for running.
-		if !r.VPCDone && r.Termination == nil && r.Instance.ID != "" && (r.Instance.Running() || r.Instance.VPCID != "") {
+		if !r.VPCDone && r.Termination == nil && r.Instance.ID != "" && (r.Instance.Running() || r.Instance.VPCID != "") &&
+			!m.clock.Now().Before(r.VPCNext) {
 			attach = append(attach, cloneInstance(*r))
 		}
 	}
@@ -130,6 +131,10 @@ func (m *Manager) attachMember(ctx context.Context, vp VPCProvider, r InstanceRe
 		return
 	}
 	m.dirtyI[rec.Instance.RequestID] = true
+	if !confirmed {
+		rec.VPCAttempts++
+		rec.VPCNext = m.clock.Now().Add(backoff(rec.VPCAttempts, 15*time.Second, 2*time.Minute))
+	}
 	ev := Event{Fleet: rec.Instance.Fleet, Provider: rec.Instance.Provider, InstanceID: rec.Instance.ID}
 	switch {
 	case confirmed:
@@ -169,6 +174,7 @@ func (m *Manager) deleteFleetVPC(ctx context.Context, vp VPCProvider, fleet stri
 	m.dirtyF[fleet] = true
 	if err == nil || errors.Is(err, ErrNotFound) {
 		f.VPC = nil
+		m.deletedVPCs[id] = true // this pass's list still shows it
 		m.event(Event{Type: EventVPCDeleted, Fleet: fleet, Provider: vp.(Provider).Name(), Message: id})
 		return
 	}
@@ -194,6 +200,9 @@ func (m *Manager) collectVPCOrphans(ctx context.Context, obs map[string]*observa
 			continue
 		}
 		for _, v := range o.vpcs {
+			if m.deletedVPCs[v.ID] {
+				continue
+			}
 			if v.Fleet == "" || m.claimedVPC(v) {
 				delete(m.orphanVPCs, v.ID)
 				continue
@@ -209,6 +218,7 @@ func (m *Manager) collectVPCOrphans(ctx context.Context, obs map[string]*observa
 			}
 		}
 	}
+	m.pruneDeletedVPCs(obs)
 	m.mu.Unlock()
 	for _, j := range jobs {
 		err := j.vp.DeleteVPC(ctx, j.id)
@@ -223,6 +233,24 @@ func (m *Manager) collectVPCOrphans(ctx context.Context, obs map[string]*observa
 			m.event(Event{Type: EventVPCDeleteRetry, Fleet: rec.VPC.Fleet, Provider: rec.VPC.Provider, Err: err.Error(), At: rec.NextAttempt, Message: j.id + " (orphan)"})
 		}
 		m.mu.Unlock()
+	}
+}
+
+// pruneDeletedVPCs forgets deleted VPCs that the lists no longer show. m.mu held.
+func (m *Manager) pruneDeletedVPCs(obs map[string]*observation) {
+	listed := map[string]bool{}
+	for _, o := range obs {
+		if !o.vpcsOK {
+			return // cannot tell yet
+		}
+		for _, v := range o.vpcs {
+			listed[v.ID] = true
+		}
+	}
+	for id := range m.deletedVPCs {
+		if !listed[id] {
+			delete(m.deletedVPCs, id)
+		}
 	}
 }
 

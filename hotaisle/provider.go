@@ -110,8 +110,12 @@ func (p *Provider) Create(ctx context.Context, req fleet.CreateRequest) (fleet.I
 	}
 }
 
-// labelVM writes the label, retrying the (idempotent) PATCH a few times.
+// labelVM writes the label, retrying the (idempotent) PATCH a few times. It
+// runs detached from the caller's cancellation (bounded by a minute): the VM
+// exists and bills, and without its label it could not be found again.
 func (p *Provider) labelVM(ctx context.Context, name, label string) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	defer cancel()
 	var err error
 	for attempt := range 3 {
 		if err = p.c.UpdateVM(ctx, name, VMUpdate{Description: label}); err == nil {

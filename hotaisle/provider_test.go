@@ -1,8 +1,10 @@
 package hotaisle_test
 
 import (
+	"context"
 	"crypto/ed25519"
 	"crypto/rand"
+	"net/http"
 	"strconv"
 	"strings"
 	"testing"
@@ -143,4 +145,35 @@ func TestProviderRefusesBareMetalWhenNotEnabled(t *testing.T) {
 	_, off := simProvider(t)
 	_, err = off.Create(t.Context(), fleet.CreateRequest{Offer: bm, Label: fleet.Label{Fleet: "x", RequestID: "0123456789ab"}})
 	assert.ErrorIs(t, err, fleet.ErrInvalidRequest)
+}
+
+type cancelAfterProvision struct {
+	rt     http.RoundTripper
+	cancel context.CancelFunc
+}
+
+func (c cancelAfterProvision) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := c.rt.RoundTrip(r)
+	if r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/virtual_machines/") {
+		c.cancel() // the caller gives up right after the VM was assigned
+	}
+	return resp, err
+}
+
+// The label is written even when the caller's context ends between the
+// provision and the PATCH: an unlabelled VM could never be found again.
+func TestProviderLabelsTheVMEvenIfTheCallerCancels(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := sim.NewHotAisle()
+		ctx, cancel := context.WithCancel(t.Context())
+		hc := &http.Client{Transport: cancelAfterProvision{rt: h.Client().Transport, cancel: cancel}}
+		p := hotaisle.NewProvider(hotaisle.New(sim.DefaultAPIKey, sim.DefaultTeam, hotaisle.WithHTTPClient(hc)))
+		offers, err := p.Offers(ctx)
+		require.NoError(t, err)
+		label := fleet.Label{Fleet: "c", RequestID: "0123456789ab"}
+		_, err = p.Create(ctx, fleet.CreateRequest{Offer: fleet.Filter(offers, fleet.Requirements{GPUCount: 1})[0], Label: label})
+		require.NoError(t, err)
+		require.Error(t, ctx.Err())
+		assert.Equal(t, label.String(), h.Resources()[0].Description)
+	})
 }
