@@ -262,7 +262,7 @@ func TestS09FlakyAttachAndPlansWithoutPrivateNetworking(t *testing.T) {
 		}
 		refused := calls(e.vultr.Calls(), "POST /v2/instances/{id}/vpcs/attach", 500)
 		assert.GreaterOrEqual(t, refused, 2)
-		assert.LessOrEqual(t, refused, 12, "attach backs off through the lock instead of trying every pass")
+		assert.LessOrEqual(t, refused, 20, "attach backs off through the lock (every pass would be 30 tries)")
 		assert.Empty(t, e.m.Instances("small"), "excluded from cluster placement up front")
 		assert.Len(t, e.m.Instances("plain"), 1, "runs without a VPC outside a cluster")
 		assert.Empty(t, e.m.Instances("plain")[0].VPCID)

@@ -133,7 +133,7 @@ func (m *Manager) attachMember(ctx context.Context, vp VPCProvider, r InstanceRe
 	m.dirtyI[rec.Instance.RequestID] = true
 	if !confirmed {
 		rec.VPCAttempts++
-		rec.VPCNext = m.clock.Now().Add(backoff(rec.VPCAttempts, 15*time.Second, 2*time.Minute))
+		rec.VPCNext = m.clock.Now().Add(backoff(rec.VPCAttempts, 15*time.Second, time.Minute))
 	}
 	ev := Event{Fleet: rec.Instance.Fleet, Provider: rec.Instance.Provider, InstanceID: rec.Instance.ID}
 	switch {

@@ -17,7 +17,7 @@ type job struct {
 // the first paid hour; the Hot Aisle VM job ends inside the 30-minute minimum
 // reservation, so both releases wait for a reservation window.
 const (
-	trainWork = 4 * time.Minute
+	trainWork = 2 * time.Minute
 	inferWork = 10 * time.Minute
 	metalWork = 30 * time.Minute
 )
