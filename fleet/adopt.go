@@ -17,7 +17,7 @@ func (m *Manager) adoptUntracked(provider string, o *observation, now time.Time)
 		}
 	}
 	for _, seen := range o.list {
-		if known[seen.ID] {
+		if known[seen.ID] || m.abandoned[provider+"/"+seen.ID] {
 			continue
 		}
 		if seen.RequestID == "" {

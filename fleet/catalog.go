@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
 	"golang.org/x/sync/errgroup"
-	"golang.org/x/sync/singleflight"
 )
 
 // DefaultCatalogTTL is how long a provider's offers are reused (5 minutes).
@@ -29,14 +29,18 @@ func (e *ProviderError) Unwrap() error { return e.Err }
 
 // Catalog fetches the offers of several providers concurrently, caches each
 // provider's list for a TTL, and collapses concurrent fetches of one provider
-// into a single call. Safe for concurrent use.
+// into a single call (a hand-rolled singleflight, so that Close can wait for
+// the fetch). Safe for concurrent use.
 type Catalog struct {
 	providers []Provider
 	ttl       time.Duration
 
-	mu    sync.Mutex
-	cache map[string]cachedOffers
-	sf    singleflight.Group
+	mu       sync.Mutex
+	cache    map[string]cachedOffers
+	inflight map[string]*fetch
+	wg       sync.WaitGroup // fetches under way
+	base     context.Context
+	stop     context.CancelFunc
 }
 
 type cachedOffers struct {
@@ -49,7 +53,16 @@ func NewCatalog(providers []Provider, ttl time.Duration) *Catalog {
 	if ttl <= 0 {
 		ttl = DefaultCatalogTTL
 	}
-	return &Catalog{providers: providers, ttl: ttl, cache: map[string]cachedOffers{}}
+	base, stop := context.WithCancel(context.Background())
+	return &Catalog{providers: providers, ttl: ttl, cache: map[string]cachedOffers{}, inflight: map[string]*fetch{},
+		base: base, stop: stop}
+}
+
+// Close cancels the fetches under way and waits for them to end. Offers
+// still works after Close, without reusing fetches.
+func (c *Catalog) Close() {
+	c.stop()
+	c.wg.Wait()
 }
 
 // Offers returns the offers of every provider that matches r, cheapest first.
@@ -61,7 +74,7 @@ func (c *Catalog) Offers(ctx context.Context, r Requirements) ([]Offer, error) {
 	errs := make([]error, len(c.providers))
 	var g errgroup.Group
 	for i, p := range c.providers {
-		if len(r.Providers) > 0 && !contains(r.Providers, p.Name()) {
+		if len(r.Providers) > 0 && !containsFold(r.Providers, p.Name()) {
 			continue
 		}
 		g.Go(func() error {
@@ -91,37 +104,53 @@ func (c *Catalog) Invalidate() {
 func (c *Catalog) providerOffers(ctx context.Context, p Provider) ([]Offer, error) {
 	name := p.Name()
 	c.mu.Lock()
-	hit, ok := c.cache[name]
-	c.mu.Unlock()
-	if ok && time.Since(hit.fetched) < c.ttl {
+	if hit, ok := c.cache[name]; ok && time.Since(hit.fetched) < c.ttl {
+		c.mu.Unlock()
 		return hit.offers, nil
 	}
-	ch := c.sf.DoChan(name, func() (any, error) {
-		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), catalogFetchTimeout)
-		defer cancel()
-		offers, err := p.Offers(fctx)
-		if err != nil {
-			return nil, err
-		}
-		c.mu.Lock()
-		c.cache[name] = cachedOffers{offers: offers, fetched: time.Now()}
-		c.mu.Unlock()
-		return offers, nil
-	})
+	f, ok := c.inflight[name]
+	if !ok { // the first caller starts the one fetch; later callers wait for it
+		f = &fetch{done: make(chan struct{})}
+		c.inflight[name] = f
+		c.wg.Add(1)
+		go c.fetch(p, f)
+	}
+	c.mu.Unlock()
 	select {
-	case res := <-ch:
-		if res.Err != nil {
-			return nil, res.Err
-		}
-		return res.Val.([]Offer), nil
+	case <-f.done:
+		return f.offers, f.err
 	case <-ctx.Done():
 		return nil, fmt.Errorf("offers of %s: %w", name, ctx.Err())
 	}
 }
 
-func contains(list []string, s string) bool {
+// fetch runs one provider's offer fetch, shared by every caller waiting on
+// f, bounded by the catalog (Close) and catalogFetchTimeout, not by a caller.
+func (c *Catalog) fetch(p Provider, f *fetch) {
+	defer c.wg.Done()
+	ctx, cancel := context.WithTimeout(c.base, catalogFetchTimeout)
+	defer cancel()
+	offers, err := p.Offers(ctx)
+	c.mu.Lock()
+	if err == nil {
+		c.cache[p.Name()] = cachedOffers{offers: offers, fetched: time.Now()}
+	}
+	delete(c.inflight, p.Name())
+	c.mu.Unlock()
+	f.offers, f.err = offers, err
+	close(f.done)
+}
+
+// fetch is one offer fetch under way.
+type fetch struct {
+	done   chan struct{}
+	offers []Offer
+	err    error
+}
+
+func containsFold(list []string, s string) bool {
 	for _, v := range list {
-		if v == s {
+		if strings.EqualFold(v, s) {
 			return true
 		}
 	}

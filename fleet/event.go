@@ -25,8 +25,11 @@ const (
 	EventInstanceReady       EventType = "InstanceReady"         // agent healthy (or running, with no agent); idle clock starts
 	EventInstanceBusy        EventType = "InstanceBusy"          // marked busy
 	EventInstanceIdle        EventType = "InstanceIdle"          // marked idle
+	EventFleetStalled        EventType = "FleetStalled"          // alert: too many deadline misses in a row; no creates until applied again
+	EventAgentKeyMissing     EventType = "AgentKeyMissing"       // warning: restarted without the fleet's private key; agents wait for Apply
 	EventDeadlineMissed      EventType = "DeadlineMissed"        // warning: provisioning or agent deadline passed; terminating
 	EventReleaseDeferred     EventType = "ReleaseDeferred"       // release waits for the reservation window (see Event.At)
+	EventReleaseCancelled    EventType = "ReleaseCancelled"      // a waiting release was taken back to grow the fleet again
 	EventReleaseRequested    EventType = "ReleaseRequested"      // terminating
 	EventReleaseForced       EventType = "ReleaseForced"         // warning: forced release; Event.USD is the unrefunded minimum
 	EventTerminationRetry    EventType = "TerminationRetry"      // a release attempt failed and will be retried (Event.At)

@@ -16,18 +16,19 @@ type fakeProvider struct {
 	offers   []Offer
 	bootTime time.Duration
 
-	mu        sync.Mutex
-	seq       int
-	insts     map[string]*fakeInst
-	vpcs      map[string]VPC
-	calls     map[string]int
-	deleteErr []error // returned by successive Delete calls, then nil
-	createErr []error // returned by successive Create calls, then nil
-	commitErr bool    // a createErr entry still creates the instance
-	attachErr []error
-	listErr   error
-	createCtx []error // ctx.Err() seen by each Create
-	onCreate  func()  // called at the start of each Create
+	mu          sync.Mutex
+	seq         int
+	insts       map[string]*fakeInst
+	vpcs        map[string]VPC
+	calls       map[string]int
+	deleteErr   []error // returned by successive Delete calls, then nil
+	createErr   []error // returned by successive Create calls, then nil
+	commitErr   bool    // a createErr entry still creates the instance
+	attachErr   []error
+	listErr     error
+	createCtx   []error // ctx.Err() seen by each Create
+	onCreate    func()  // called at the start of each Create
+	offersDelay time.Duration
 }
 
 type fakeInst struct {
@@ -50,7 +51,14 @@ func (p *fakeProvider) count(op string) int {
 
 func (p *fakeProvider) Name() string { return p.name }
 
-func (p *fakeProvider) Offers(context.Context) ([]Offer, error) {
+func (p *fakeProvider) Offers(ctx context.Context) ([]Offer, error) {
+	if p.offersDelay > 0 {
+		select {
+		case <-time.After(p.offersDelay):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.calls["offers"]++

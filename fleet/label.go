@@ -40,7 +40,7 @@ func (l Label) String() string { return LabelPrefix + "." + l.Fleet + "." + l.Re
 // ParseLabel reads a label written by Label.String; ok is false for any
 // other text (a resource that is not ours).
 func ParseLabel(s string) (l Label, ok bool) {
-	parts := strings.Split(strings.TrimSpace(s), ".")
+	parts := strings.Split(s, ".")
 	if len(parts) != 3 || parts[0] != LabelPrefix {
 		return Label{}, false
 	}

@@ -41,6 +41,11 @@ func (m *Manager) checkDeadlines(now time.Time) {
 			continue
 		case r.Instance.Status == StatusProvisioning:
 			deadline, what = r.Instance.Created.Add(m.provisionTimeout(r.Instance.Offer)), "provisioning"
+		case r.Instance.Status == StatusBooting && m.keyMissing[r.Instance.Fleet]:
+			// Waiting for the spec to be applied again with its key: the
+			// agent deadline counts from when the key is back.
+			r.RunningSince = now
+			continue
 		case r.Instance.Status == StatusBooting:
 			deadline, what = r.RunningSince.Add(m.pol.AgentTimeout), "agent"
 		default:
@@ -53,6 +58,7 @@ func (m *Manager) checkDeadlines(now time.Time) {
 			At: deadline, Message: fmt.Sprintf("%s deadline passed; releasing", what)})
 		m.requestRelease(r, what+" deadline", ReleaseNow, now, true)
 		m.avoidOffer(r.Instance.Fleet, r.Instance.Offer, now.Add(offerPenalty))
+		m.missedDeadline(r.Instance.Fleet, now)
 	}
 }
 
@@ -89,6 +95,29 @@ func (m *Manager) releaseIdle(now time.Time) {
 	}
 }
 
+// missedDeadline counts a fleet's consecutive deadline misses; after
+// Policy.MaxDeadlineMisses the fleet stops creating (each miss may have paid
+// a minimum reservation) until its spec is applied again. m.mu held.
+func (m *Manager) missedDeadline(fleet string, now time.Time) {
+	m.deadlineMisses[fleet]++
+	f := m.fleets[fleet]
+	if f == nil || f.Stalled || m.deadlineMisses[fleet] < m.pol.MaxDeadlineMisses {
+		return
+	}
+	f.Stalled = true
+	m.dirtyF[fleet] = true
+	m.event(Event{Type: EventFleetStalled, Fleet: fleet, Message: fmt.Sprintf(
+		"%d instances in a row missed their deadline; no more creates until the fleet is applied again", m.deadlineMisses[fleet])})
+}
+
+// keyMissingEvent says once per fleet why its agents wait. m.mu held.
+func (m *Manager) keyMissingEvent(fleet string) {
+	if m.keyMissing[fleet] && !m.keyMissingSaid[fleet] {
+		m.keyMissingSaid[fleet] = true
+		m.event(Event{Type: EventAgentKeyMissing, Fleet: fleet, Message: "the fleet's private key is not stored; apply the spec again with its PrivateKey to start the agents"})
+	}
+}
+
 // agentFor returns the agent for a fleet (keyed with the fleet's private key
 // when the agent supports it), nil for none. m.mu held.
 func (m *Manager) agentFor(fleet string) Agent {
@@ -116,6 +145,10 @@ func (m *Manager) startAgents(now time.Time) {
 			continue
 		}
 		if _, running := m.agents[id]; running || now.Before(m.agentNext[id]) {
+			continue
+		}
+		if m.keyMissing[r.Instance.Fleet] {
+			m.keyMissingEvent(r.Instance.Fleet)
 			continue
 		}
 		agent := m.agentFor(r.Instance.Fleet)

@@ -68,7 +68,10 @@ type Manager struct {
 	order     []string // provider names in Config order
 	catalog   *Catalog
 
-	passMu sync.Mutex // one reconcile pass at a time
+	// pass is a one-slot semaphore: one reconcile pass at a time. A channel,
+	// not a mutex, so that a goroutine waiting for it is durably blocked
+	// inside a testing/synctest bubble and the bubble's clock can advance.
+	pass   chan struct{}
 	mu     sync.Mutex // guards everything below
 	loaded bool
 	fleets map[string]*FleetRecord
@@ -78,15 +81,19 @@ type Manager struct {
 	goneF  map[string]bool // fleets to delete from the store
 	goneI  map[string]bool // instances to delete from the store
 
-	unlabelled  map[string]bool // provider/id reported once
-	orphanVPCs  map[string]*VPCRecord
-	deletedVPCs map[string]bool      // deleted by a fleet; ignored while lists still show them
-	fleetRetry  map[string]time.Time // no create attempt for the fleet before
-	fleetFails  map[string]int
-	avoid       map[string]time.Time          // fleet|offer key → skip the offer until
-	agents      map[string]context.CancelFunc // running agent starts by request id
-	agentNext   map[string]time.Time
-	keyedAgents map[string]Agent
+	unlabelled     map[string]bool // provider/id reported once
+	orphanVPCs     map[string]*VPCRecord
+	deletedVPCs    map[string]bool      // deleted by a fleet; ignored while lists still show them
+	fleetRetry     map[string]time.Time // no create attempt for the fleet before
+	fleetFails     map[string]int
+	avoid          map[string]time.Time          // fleet|offer key → skip the offer until
+	agents         map[string]context.CancelFunc // running agent starts by request id
+	agentNext      map[string]time.Time
+	keyedAgents    map[string]Agent
+	abandoned      map[string]bool // provider/id untracked by ReleaseCompat: never adopted again
+	keyMissing     map[string]bool // fleets whose private key was lost with a restart
+	keyMissingSaid map[string]bool
+	deadlineMisses map[string]int // consecutive deadline misses per fleet
 
 	evMu      sync.Mutex // guards pending
 	deliverMu sync.Mutex // one delivering goroutine at a time
@@ -104,12 +111,19 @@ func NewManager(cfg Config) (*Manager, error) {
 	if len(cfg.Providers) == 0 {
 		return nil, errors.New("gpufleet: Config.Providers is empty")
 	}
+	if err := cfg.Policy.validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Interval < 0 || cfg.CatalogTTL < 0 {
+		return nil, errors.New("gpufleet: Config.Interval and CatalogTTL must not be negative")
+	}
 	m := &Manager{cfg: cfg, pol: cfg.Policy.withDefaults(), clock: cfg.Clock, store: cfg.Store, log: cfg.Logger,
 		providers: map[string]Provider{}, fleets: map[string]*FleetRecord{}, insts: map[string]*InstanceRecord{},
 		dirtyF: map[string]bool{}, dirtyI: map[string]bool{}, goneF: map[string]bool{}, goneI: map[string]bool{},
 		unlabelled: map[string]bool{}, orphanVPCs: map[string]*VPCRecord{}, deletedVPCs: map[string]bool{}, fleetRetry: map[string]time.Time{},
 		fleetFails: map[string]int{}, avoid: map[string]time.Time{}, agents: map[string]context.CancelFunc{}, agentNext: map[string]time.Time{},
-		keyedAgents: map[string]Agent{}}
+		keyedAgents: map[string]Agent{}, abandoned: map[string]bool{}, keyMissing: map[string]bool{}, keyMissingSaid: map[string]bool{},
+		deadlineMisses: map[string]int{}, pass: make(chan struct{}, 1)}
 	for _, p := range cfg.Providers {
 		if p == nil {
 			return nil, errors.New("gpufleet: Config.Providers has a nil provider")
@@ -145,6 +159,7 @@ func NewManager(cfg Config) (*Manager, error) {
 func (m *Manager) Close() {
 	m.bgCancel()
 	m.bg.Wait()
+	m.catalog.Close()
 	m.deliver()
 }
 
@@ -173,6 +188,11 @@ func (m *Manager) Apply(ctx context.Context, spec Spec) error {
 	if err := spec.validate(); err != nil {
 		return err
 	}
+	for _, name := range spec.Requirements.Providers {
+		if !containsFold(m.order, name) {
+			return fmt.Errorf("gpufleet: fleet %s: provider %q is not configured (have %v)", spec.Name, name, m.order)
+		}
+	}
 	if spec.Placement == "" {
 		spec.Placement = PlacementAny
 	}
@@ -190,6 +210,11 @@ func (m *Manager) Apply(ctx context.Context, spec Spec) error {
 		m.fleets[spec.Name] = f
 	}
 	f.Spec = cloneSpec(spec)
+	f.KeyRequired = !spec.PrivateKey.IsZero()
+	delete(m.keyMissing, spec.Name)
+	delete(m.keyMissingSaid, spec.Name)
+	f.Stalled = false
+	delete(m.deadlineMisses, spec.Name)
 	delete(m.keyedAgents, spec.Name)
 	delete(m.fleetRetry, spec.Name)
 	m.dirtyF[spec.Name] = true

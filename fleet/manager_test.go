@@ -210,6 +210,8 @@ func TestManagerCompatUntracksRefusedBareMetalWithAnAlert(t *testing.T) {
 		passes(t, m, 20*time.Minute)
 		assert.Equal(t, 1, log.count(EventManualCleanup))
 		assert.Equal(t, 1, p.live(), "compat mode leaves it billing, loudly")
+		passes(t, m, time.Hour)
+		assert.Zero(t, log.count(EventOrphanFound), "what it told the operator to release by hand is not taken back")
 	})
 }
 

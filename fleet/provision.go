@@ -85,12 +85,45 @@ func (m *Manager) plans() []fleetPlan {
 		if p.need < 0 {
 			m.shrink(live, -p.need, f, now)
 		}
-		if p.need > 0 && now.Before(m.fleetRetry[name]) {
+		if p.need > 0 {
+			p.need -= m.reclaim(name, p.need, now)
+		}
+		if p.need > 0 && (now.Before(m.fleetRetry[name]) || f.Stalled) {
 			p.need = 0
 		}
 		plans = append(plans, p)
 	}
 	return plans
+}
+
+// reclaim takes back up to n members of fleet whose release for scale-down
+// or idleness is still waiting for its reservation window (no attempt made
+// yet): they are paid anyway, so growing the fleet reuses them instead of
+// creating new ones. It returns how many it took back. m.mu held.
+func (m *Manager) reclaim(fleet string, n int, now time.Time) int {
+	taken := 0
+	for _, r := range m.sortedRecords() {
+		t := r.Termination
+		if taken == n || r.Instance.Fleet != fleet || t == nil || r.Instance.Status != StatusTerminating ||
+			t.Attempts > 0 || !t.Accepted.IsZero() || !now.Before(t.NotBefore) ||
+			(t.Reason != "scale down" && t.Reason != "idle") {
+			continue
+		}
+		r.Termination = nil
+		switch {
+		case !r.Instance.Ready.IsZero():
+			r.IdleSince = now
+			m.setStatus(r, StatusIdle, "release cancelled: the fleet grew again", now)
+		case !r.RunningSince.IsZero():
+			m.setStatus(r, StatusBooting, "release cancelled: the fleet grew again", now)
+		default:
+			m.setStatus(r, StatusProvisioning, "release cancelled: the fleet grew again", now)
+		}
+		m.event(Event{Type: EventReleaseCancelled, Fleet: fleet, Provider: r.Instance.Provider, InstanceID: r.Instance.ID,
+			Message: "the fleet grew again before the reservation window ended; reused instead of creating"})
+		taken++
+	}
+	return taken
 }
 
 // shrink releases n members: provisioning and booting ones first, then

@@ -25,8 +25,12 @@ type observation struct {
 // calls become events and are retried on later passes; the returned error
 // is only a store failure or an ended ctx.
 func (m *Manager) Reconcile(ctx context.Context) error {
-	m.passMu.Lock()
-	defer m.passMu.Unlock()
+	select {
+	case m.pass <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-m.pass }()
 	if err := m.load(ctx); err != nil {
 		return err
 	}
@@ -71,7 +75,9 @@ func (m *Manager) observe(ctx context.Context) map[string]*observation {
 		out[name] = o
 		p := m.providers[name]
 		g.Go(func() error {
-			list, err := p.List(ctx)
+			cctx, cancel := context.WithTimeout(ctx, m.pol.CallTimeout)
+			defer cancel()
+			list, err := p.List(cctx)
 			if err != nil {
 				m.mu.Lock()
 				m.event(Event{Type: EventProviderUnavailable, Provider: name, Err: err.Error(), Message: "listing instances failed; nothing is concluded this pass"})
@@ -87,7 +93,7 @@ func (m *Manager) observe(ctx context.Context) map[string]*observation {
 				}
 			}
 			if vp, ok := p.(VPCProvider); ok && wantVPCs {
-				if vpcs, err := vp.ListVPCs(ctx); err == nil {
+				if vpcs, err := vp.ListVPCs(cctx); err == nil {
 					o.vpcs, o.vpcsOK = vpcs, true
 				}
 			}
@@ -155,7 +161,9 @@ func (m *Manager) confirmGone(ctx context.Context, missing []InstanceRecord) map
 	g.SetLimit(m.pol.Parallelism)
 	for i, r := range missing {
 		g.Go(func() error {
-			_, err := m.providers[r.Instance.Provider].Get(ctx, r.Instance.ID)
+			cctx, cancel := context.WithTimeout(ctx, m.pol.CallTimeout)
+			defer cancel()
+			_, err := m.providers[r.Instance.Provider].Get(cctx, r.Instance.ID)
 			results[i] = errors.Is(err, ErrNotFound)
 			return nil
 		})
@@ -208,6 +216,7 @@ func (m *Manager) markRunning(r *InstanceRecord, now time.Time) {
 }
 
 func (m *Manager) markReady(r *InstanceRecord, now time.Time) {
+	delete(m.deadlineMisses, r.Instance.Fleet)
 	r.Instance.Ready = now
 	r.IdleSince = now
 	m.setStatus(r, StatusIdle, "ready", now)

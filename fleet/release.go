@@ -31,11 +31,16 @@ func (m *Manager) Release(ctx context.Context, instanceID string, opts ...Releas
 	for _, opt := range opts {
 		opt(&o)
 	}
+	switch o.policy {
+	case "", ReleaseAtReservationEnd, ReleaseNow, ReleaseCompat:
+	default:
+		return time.Time{}, fmt.Errorf("gpufleet: unknown release policy %q", o.policy)
+	}
 	m.mu.Lock()
 	r := m.find(instanceID)
-	if r == nil {
+	if r == nil || r.Instance.Status == StatusTerminated {
 		m.mu.Unlock()
-		return time.Time{}, fmt.Errorf("gpufleet: instance %s: %w", instanceID, ErrNotFound)
+		return time.Time{}, fmt.Errorf("gpufleet: instance %q (gone or unknown): %w", instanceID, ErrNotFound)
 	}
 	policy := o.policy
 	if policy == "" {
@@ -85,6 +90,9 @@ func (m *Manager) mark(instanceID string, busy bool) error {
 
 // find returns the record with this provider id or request id. m.mu held.
 func (m *Manager) find(id string) *InstanceRecord {
+	if id == "" {
+		return nil
+	}
 	if r, ok := m.insts[id]; ok {
 		return r
 	}

@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"fmt"
 	"slices"
 	"sort"
 	"strings"
@@ -36,10 +37,22 @@ type Requirements struct {
 	IncludeSoldOut  bool     // keep offers that are not available now
 }
 
-// Match reports whether o satisfies r.
+// Validate reports a requirement that can never be met: negative numbers or
+// an unknown BareMetal value.
+func (r Requirements) Validate() error {
+	switch {
+	case r.GPUCount < 0, r.MinGPUMemoryGiB < 0, r.MinVCPUs < 0, r.MinMemoryGiB < 0, r.MinDiskGiB < 0, r.MaxPricePerHour < 0:
+		return fmt.Errorf("gpufleet: requirements: counts, sizes and prices must not be negative")
+	case r.BareMetal < Any || r.BareMetal > No:
+		return fmt.Errorf("gpufleet: requirements: BareMetal must be Any, Yes or No, got %d", r.BareMetal)
+	}
+	return nil
+}
+
+// Match reports whether o satisfies r (provider names compare without case).
 func (r Requirements) Match(o Offer) bool {
 	switch {
-	case len(r.Providers) > 0 && !slices.Contains(r.Providers, o.Provider),
+	case len(r.Providers) > 0 && !slices.ContainsFunc(r.Providers, func(p string) bool { return strings.EqualFold(p, o.Provider) }),
 		len(r.Regions) > 0 && !slices.Contains(r.Regions, o.Region),
 		len(r.InstanceTypes) > 0 && !slices.Contains(r.InstanceTypes, o.InstanceType),
 		r.GPUVendor != "" && !strings.EqualFold(r.GPUVendor, o.GPU.Vendor),

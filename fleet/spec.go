@@ -3,7 +3,10 @@ package fleet
 import (
 	"crypto"
 	"fmt"
+	"strings"
 	"time"
+
+	"golang.org/x/crypto/ssh"
 )
 
 // Placement says where a fleet's instances may land.
@@ -103,6 +106,17 @@ func (s Spec) validate() error {
 	if s.Nodes < 0 || s.MinNodes < 0 || s.IdleTimeout < 0 {
 		return fmt.Errorf("gpufleet: fleet %s: Nodes, MinNodes and IdleTimeout must not be negative", s.Name)
 	}
+	if s.Nodes > MaxNodes {
+		return fmt.Errorf("gpufleet: fleet %s: Nodes %d is over %d", s.Name, s.Nodes, MaxNodes)
+	}
+	if err := s.Requirements.Validate(); err != nil {
+		return fmt.Errorf("gpufleet: fleet %s: %w", s.Name, err)
+	}
+	for i, k := range s.SSHKeys {
+		if err := validateAuthorizedKey(k); err != nil {
+			return fmt.Errorf("gpufleet: fleet %s: SSHKeys[%d]: %w", s.Name, i, err)
+		}
+	}
 	switch s.Placement {
 	case "", PlacementAny, PlacementCluster:
 	default:
@@ -112,6 +126,47 @@ func (s Spec) validate() error {
 	case "", ReleaseAtReservationEnd, ReleaseNow, ReleaseCompat:
 	default:
 		return fmt.Errorf("gpufleet: fleet %s: unknown release policy %q", s.Name, s.ReleasePolicy)
+	}
+	return nil
+}
+
+// MaxNodes bounds a fleet's size (a typo like 2^40 must not rent anything).
+const MaxNodes = 10000
+
+// validateAuthorizedKey accepts exactly one authorized_keys line: no
+// newline (it goes into cloud-config and account key lists), and a key that
+// parses.
+func validateAuthorizedKey(k string) error {
+	if strings.ContainsAny(k, "\r\n") {
+		return fmt.Errorf("an SSH key must be one line")
+	}
+	if _, _, _, rest, err := ssh.ParseAuthorizedKey([]byte(k)); err != nil || len(rest) > 0 {
+		return fmt.Errorf("not an authorized_keys line")
+	}
+	return nil
+}
+
+// validate reports a policy that cannot work.
+func (p Policy) validate() error {
+	for name, d := range map[string]time.Duration{"ProvisionTimeout": p.ProvisionTimeout, "AgentTimeout": p.AgentTimeout,
+		"TerminationMinBackoff": p.TerminationMinBackoff, "TerminationMaxBackoff": p.TerminationMaxBackoff,
+		"TerminationAlertAfter": p.TerminationAlertAfter, "CompatGiveUp": p.CompatGiveUp, "OrphanGrace": p.OrphanGrace,
+		"CreateLookupGrace": p.CreateLookupGrace, "HourlyReleaseMargin": p.HourlyReleaseMargin,
+		"MinuteReleaseMargin": p.MinuteReleaseMargin, "CreateTimeout": p.CreateTimeout, "CallTimeout": p.CallTimeout} {
+		if d < 0 {
+			return fmt.Errorf("gpufleet: Policy.%s must not be negative", name)
+		}
+	}
+	if p.TerminationMaxBackoff > 0 && p.TerminationMinBackoff > p.TerminationMaxBackoff {
+		return fmt.Errorf("gpufleet: Policy.TerminationMinBackoff is over TerminationMaxBackoff")
+	}
+	switch p.Release {
+	case "", ReleaseAtReservationEnd, ReleaseNow, ReleaseCompat:
+	default:
+		return fmt.Errorf("gpufleet: Policy.Release: unknown release policy %q", p.Release)
+	}
+	if p.VPCAttachAttempts < 0 || p.Parallelism < 0 || p.MaxDeadlineMisses < 0 {
+		return fmt.Errorf("gpufleet: Policy counts must not be negative")
 	}
 	return nil
 }
@@ -162,6 +217,12 @@ type Policy struct {
 	VPCAttachAttempts int
 	// Parallelism bounds concurrent provider calls in one pass (8).
 	Parallelism int
+	// MaxDeadlineMisses stops a fleet's creates after this many instances
+	// in a row missed their deadline (3): each may have paid a minimum.
+	MaxDeadlineMisses int
+	// CallTimeout bounds one list, get or delete call of a pass (90 s), so
+	// that one hanging call cannot stall every fleet.
+	CallTimeout time.Duration
 }
 
 func (p Policy) withDefaults() Policy {
@@ -190,5 +251,9 @@ func (p Policy) withDefaults() Policy {
 	if p.Parallelism <= 0 {
 		p.Parallelism = 8
 	}
+	if p.MaxDeadlineMisses <= 0 {
+		p.MaxDeadlineMisses = 3
+	}
+	def(&p.CallTimeout, 90*time.Second)
 	return p
 }

@@ -31,6 +31,9 @@ func (m *Manager) load(ctx context.Context) error {
 		if _, ok := m.fleets[f.Spec.Name]; !ok {
 			f := f
 			m.fleets[f.Spec.Name] = &f
+			if f.KeyRequired && f.Spec.PrivateKey.IsZero() {
+				m.keyMissing[f.Spec.Name] = true
+			}
 		}
 	}
 	for _, r := range insts {

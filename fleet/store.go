@@ -12,8 +12,15 @@ import (
 type FleetRecord struct {
 	Spec     Spec
 	Deleting bool
-	Created  time.Time
-	VPC      *VPCRecord // the fleet's VPC (cluster placement), nil when none
+	// KeyRequired records that the spec came with a PrivateKey (which is
+	// never stored): after a restart the fleet's agents wait until the spec
+	// is applied again with its key.
+	KeyRequired bool
+	// Stalled is set after Policy.MaxDeadlineMisses consecutive deadline
+	// misses: no more creates until the spec is applied again.
+	Stalled bool
+	Created time.Time
+	VPC     *VPCRecord // the fleet's VPC (cluster placement), nil when none
 }
 
 // VPCRecord tracks a fleet's VPC until the provider confirms it deleted.

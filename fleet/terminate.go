@@ -29,9 +29,11 @@ func (m *Manager) terminate(ctx context.Context) {
 	for i, j := range jobs {
 		g.Go(func() error {
 			p := m.providers[j.provider]
-			errs[i] = p.Delete(ctx, j.id, DeleteOptions{Force: j.force})
+			cctx, cancel := context.WithTimeout(ctx, m.pol.CallTimeout)
+			defer cancel()
+			errs[i] = p.Delete(cctx, j.id, DeleteOptions{Force: j.force})
 			if errs[i] == nil {
-				_, gerr := p.Get(ctx, j.id)
+				_, gerr := p.Get(cctx, j.id)
 				goneAfter[i] = errors.Is(gerr, ErrNotFound)
 			}
 			return nil
@@ -124,6 +126,7 @@ func (m *Manager) untrack(r *InstanceRecord, now time.Time) {
 			r.Instance.Provider, r.Instance.ID, m.pol.CompatGiveUp, r.Instance.ReservedUntil.Format(time.RFC3339))})
 	delete(m.insts, r.Instance.RequestID)
 	m.goneI[r.Instance.RequestID] = true
+	m.abandoned[r.Instance.Provider+"/"+r.Instance.ID] = true // never adopted again
 }
 
 // retryAfter extracts a Retry-After from a provider error, if any.
