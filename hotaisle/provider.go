@@ -19,8 +19,11 @@ type Provider struct {
 	c         *Client
 	bareMetal bool
 
-	mu    sync.Mutex
-	kinds map[string]bool // name → bare metal, as seen
+	mu      sync.Mutex
+	kinds   map[string]bool        // name → bare metal, as seen
+	offers  map[string]fleet.Offer // instance type → offer last built
+	loaded  map[string]bool        // "vm", "bm": types listed at least once
+	claimed map[string]bool        // VMs created here and not labelled yet
 }
 
 // ProviderOption configures a Provider.
@@ -32,7 +35,8 @@ func WithBareMetal(on bool) ProviderOption { return func(p *Provider) { p.bareMe
 
 // NewProvider returns the Hot Aisle fleet.Provider over c.
 func NewProvider(c *Client, opts ...ProviderOption) *Provider {
-	p := &Provider{c: c, kinds: map[string]bool{}}
+	p := &Provider{c: c, kinds: map[string]bool{}, offers: map[string]fleet.Offer{},
+		loaded: map[string]bool{}, claimed: map[string]bool{}}
 	for _, o := range opts {
 		o(p)
 	}
@@ -45,65 +49,60 @@ var _ fleet.Provider = (*Provider)(nil)
 func (p *Provider) Name() string { return fleet.ProviderHotAisle }
 
 // Offers lists the VM types (and bare-metal types when opted in), one offer
-// per instance type ("vm-mi300x-1", "bm-mi300x-8"), in region Region.
+// per instance type ("vm-mi300x-1", "bm-mi300x-8"), in region Region. The
+// offers are kept by instance type: the instances returned later get their
+// price and minimum reservation from them (the API's VM and server objects
+// carry neither).
 func (p *Provider) Offers(ctx context.Context) ([]fleet.Offer, error) {
 	vms, err := p.c.ListVMTypes(ctx)
 	if err != nil {
 		return nil, err
 	}
-	var offers []fleet.Offer
-	for _, row := range vms {
-		offers = append(offers, vmOffer(row))
-	}
+	offers := vmOffers(vms)
+	p.cacheOffers("vm", offers)
 	if p.bareMetal {
 		bms, err := p.c.ListBareMetalTypes(ctx)
 		if err != nil {
 			return nil, err
 		}
-		for _, row := range bms {
-			offers = append(offers, bareMetalOffer(row))
-		}
+		bmOffers := bareMetalOffers(bms)
+		p.cacheOffers("bm", bmOffers)
+		offers = append(offers, bmOffers...)
 	}
-	return mergeOffers(offers), nil
+	return offers, nil
 }
 
 // Create registers the SSH keys on the account (409 means already there),
 // then provisions a VM and writes the label into its description with a
 // PATCH (the VM request has no description field), or reserves a bare-metal
 // server with the label in the request. The create call itself is never
-// retried. A VM whose label could not be written is still returned: the
-// Manager tracks it by name.
+// retried. A VM provision that fails ambiguously (5xx, timeout) after
+// creating the VM is recovered by comparing VM lists (see createVM). A VM
+// whose label could not be written is still returned: the Manager tracks it
+// by name. Errors: those of ProvisionVM and ReserveBareMetal;
+// fleet.ErrInvalidRequest for a bare-metal offer without WithBareMetal or an
+// offer of another provider.
 func (p *Provider) Create(ctx context.Context, req fleet.CreateRequest) (fleet.Instance, error) {
 	for _, k := range req.SSHKeys {
 		if _, _, err := p.c.AddSSHKey(ctx, k); err != nil {
 			return fleet.Instance{}, fmt.Errorf("hotaisle: register SSH key: %w", err)
 		}
 	}
-	label := req.Label.String()
 	switch specs := req.Offer.ProviderData.(type) {
 	case VMSpecs:
-		vm, err := p.c.ProvisionVM(ctx, VMProvisionRequest{VMSpecs: specs})
-		if err != nil {
-			return fleet.Instance{}, err
-		}
-		p.remember(vm.Name, false)
-		if err := p.labelVM(ctx, vm.Name, label); err == nil {
-			vm.Description = label
-		}
-		inst := p.vmInstance(*vm)
-		inst.Offer = req.Offer
-		return inst, nil
+		return p.createVM(ctx, req, specs)
 	case BareMetalSpecs:
 		if !p.bareMetal {
 			return fleet.Instance{}, fmt.Errorf("hotaisle: bare metal is not enabled (WithBareMetal): %w", fleet.ErrInvalidRequest)
 		}
-		bm, err := p.c.ReserveBareMetal(ctx, BareMetalReservation{Description: label, Specs: specs})
+		bm, err := p.c.ReserveBareMetal(ctx, BareMetalReservation{Description: req.Label.String(), Specs: specs})
 		if err != nil {
 			return fleet.Instance{}, err
 		}
 		p.remember(bm.Name, true)
 		inst := p.bareMetalInstance(*bm)
 		inst.Offer = req.Offer
+		p.fillOffer(&inst.Offer)
 		return inst, nil
 	default:
 		return fleet.Instance{}, fmt.Errorf("hotaisle: offer %s did not come from this provider: %w", req.Offer.InstanceType, fleet.ErrInvalidRequest)
@@ -174,7 +173,9 @@ func (p *Provider) Get(ctx context.Context, name string) (fleet.Instance, error)
 
 // List reads every VM and bare-metal server of the team (two calls). A
 // listed VM counts as running: the API says "running" as soon as it is
-// assigned, and the list carries no state.
+// assigned, and the list carries no state. When no offers of a listed kind
+// were built yet (a fresh Provider adopting after a lost Store), the types
+// are listed once for their price and minimum reservation (see loadTypes).
 func (p *Provider) List(ctx context.Context) ([]fleet.Instance, error) {
 	vms, err := p.c.ListVMs(ctx)
 	if err != nil {
@@ -184,6 +185,7 @@ func (p *Provider) List(ctx context.Context) ([]fleet.Instance, error) {
 	if err != nil {
 		return nil, err
 	}
+	p.loadTypes(ctx, vms, bms)
 	out := make([]fleet.Instance, 0, len(vms)+len(bms))
 	for _, vm := range vms {
 		p.remember(vm.Name, false)
@@ -222,6 +224,7 @@ func (p *Provider) vmInstance(vm VM) fleet.Instance {
 		Status: fleet.StatusBooting, ProviderStatus: VMRunning, PublicIP: vm.IPAddress,
 		SSH: fleet.SSHEndpoint{User: LoginUser, Host: vm.IPAddress, Port: 22}}
 	inst.Offer.Available, inst.Offer.Quantity = true, -1
+	p.fillOffer(&inst.Offer)
 	if vm.SSHAccess != nil && vm.SSHAccess.IPAddress != "" {
 		inst.SSH.Host, inst.SSH.Port = vm.SSHAccess.IPAddress, int(vm.SSHAccess.Port)
 	}
@@ -236,6 +239,7 @@ func (p *Provider) bareMetalInstance(bm BareMetal) fleet.Instance {
 		Status: fleet.StatusBooting, ProviderStatus: OSInstalled, PrivateIP: bm.IPAddress,
 		SSH: fleet.SSHEndpoint{User: LoginUser, Host: bm.IPAddress, Port: 22}}
 	inst.Offer.Available, inst.Offer.Quantity = true, -1
+	p.fillOffer(&inst.Offer)
 	if bm.OSStatus != nil {
 		inst.ProviderStatus = bm.OSStatus.OSInstallStatus
 		if bm.OSStatus.OSInstallStatus != OSInstalled {
