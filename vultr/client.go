@@ -115,7 +115,7 @@ func New(apiKey string, opts ...Option) *Client {
 			Limiter:    lim,
 			Retry:      s.retry,
 			Authorize:  bearer(apiKey),
-			ParseError: parseError,
+			ParseError: func(r *api.Response) error { return parseError(r, apiKey) },
 			Logger:     s.logger,
 		}),
 	}

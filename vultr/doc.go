@@ -16,9 +16,12 @@
 //     a 5xx can hide a success, and a blind retry duplicates a server. Domain
 //     refusals (locked, not active) are returned, not retried.
 //   - Lists are iter.Seq2[T, error] iterators that follow meta.links.next
-//     cursors to the end and yield ErrRepeatedCursor if a cursor comes back.
+//     cursors to the end; a listing that would never end (repeated cursor,
+//     empty page with a next cursor, far more items than meta.total, more
+//     than MaxListPages pages) yields ErrEndlessList.
 //   - The API key lives only in a closure that sets the Authorization header:
-//     it reaches no log line, error or formatted value.
+//     it reaches no log line, error or formatted value; an error body that
+//     echoes it has it replaced by "[redacted]".
 //
 // Raw types mirror the API and keep its units (plan RAM in MB, disk in GB,
 // costs in USD); helpers parse the bare-metal "ram"/"disk" strings, the integer

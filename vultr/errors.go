@@ -16,12 +16,25 @@ import (
 // one already followed: the listing would otherwise never end.
 var ErrRepeatedCursor = errors.New("vultr: list cursor repeated")
 
+// ErrEndlessList is yielded (after the items already read) by a list cut
+// short because its pages would not end. Before following a next cursor,
+// every list stops when: the cursor was followed before (ErrRepeatedCursor
+// too); the page just read is empty; the items read exceed the largest
+// meta.total seen by more than one page (the slack lets servers created
+// during the listing through; a meta.total of 0 is taken as unknown); or
+// MaxListPages pages have been read.
+var ErrEndlessList = errors.New("vultr: list does not end")
+
 // APIError is a non-2xx answer of the Vultr API. Vultr writes
 // {"error":"<message>","status":<code>}; a body that is not that JSON is kept
 // whole (trimmed) as Message.
 //
 // errors.Is(err, class) is true for exactly one class of package fleet,
 // chosen by the classification table of this file (see Class).
+//
+// The API key never appears in any field, so in no formatted form either:
+// should the server echo it (even JSON-escaped), it is replaced by
+// "[redacted]" before the error is built.
 type APIError struct {
 	Status     int           // HTTP status code
 	Message    string        // the "error" attribute, or the raw text
@@ -119,18 +132,24 @@ func classify(status int, msg string) error {
 	return fleet.ErrUnavailable
 }
 
-// parseError turns a non-2xx answer into an *APIError.
-func parseError(r *api.Response) error {
-	e := &APIError{Status: r.Status, Body: r.Body, RetryAfter: r.RetryAfter,
-		RequestID: r.Header.Get("X-Request-Id"), Method: r.Method, Path: r.Path}
-	var body struct {
+// parseError turns a non-2xx answer into an *APIError, with every form of
+// key (the API key) cut out of Body, Message, RequestID and Path first (see
+// redactBody; keys under minRedactLen bytes are not searched).
+func parseError(r *api.Response, key string) error {
+	keys := secrets(key)
+	body := redactBody(r.Body, keys)
+	e := &APIError{Status: r.Status, Body: body, RetryAfter: r.RetryAfter,
+		RequestID: redactString(r.Header.Get("X-Request-Id"), keys), Method: r.Method,
+		Path: redactString(r.Path, keys)}
+	var msg struct {
 		Error *string `json:"error"`
 	}
-	if err := json.Unmarshal(r.Body, &body); err == nil && body.Error != nil {
-		e.Message = *body.Error
+	if err := json.Unmarshal(body, &msg); err == nil && msg.Error != nil {
+		e.Message = *msg.Error
 	} else {
-		e.Message = strings.TrimSpace(string(r.Body))
+		e.Message = strings.TrimSpace(string(body))
 	}
+	e.Message = redactString(e.Message, keys)
 	e.class = classify(e.Status, e.Message)
 	return e
 }

@@ -64,7 +64,7 @@ func TestClassificationTable(t *testing.T) {
 	for _, tc := range classCases {
 		t.Run(tc.name, func(t *testing.T) {
 			err := parseError(&api.Response{Status: tc.status, Body: []byte(tc.body),
-				Header: http.Header{}, Method: "DELETE", Path: "/v2/instances/x"})
+				Header: http.Header{}, Method: "DELETE", Path: "/v2/instances/x"}, "")
 			var ae *APIError
 			require.ErrorAs(t, err, &ae)
 			assert.Equal(t, tc.status, ae.Status)
@@ -95,7 +95,7 @@ func TestAPIErrorFields(t *testing.T) {
 	h.Set("X-Request-Id", "req-42")
 	h.Set("Authorization", "Bearer must-not-show")
 	err := parseError(&api.Response{Status: 429, Body: []byte(`{"error":"Rate limit reached","status":429}`),
-		Header: h, RetryAfter: 2e9, Method: "GET", Path: "/v2/instances"})
+		Header: h, RetryAfter: 2e9, Method: "GET", Path: "/v2/instances"}, "")
 	var ae *APIError
 	require.ErrorAs(t, err, &ae)
 	assert.Equal(t, "Rate limit reached", ae.Message)
@@ -109,17 +109,17 @@ func TestAPIErrorFields(t *testing.T) {
 
 func TestNonJSONBodyIsTheMessage(t *testing.T) {
 	err := parseError(&api.Response{Status: 502, Body: []byte("  Bad Gateway\n"), Header: http.Header{},
-		Method: "GET", Path: "/v2/plans"})
+		Method: "GET", Path: "/v2/plans"}, "")
 	var ae *APIError
 	require.ErrorAs(t, err, &ae)
 	assert.Equal(t, "Bad Gateway", ae.Message)
 	assert.Equal(t, []byte("  Bad Gateway\n"), ae.Body)
 	assert.ErrorIs(t, err, fleet.ErrUnavailable)
 
-	empty := parseError(&api.Response{Status: 503, Header: http.Header{}, Method: "GET", Path: "/v2/plans"})
+	empty := parseError(&api.Response{Status: 503, Header: http.Header{}, Method: "GET", Path: "/v2/plans"}, "")
 	assert.Equal(t, "vultr: GET /v2/plans: 503: Service Unavailable", empty.Error())
 
-	long := parseError(&api.Response{Status: 500, Body: []byte(strings.Repeat("x", 5000)), Header: http.Header{}})
+	long := parseError(&api.Response{Status: 500, Body: []byte(strings.Repeat("x", 5000)), Header: http.Header{}}, "")
 	assert.Less(t, len(long.Error()), 400, "Error() is bounded")
 	assert.Len(t, long.(*APIError).Message, 5000, "Message keeps everything")
 }

@@ -14,35 +14,43 @@ type pager[T any] interface {
 	meta() *Meta
 }
 
+// MaxListPages is the most pages one list follows (ErrEndlessList beyond):
+// 10,000 pages are 5 million items at the default page size, far above any
+// account, and at 30 requests/s about six minutes of calls.
+const MaxListPages = 10000
+
+// maxListPages is MaxListPages, lowered by tests.
+var maxListPages = MaxListPages
+
 // list returns an iterator over every item of a paginated GET of path: it
 // sends per_page (the client's page size) and, after the first page, cursor
 // set to meta.links.next, until next is "" or meta is absent. A request error
-// is yielded once and ends the iteration; so does a cursor seen before
-// (ErrRepeatedCursor). Each page is fetched only when the previous one has
-// been consumed, and breaking out of the loop fetches nothing more.
+// is yielded once and ends the iteration. Each page is fetched only when the
+// previous one has been consumed, and breaking out of the loop fetches
+// nothing more.
+//
+// A listing that would not end is cut short with an error (after the items
+// already read): a cursor seen before (ErrRepeatedCursor, which also matches
+// ErrEndlessList), and ErrEndlessList for an empty page that still names a
+// next page, for more items than the largest meta.total seen plus one page
+// (the slack lets servers created during the listing through; a meta.total of
+// 0 is taken as unknown), and for a next cursor after MaxListPages pages.
 func list[T any, P interface {
 	*E
 	pager[T]
 }, E any](ctx context.Context, c *Client, path string, q url.Values) iter.Seq2[T, error] {
 	return func(yield func(T, error) bool) {
 		var zero T
-		seen := map[string]bool{}
+		w := pageWalk{path: path, pageSize: c.perPage, seen: map[string]bool{}}
 		cursor := ""
 		for {
-			query := url.Values{}
-			for k, v := range q {
-				query[k] = v
-			}
-			query.Set("per_page", strconv.Itoa(c.perPage))
-			if cursor != "" {
-				query.Set("cursor", cursor)
-			}
 			page := P(new(E))
-			if err := c.do(ctx, "GET", path, query, nil, page); err != nil {
+			if err := c.do(ctx, "GET", path, pageQuery(q, c.perPage, cursor), nil, page); err != nil {
 				yield(zero, err)
 				return
 			}
-			for _, it := range page.items() {
+			items := page.items()
+			for _, it := range items {
 				if !yield(it, nil) {
 					return
 				}
@@ -52,13 +60,57 @@ func list[T any, P interface {
 				return
 			}
 			cursor = m.Links.Next
-			if seen[cursor] {
-				yield(zero, fmt.Errorf("GET %s: cursor %q: %w", path, cursor, ErrRepeatedCursor))
+			if err := w.next(len(items), m.Total, cursor); err != nil {
+				yield(zero, err)
 				return
 			}
-			seen[cursor] = true
 		}
 	}
+}
+
+// pageQuery is q with per_page and, when not "", cursor.
+func pageQuery(q url.Values, perPage int, cursor string) url.Values {
+	query := url.Values{}
+	for k, v := range q {
+		query[k] = v
+	}
+	query.Set("per_page", strconv.Itoa(perPage))
+	if cursor != "" {
+		query.Set("cursor", cursor)
+	}
+	return query
+}
+
+// pageWalk tracks one listing to tell when following its cursors would not
+// end (the rules of list).
+type pageWalk struct {
+	path     string
+	pageSize int             // the largest of per_page and any page's length
+	pages    int             // pages read
+	items    int             // items read
+	total    int             // the largest meta.total seen
+	seen     map[string]bool // cursors followed
+}
+
+// next records a page of n items with meta.total total, and checks whether
+// the next cursor may be followed.
+func (w *pageWalk) next(n, total int, cursor string) error {
+	w.pages++
+	w.items += n
+	w.total = max(w.total, total)
+	w.pageSize = max(w.pageSize, n)
+	switch {
+	case w.seen[cursor]:
+		return fmt.Errorf("GET %s: cursor %q: %w (%w)", w.path, cursor, ErrRepeatedCursor, ErrEndlessList)
+	case n == 0:
+		return fmt.Errorf("GET %s: %w: empty page %d with a next cursor", w.path, ErrEndlessList, w.pages)
+	case w.total > 0 && w.items > w.total+w.pageSize:
+		return fmt.Errorf("GET %s: %w: %d items read, meta.total %d", w.path, ErrEndlessList, w.items, w.total)
+	case w.pages >= maxListPages:
+		return fmt.Errorf("GET %s: %w: %d pages read", w.path, ErrEndlessList, w.pages)
+	}
+	w.seen[cursor] = true
+	return nil
 }
 
 // Collect drains a list iterator into a slice. It stops at the first error

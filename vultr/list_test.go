@@ -3,6 +3,7 @@ package vultr
 import (
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/gpufleet/gpufleet/fleet"
@@ -101,4 +102,69 @@ func TestListDecodeErrorIsReported(t *testing.T) {
 	_, err := Collect(c.ListSSHKeys(t.Context()))
 	var de *DecodeError
 	assert.ErrorAs(t, err, &de)
+}
+
+// endlessPages answers GET /v2/instances with a fresh next cursor each time:
+// page i (from 1) holds items(i) instances and states meta.total total. Page
+// 1000 ends the list, so that a client without the rules ends with no error.
+func endlessPages(t *testing.T, mt *httpmock.MockTransport, total int, items func(i int) int) *int {
+	calls := 0
+	mt.RegisterResponder("GET", testBase+"/v2/instances", func(r *http.Request) (*http.Response, error) {
+		calls++
+		var b strings.Builder
+		b.WriteString(`{"instances":[`)
+		for j := range items(calls) {
+			if j > 0 {
+				b.WriteString(",")
+			}
+			fmt.Fprintf(&b, `{"id":"i%d-%d"}`, calls, j)
+		}
+		next := fmt.Sprintf("c%d", calls)
+		if calls >= 1000 {
+			next = ""
+		}
+		fmt.Fprintf(&b, `],"meta":{"total":%d,"links":{"next":%q,"prev":""}}}`, total, next)
+		return httpmock.NewStringResponse(200, b.String()), nil
+	})
+	return &calls
+}
+
+func TestListStopsOnEmptyPageWithNextCursor(t *testing.T) {
+	c, mt := mockClient(t, WithPerPage(2))
+	calls := endlessPages(t, mt, 1, func(i int) int { return 2 - min(i, 2) }) // 1 item, then empty pages
+	got, err := Collect(c.ListInstances(t.Context(), nil))
+	assert.ErrorIs(t, err, ErrEndlessList)
+	assert.NotErrorIs(t, err, ErrRepeatedCursor)
+	assert.Len(t, got, 1, "the item read is delivered")
+	assert.Equal(t, 2, *calls, "stops at the first empty page")
+}
+
+func TestListStopsWhenItemsFarExceedTotal(t *testing.T) {
+	c, mt := mockClient(t, WithPerPage(2))
+	calls := endlessPages(t, mt, 1, func(int) int { return 2 })
+	got, err := Collect(c.ListInstances(t.Context(), nil))
+	assert.ErrorIs(t, err, ErrEndlessList)
+	assert.Len(t, got, 4, "total 1 plus a page of slack is passed on page 2")
+	assert.Equal(t, 2, *calls)
+}
+
+func TestListToleratesTotalGrowingByLessThanAPage(t *testing.T) {
+	c, mt := mockClient(t, WithPerPage(2))
+	pagedVPCs(t, mt, map[string][]string{"": {"a", "b"}, "Yw==": {"c", "d"}, "ZQ==": {"e", "f"}, "Zg==": {"g"}},
+		map[string]string{"": "Yw==", "Yw==": "ZQ==", "ZQ==": "Zg=="}) // meta.total 5, 7 items
+	vpcs, err := Collect(c.ListVPCs(t.Context()))
+	require.NoError(t, err)
+	assert.Len(t, vpcs, 7)
+}
+
+func TestListStopsAfterMaxPages(t *testing.T) {
+	assert.Equal(t, MaxListPages, maxListPages)
+	maxListPages = 50 // the same rule as 10,000, in less time
+	t.Cleanup(func() { maxListPages = MaxListPages })
+	c, mt := mockClient(t, WithPerPage(1))
+	calls := endlessPages(t, mt, 0, func(int) int { return 1 }) // total 0: unknown
+	got, err := Collect(c.ListInstances(t.Context(), nil))
+	assert.ErrorIs(t, err, ErrEndlessList)
+	assert.Len(t, got, 50)
+	assert.Equal(t, 50, *calls)
 }

@@ -3,7 +3,6 @@ package vultr
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 	"sync"
 
@@ -29,8 +28,10 @@ type Provider struct {
 	c       *Client
 	regions []string
 
-	mu    sync.Mutex
-	metal map[string]bool // server id → bare metal, as seen
+	mu         sync.Mutex
+	metal      map[string]bool      // server id → bare metal, as seen
+	plans      map[string]Plan      // VM plan rows by id; nil until fetched
+	metalPlans map[string]MetalPlan // bare-metal plan rows by id; nil until fetched
 }
 
 // ProviderOption configures a Provider.
@@ -57,16 +58,20 @@ var (
 func (p *Provider) Name() string { return fleet.ProviderVultr }
 
 // Offers lists one offer per agent-capable plan and region that sells it,
-// marked available when the region's availability lists the plan.
+// marked available when the region's availability lists the plan. The plan
+// rows are kept to fill the offers of the instances Create, Get and List
+// return (see provider_catalog.go).
 func (p *Provider) Offers(ctx context.Context) ([]fleet.Offer, error) {
 	plans, err := Collect(p.c.ListPlans(ctx, &PlanListOptions{Type: "all"}))
 	if err != nil {
 		return nil, err
 	}
+	p.cachePlans(plans)
 	metal, err := Collect(p.c.ListMetalPlans(ctx))
 	if err != nil {
 		return nil, err
 	}
+	p.cacheMetalPlans(metal)
 	avail, err := p.availability(ctx, plans, metal)
 	if err != nil {
 		return nil, err
@@ -142,8 +147,13 @@ func (p *Provider) availability(ctx context.Context, plans []Plan, metal []Metal
 
 // Create deploys a server with the label in its label and tags, the SSH
 // keys in cloud-config user_data for root, and the VPC attached at create
-// when one is asked for. The create call is never retried.
+// when one is asked for. The create call is never retried. An SSH key that is
+// not exactly one authorized_keys line (see CheckSSHKey) is refused with
+// fleet.ErrInvalidRequest before any call.
 func (p *Provider) Create(ctx context.Context, req fleet.CreateRequest) (fleet.Instance, error) {
+	if err := checkSSHKeys(req.SSHKeys); err != nil {
+		return fleet.Instance{}, err
+	}
 	label := req.Label.String()
 	tags := []string{TagFleet, TagFleet + "-" + req.Label.Fleet}
 	userData := CloudConfig(req.SSHKeys)
@@ -161,6 +171,7 @@ func (p *Provider) Create(ctx context.Context, req fleet.CreateRequest) (fleet.I
 		p.remember(bm.ID, true)
 		inst := bareMetalInstance(*bm)
 		inst.Offer = req.Offer
+		p.fillOffer(&inst.Offer)
 		return inst, nil
 	}
 	create := &InstanceCreate{Region: req.Offer.Region, Plan: req.Offer.InstanceType, Label: label, Hostname: host,
@@ -177,20 +188,8 @@ func (p *Provider) Create(ctx context.Context, req fleet.CreateRequest) (fleet.I
 	p.remember(in.ID, false)
 	inst := vmInstance(*in)
 	inst.Offer = req.Offer
+	p.fillOffer(&inst.Offer)
 	return inst, nil
-}
-
-// CloudConfig is the cloud-init user_data that installs keys for root.
-func CloudConfig(keys []string) []byte {
-	var b strings.Builder
-	b.WriteString("#cloud-config\n")
-	if len(keys) > 0 {
-		b.WriteString("ssh_authorized_keys:\n")
-		for _, k := range keys {
-			fmt.Fprintf(&b, "  - %s\n", strings.TrimSpace(k))
-		}
-	}
-	return []byte(b.String())
 }
 
 func (p *Provider) remember(id string, metal bool) {
@@ -207,7 +206,16 @@ func (p *Provider) isMetal(id string) (metal, known bool) {
 }
 
 // Get reads an instance or a bare-metal server; fleet.ErrNotFound when gone.
+// Its Offer is filled from the cached plan rows (no plan call is made).
 func (p *Provider) Get(ctx context.Context, id string) (fleet.Instance, error) {
+	inst, err := p.get(ctx, id)
+	if err == nil {
+		p.fillOffer(&inst.Offer)
+	}
+	return inst, err
+}
+
+func (p *Provider) get(ctx context.Context, id string) (fleet.Instance, error) {
 	metal, known := p.isMetal(id)
 	if !known || !metal {
 		in, err := p.c.GetInstance(ctx, id)
@@ -226,7 +234,8 @@ func (p *Provider) Get(ctx context.Context, id string) (fleet.Instance, error) {
 }
 
 // List reads every instance and bare-metal server across all pages (two
-// paginated lists), labels parsed.
+// paginated lists), labels parsed, offers filled from the cached plan rows
+// (fetched first when none are cached; see loadPlans).
 func (p *Provider) List(ctx context.Context) ([]fleet.Instance, error) {
 	var out []fleet.Instance
 	for in, err := range p.c.ListInstances(ctx, nil) {
@@ -242,6 +251,10 @@ func (p *Provider) List(ctx context.Context) ([]fleet.Instance, error) {
 		}
 		p.remember(bm.ID, true)
 		out = append(out, bareMetalInstance(bm))
+	}
+	p.loadPlans(ctx, out)
+	for i := range out {
+		p.fillOffer(&out[i].Offer)
 	}
 	return out, nil
 }

@@ -16,6 +16,9 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// authorizedKey is a real ed25519 public key line (ssh-keygen output).
+const authorizedKey = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIIwOslqNgbA9THQ3Kp0UFIO9AFk4FfpiROSE12zs4tfz test@gpufleet"
+
 var update = flag.Bool("update", false, "rewrite the golden files")
 
 func simProvider(t *testing.T) (*sim.Vultr, *vultr.Provider) {
@@ -91,7 +94,7 @@ func TestProviderLifecycleOnSim(t *testing.T) {
 		require.NoError(t, err)
 		o := offerByKey(t, offers, "vultr/ewr/vcg-a100-3c-30g-20vram")
 		label := fleet.Label{Fleet: "gpu", RequestID: "0123456789ab"}
-		inst, err := p.Create(t.Context(), fleet.CreateRequest{Offer: o, Label: label, SSHKeys: []string{"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHk test"}})
+		inst, err := p.Create(t.Context(), fleet.CreateRequest{Offer: o, Label: label, SSHKeys: []string{authorizedKey}})
 		require.NoError(t, err)
 		assert.Equal(t, fleet.StatusProvisioning, inst.Status)
 		assert.Equal(t, label.RequestID, inst.RequestID)
