@@ -192,3 +192,17 @@ func TestCloseWaitsForOfferFetches(t *testing.T) {
 		m.Close()            // must not leave the fetch running in the bubble
 	})
 }
+
+func TestAPrepaidOfferStallsItsFleetAtTheFirstDeadlineMiss(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		o := vmOffer("hotaisle", 27.12, 8*time.Hour)
+		o.BareMetal = true
+		p := newFakeProvider("hotaisle", o)
+		p.bootTime = 1000 * time.Hour
+		m, log := newTestManager(t, Config{Providers: []Provider{p}})
+		require.NoError(t, m.Apply(t.Context(), Spec{Name: "f", Nodes: 1}))
+		passes(t, m, 10*time.Hour)
+		assert.Equal(t, 1, log.count(EventFleetStalled))
+		assert.Equal(t, 1, p.count("create"), "one 8-hour prepayment, not one per try")
+	})
+}

@@ -58,7 +58,7 @@ func (m *Manager) checkDeadlines(now time.Time) {
 			At: deadline, Message: fmt.Sprintf("%s deadline passed; releasing", what)})
 		m.requestRelease(r, what+" deadline", ReleaseNow, now, true)
 		m.avoidOffer(r.Instance.Fleet, r.Instance.Offer, now.Add(offerPenalty))
-		m.missedDeadline(r.Instance.Fleet, now)
+		m.missedDeadline(r.Instance.Fleet, r.Instance.Offer, now)
 	}
 }
 
@@ -98,10 +98,14 @@ func (m *Manager) releaseIdle(now time.Time) {
 // missedDeadline counts a fleet's consecutive deadline misses; after
 // Policy.MaxDeadlineMisses the fleet stops creating (each miss may have paid
 // a minimum reservation) until its spec is applied again. m.mu held.
-func (m *Manager) missedDeadline(fleet string, now time.Time) {
+func (m *Manager) missedDeadline(fleet string, o Offer, now time.Time) {
 	m.deadlineMisses[fleet]++
+	limit := m.pol.MaxDeadlineMisses
+	if o.MinimumReservation > time.Hour {
+		limit = 1 // each new try prepays hours (Hot Aisle bare metal: 8)
+	}
 	f := m.fleets[fleet]
-	if f == nil || f.Stalled || m.deadlineMisses[fleet] < m.pol.MaxDeadlineMisses {
+	if f == nil || f.Stalled || m.deadlineMisses[fleet] < limit {
 		return
 	}
 	f.Stalled = true

@@ -218,7 +218,9 @@ type Policy struct {
 	// Parallelism bounds concurrent provider calls in one pass (8).
 	Parallelism int
 	// MaxDeadlineMisses stops a fleet's creates after this many instances
-	// in a row missed their deadline (3): each may have paid a minimum.
+	// in a row missed their deadline (3): each may have paid a minimum. An
+	// offer whose minimum reservation is over an hour (Hot Aisle bare metal,
+	// 8 h prepaid) stalls its fleet at the first miss.
 	MaxDeadlineMisses int
 	// CallTimeout bounds one list, get or delete call of a pass (90 s), so
 	// that one hanging call cannot stall every fleet.
