@@ -183,7 +183,11 @@ func (m *Manager) Offers(ctx context.Context, r Requirements) ([]Offer, error) {
 }
 
 // Apply creates or updates a fleet's desired state. The next Reconcile acts
-// on it. Returns an error for an invalid spec or a fleet being deleted.
+// on it. Changed requirements or placement apply to instances created from
+// then on; existing members stay (release them to replace them). Applying
+// again also resumes a stalled fleet and gives back a fleet's private key
+// after a restart. Returns an error for an invalid spec (see Spec), a
+// provider name that is not configured, or a fleet being deleted.
 func (m *Manager) Apply(ctx context.Context, spec Spec) error {
 	if err := spec.validate(); err != nil {
 		return err
