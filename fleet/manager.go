@@ -16,6 +16,9 @@ type Clock interface {
 	Sleep(ctx context.Context, d time.Duration) error
 }
 
+// RealClock returns the process clock (the default Config.Clock).
+func RealClock() Clock { return realClock{} }
+
 type realClock struct{}
 
 func (realClock) Now() time.Time { return time.Now() }

@@ -35,7 +35,7 @@ var errNoCredentials = errors.New("-real needs credentials: set " + envVultrKey 
 // environment, and the shim over real TCP. Keys are read here and only kept
 // inside the clients, which never print them.
 func newRealWorld(cfg config, getenv func(string) string, signer ssh.Signer) (*world, error) {
-	w := &world{clock: wallClock{}, meter: newMeter()}
+	w := &world{clock: fleet.RealClock(), meter: newMeter()}
 	if key := strings.TrimSpace(getenv(envVultrKey)); key != "" {
 		opts := []vultr.Option{}
 		if u := strings.TrimSpace(getenv(envVultrURL)); u != "" {
@@ -64,22 +64,6 @@ func newRealWorld(cfg config, getenv func(string) string, signer ssh.Signer) (*w
 		w.agent = starter
 	}
 	return w, nil
-}
-
-// wallClock is the process clock.
-type wallClock struct{}
-
-func (wallClock) Now() time.Time { return time.Now() }
-
-func (wallClock) Sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // realLeftovers asks the clouds about every instance and VPC the run
