@@ -131,7 +131,7 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.calls = append(s.calls, call)
 		s.mu.Unlock()
 	}()
-	h, pattern := s.mux.Handler(r)
+	_, pattern := s.mux.Handler(r)
 	route := displayRoute(pattern)
 	call.Route = route
 	if route == "" || !s.routes[route] {
@@ -154,7 +154,7 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if f != nil {
 		call.Fault = true
 		if f.AfterCommit {
-			h.ServeHTTP(&discardWriter{h: http.Header{}}, r)
+			s.mux.ServeHTTP(&discardWriter{h: http.Header{}}, r)
 		}
 		if reset {
 			panic(http.ErrAbortHandler)
@@ -163,7 +163,7 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.writeError(sw, f.Status, f.Message)
 		return
 	}
-	h.ServeHTTP(sw, r)
+	s.mux.ServeHTTP(sw, r) // dispatch through the mux so r.PathValue is filled
 }
 
 func setRetryAfter(w http.ResponseWriter, d time.Duration) {

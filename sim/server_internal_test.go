@@ -1,0 +1,24 @@
+package sim
+
+import (
+	"io"
+	"net/http"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The pipeline dispatches through the mux, so handlers can read path values.
+func TestPipelineFillsPathValues(t *testing.T) {
+	s := newServer("test", newSettings(nil))
+	s.writeError = func(w http.ResponseWriter, status int, msg string) { w.WriteHeader(status) }
+	s.authorized = func(*http.Request) bool { return true }
+	s.handle("GET /things/{id}", func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, r.PathValue("id")) })
+	resp, err := s.Client().Get("http://any.host/things/abc")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	assert.Equal(t, "abc", string(body))
+	assert.Equal(t, "GET /things/{id}", s.Calls()[0].Route)
+}
