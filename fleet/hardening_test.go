@@ -206,3 +206,24 @@ func TestAPrepaidOfferStallsItsFleetAtTheFirstDeadlineMiss(t *testing.T) {
 		assert.Equal(t, 1, p.count("create"), "one 8-hour prepayment, not one per try")
 	})
 }
+
+type nilAgent struct{}
+
+func (*nilAgent) Start(context.Context, Instance) error { panic("called") }
+func (*nilAgent) Check(context.Context, Instance) error { panic("called") }
+
+// A nil pointer wrapped in the Agent interface means no agent, as a nil
+// interface does; a nil pointer provider is refused.
+func TestTypedNilAgentMeansNoAgent(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var a *nilAgent
+		p := newFakeProvider("vultr", vmOffer("vultr", 1, 0))
+		m, _ := newTestManager(t, Config{Providers: []Provider{p}, Agent: a})
+		require.NoError(t, m.Apply(t.Context(), Spec{Name: "f", Nodes: 1}))
+		passes(t, m, 5*time.Minute)
+		assert.Equal(t, StatusIdle, m.Instances("f")[0].Status)
+		var np *fakeProvider
+		_, err := NewManager(Config{Providers: []Provider{np}})
+		assert.Error(t, err)
+	})
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"sync"
 	"time"
 )
@@ -114,6 +115,9 @@ func NewManager(cfg Config) (*Manager, error) {
 	if len(cfg.Providers) == 0 {
 		return nil, errors.New("gpufleet: Config.Providers is empty")
 	}
+	if isNil(cfg.Agent) {
+		cfg.Agent = nil // a nil *shim.Starter means no agent, like a nil interface
+	}
 	if err := cfg.Policy.validate(); err != nil {
 		return nil, err
 	}
@@ -128,7 +132,7 @@ func NewManager(cfg Config) (*Manager, error) {
 		keyedAgents: map[string]Agent{}, abandoned: map[string]bool{}, keyMissing: map[string]bool{}, keyMissingSaid: map[string]bool{},
 		deadlineMisses: map[string]int{}, pass: make(chan struct{}, 1)}
 	for _, p := range cfg.Providers {
-		if p == nil {
+		if isNil(p) {
 			return nil, errors.New("gpufleet: Config.Providers has a nil provider")
 		}
 		if _, dup := m.providers[p.Name()]; dup {
@@ -155,6 +159,15 @@ func NewManager(cfg Config) (*Manager, error) {
 	}
 	m.bgCtx, m.bgCancel = context.WithCancel(context.Background())
 	return m, nil
+}
+
+// isNil reports whether v is nil or an interface holding a nil pointer.
+func isNil(v any) bool {
+	if v == nil {
+		return true
+	}
+	rv := reflect.ValueOf(v)
+	return rv.Kind() == reflect.Pointer && rv.IsNil()
 }
 
 // Close stops the agent starts in flight and waits for them. The instances

@@ -279,6 +279,6 @@ func (m *Manager) finishFleets(now time.Time) {
 		delete(m.fleets, name)
 		delete(m.keyedAgents, name)
 		m.goneF[name] = true
-		m.event(Event{Type: EventFleetDeleted, Fleet: name, Time: now, Message: "every instance and the VPC are confirmed gone"})
+		m.event(Event{Type: EventFleetDeleted, Fleet: name, Time: now, Message: "every instance (and the VPC, if any) is confirmed gone"})
 	}
 }
