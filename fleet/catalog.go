@@ -24,7 +24,13 @@ type ProviderError struct {
 	Err      error
 }
 
-func (e *ProviderError) Error() string { return e.Provider + ": " + e.Err.Error() }
+func (e *ProviderError) Error() string {
+	msg := e.Err.Error()
+	if strings.HasPrefix(msg, e.Provider+":") { // the client already names itself
+		return msg
+	}
+	return e.Provider + ": " + msg
+}
 func (e *ProviderError) Unwrap() error { return e.Err }
 
 // Catalog fetches the offers of several providers concurrently, caches each

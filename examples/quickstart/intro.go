@@ -38,7 +38,11 @@ func (d *driver) intro(ctx context.Context) error {
 			fmt.Fprintf(out, "warning: fleet %s: %v\n", j.spec.Name, err)
 		}
 		if len(offers) == 0 {
-			d.fail("fleet %s: no offer matches; skipped", j.spec.Name)
+			if err != nil {
+				d.fail("fleet %s: offers could not be listed; skipped", j.spec.Name)
+			} else {
+				d.fail("fleet %s: no offer matches; skipped", j.spec.Name)
+			}
 			continue
 		}
 		kept = append(kept, j)
@@ -53,7 +57,7 @@ func (d *driver) intro(ctx context.Context) error {
 	}
 	d.jobs = kept
 	if len(kept) == 0 {
-		return fmt.Errorf("no fleet can run: no offer matches")
+		return fmt.Errorf("no fleet can run: no offer matches or offers could not be listed (see above)")
 	}
 	fmt.Fprintln(out, "\nOffers the fleets may use (USD per hour):")
 	if err := fleet.WriteOffers(out, all); err != nil {
