@@ -133,10 +133,6 @@ type bareMetalUpdateWire struct {
 // ignores may return more: check the fields you filter on).
 type BareMetalListOptions = InstanceListOptions
 
-type bareMetalEnvelope struct {
-	BareMetal *BareMetal `json:"bare_metal"`
-}
-
 type bareMetalsPage struct {
 	BareMetals []BareMetal `json:"bare_metals"`
 	Meta       *Meta       `json:"meta"`
@@ -154,14 +150,7 @@ func (c *Client) CreateBareMetal(ctx context.Context, req *BareMetalCreate) (*Ba
 	if err != nil {
 		return nil, err
 	}
-	var out bareMetalEnvelope
-	if err := c.do(ctx, "POST", "/v2/bare-metals", nil, body, &out); err != nil {
-		return nil, err
-	}
-	if out.BareMetal == nil {
-		return nil, missingKey("POST", "/v2/bare-metals", "bare_metal")
-	}
-	return out.BareMetal, nil
+	return one[BareMetal](ctx, c, "POST", "/v2/bare-metals", body, "bare_metal", true)
 }
 
 // GetBareMetal reads one server; a gone one is fleet.ErrNotFound ("Invalid
@@ -170,14 +159,7 @@ func (c *Client) GetBareMetal(ctx context.Context, id string) (*BareMetal, error
 	if err := requireID("bare-metal", id); err != nil {
 		return nil, err
 	}
-	var out bareMetalEnvelope
-	if err := c.do(ctx, "GET", "/v2/bare-metals/"+pathEscape(id), nil, nil, &out); err != nil {
-		return nil, err
-	}
-	if out.BareMetal == nil {
-		return nil, missingKey("GET", "/v2/bare-metals/"+id, "bare_metal")
-	}
-	return out.BareMetal, nil
+	return one[BareMetal](ctx, c, "GET", "/v2/bare-metals/"+pathEscape(id), nil, "bare_metal", true)
 }
 
 // ListBareMetals iterates over GET /v2/bare-metals, all pages; opts may be nil.
@@ -205,11 +187,7 @@ func (c *Client) UpdateBareMetal(ctx context.Context, id string, u *BareMetalUpd
 			w.Tags = &u.Tags
 		}
 	}
-	var out bareMetalEnvelope
-	if err := c.do(ctx, "PATCH", "/v2/bare-metals/"+pathEscape(id), nil, w, &out); err != nil {
-		return nil, err
-	}
-	return out.BareMetal, nil
+	return one[BareMetal](ctx, c, "PATCH", "/v2/bare-metals/"+pathEscape(id), w, "bare_metal", false)
 }
 
 // DeleteBareMetal destroys a server (DELETE → 204), retried on 429 and

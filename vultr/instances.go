@@ -160,10 +160,6 @@ type InstanceListOptions struct {
 	MainIP string // main IPv4 address
 }
 
-type instanceEnvelope struct {
-	Instance *Instance `json:"instance"`
-}
-
 type instancesPage struct {
 	Instances []Instance `json:"instances"`
 	Meta      *Meta      `json:"meta"`
@@ -184,14 +180,7 @@ func (c *Client) CreateInstance(ctx context.Context, req *InstanceCreate) (*Inst
 	if err != nil {
 		return nil, err
 	}
-	var out instanceEnvelope
-	if err := c.do(ctx, "POST", "/v2/instances", nil, body, &out); err != nil {
-		return nil, err
-	}
-	if out.Instance == nil {
-		return nil, missingKey("POST", "/v2/instances", "instance")
-	}
-	return out.Instance, nil
+	return one[Instance](ctx, c, "POST", "/v2/instances", body, "instance", true)
 }
 
 // GetInstance reads one VM. A gone VM is fleet.ErrNotFound.
@@ -199,14 +188,7 @@ func (c *Client) GetInstance(ctx context.Context, id string) (*Instance, error) 
 	if err := requireID("instance", id); err != nil {
 		return nil, err
 	}
-	var out instanceEnvelope
-	if err := c.do(ctx, "GET", "/v2/instances/"+pathEscape(id), nil, nil, &out); err != nil {
-		return nil, err
-	}
-	if out.Instance == nil {
-		return nil, missingKey("GET", "/v2/instances/"+id, "instance")
-	}
-	return out.Instance, nil
+	return one[Instance](ctx, c, "GET", "/v2/instances/"+pathEscape(id), nil, "instance", true)
 }
 
 // ListInstances iterates over GET /v2/instances, all pages; opts may be nil.
@@ -231,11 +213,7 @@ func (c *Client) UpdateInstance(ctx context.Context, id string, u *InstanceUpdat
 	if u == nil {
 		u = &InstanceUpdate{}
 	}
-	var out instanceEnvelope
-	if err := c.do(ctx, "PATCH", "/v2/instances/"+pathEscape(id), nil, u.wire(), &out); err != nil {
-		return nil, err
-	}
-	return out.Instance, nil
+	return one[Instance](ctx, c, "PATCH", "/v2/instances/"+pathEscape(id), u.wire(), "instance", false)
 }
 
 // DeleteInstance destroys a VM (DELETE /v2/instances/{id} → 204); retried on

@@ -14,10 +14,6 @@ type SSHKey struct {
 	SSHKey      string `json:"ssh_key"` // public key, authorized_keys format
 }
 
-type sshKeyEnvelope struct {
-	SSHKey *SSHKey `json:"ssh_key"`
-}
-
 type sshKeysPage struct {
 	SSHKeys []SSHKey `json:"ssh_keys"`
 	Meta    *Meta    `json:"meta"`
@@ -32,14 +28,7 @@ func (c *Client) CreateSSHKey(ctx context.Context, name, publicKey string) (*SSH
 		return nil, invalid("SSH key needs a name and a public key")
 	}
 	body := map[string]string{"name": name, "ssh_key": publicKey}
-	var out sshKeyEnvelope
-	if err := c.do(ctx, "POST", "/v2/ssh-keys", nil, body, &out); err != nil {
-		return nil, err
-	}
-	if out.SSHKey == nil {
-		return nil, missingKey("POST", "/v2/ssh-keys", "ssh_key")
-	}
-	return out.SSHKey, nil
+	return one[SSHKey](ctx, c, "POST", "/v2/ssh-keys", body, "ssh_key", true)
 }
 
 // GetSSHKey reads one key; an unknown id is fleet.ErrNotFound.
@@ -47,14 +36,7 @@ func (c *Client) GetSSHKey(ctx context.Context, id string) (*SSHKey, error) {
 	if err := requireID("SSH key", id); err != nil {
 		return nil, err
 	}
-	var out sshKeyEnvelope
-	if err := c.do(ctx, "GET", "/v2/ssh-keys/"+pathEscape(id), nil, nil, &out); err != nil {
-		return nil, err
-	}
-	if out.SSHKey == nil {
-		return nil, missingKey("GET", "/v2/ssh-keys/"+id, "ssh_key")
-	}
-	return out.SSHKey, nil
+	return one[SSHKey](ctx, c, "GET", "/v2/ssh-keys/"+pathEscape(id), nil, "ssh_key", true)
 }
 
 // ListSSHKeys iterates over GET /v2/ssh-keys, all pages.

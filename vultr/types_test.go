@@ -201,3 +201,16 @@ func TestDecodeIsLenientAboutNullsAndAbsentFields(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(`{"instances":[{"id":"a"}]}`), &page), "meta absent")
 	assert.Nil(t, page.Meta)
 }
+
+// The answers' envelopes, to decode fixtures the way one() unwraps them.
+type instanceEnvelope struct {
+	Instance *Instance `json:"instance"`
+}
+
+type bareMetalEnvelope struct {
+	BareMetal *BareMetal `json:"bare_metal"`
+}
+
+type sshKeyEnvelope struct {
+	SSHKey *SSHKey `json:"ssh_key"`
+}

@@ -41,10 +41,6 @@ type VPCAttachment struct {
 	IPAddress  string `json:"ip_address"` // the server's address in the VPC
 }
 
-type vpcEnvelope struct {
-	VPC *VPC `json:"vpc"`
-}
-
 type vpcsPage struct {
 	VPCs []VPC `json:"vpcs"`
 	Meta *Meta `json:"meta"`
@@ -71,14 +67,7 @@ func (c *Client) CreateVPC(ctx context.Context, req *VPCCreate) (*VPC, error) {
 	}
 	body := &vpcCreateWire{Region: req.Region, Description: req.Description,
 		V4Subnet: req.V4Subnet, V4SubnetMask: req.V4SubnetMask}
-	var out vpcEnvelope
-	if err := c.do(ctx, "POST", "/v2/vpcs", nil, body, &out); err != nil {
-		return nil, err
-	}
-	if out.VPC == nil {
-		return nil, missingKey("POST", "/v2/vpcs", "vpc")
-	}
-	return out.VPC, nil
+	return one[VPC](ctx, c, "POST", "/v2/vpcs", body, "vpc", true)
 }
 
 // GetVPC reads one VPC; an unknown id is fleet.ErrNotFound ("Invalid VPC ID").
@@ -86,14 +75,7 @@ func (c *Client) GetVPC(ctx context.Context, id string) (*VPC, error) {
 	if err := requireID("VPC", id); err != nil {
 		return nil, err
 	}
-	var out vpcEnvelope
-	if err := c.do(ctx, "GET", "/v2/vpcs/"+pathEscape(id), nil, nil, &out); err != nil {
-		return nil, err
-	}
-	if out.VPC == nil {
-		return nil, missingKey("GET", "/v2/vpcs/"+id, "vpc")
-	}
-	return out.VPC, nil
+	return one[VPC](ctx, c, "GET", "/v2/vpcs/"+pathEscape(id), nil, "vpc", true)
 }
 
 // ListVPCs iterates over GET /v2/vpcs, all pages.
