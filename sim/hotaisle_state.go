@@ -224,8 +224,8 @@ func (h *HotAisle) Snapshot() Snapshot {
 }
 
 // Reset returns the fake to its state after NewHotAisle: no servers, no SSH
-// keys, the catalog, limits, balance and delays of the options, no faults, an
-// empty call log, names and addresses restarting from the seed. SSH hosts of
+// keys, the catalog, limits, balance and delays of the options, no faults
+// (armed or fired), chaos mode back at its seed, an empty call log, names and addresses restarting from the seed. SSH hosts of
 // the removed servers leave the network. A DELETE still blocking finishes
 // without effect.
 func (h *HotAisle) Reset() {
@@ -241,6 +241,5 @@ func (h *HotAisle) Reset() {
 	for _, a := range addrs {
 		h.net.RemoveHost(a)
 	}
-	h.ClearFaults()
-	h.ResetCalls()
+	h.resetPipeline()
 }

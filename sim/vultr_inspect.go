@@ -139,10 +139,10 @@ func (v *Vultr) Snapshot() Snapshot {
 	return Snapshot{Time: now, Resources: v.resources(now), Calls: calls, Ledger: v.ledger(now)}
 }
 
-// Reset forgets every server, VPC, SSH key, call, fault, rate-limit bucket
-// and runtime setting (SoldOut, SetTiming, LockWindow, DetachLag …), removes
-// the SSH hosts, and rewinds the random source to the seed. Options given to
-// NewVultr stay.
+// Reset forgets every server, VPC, SSH key, call, fault (armed and fired),
+// rate-limit bucket and runtime setting (SoldOut, SetTiming, LockWindow,
+// DetachLag …), removes the SSH hosts, and rewinds the random source and
+// chaos mode to their seeds. Options given to NewVultr stay.
 func (v *Vultr) Reset() {
 	v.mu.Lock()
 	for _, s := range v.st.servers {
@@ -150,9 +150,7 @@ func (v *Vultr) Reset() {
 	}
 	v.st = newVultrState()
 	v.unlock()
-	v.ClearFaults()
-	v.ResetCalls()
-	v.reseed()
+	v.resetPipeline()
 }
 
 // VultrSeed describes a server to plant with SeedServer. The plan decides

@@ -2,9 +2,7 @@ package sim
 
 import (
 	"net/http"
-	"net/url"
 	"slices"
-	"strings"
 )
 
 // routesVultr registers the served routes (vultr.md §2).
@@ -50,28 +48,9 @@ func (v *Vultr) routesVultr() {
 	v.route("DELETE /v2/ssh-keys/{id}", false, v.deleteKey)
 }
 
-// route registers fn for pattern (public: no key needed). The pipeline
-// calls handlers found with ServeMux.Handler, which does not fill path
-// values, so the wrapper fills them from the pattern's {name} segments.
+// route registers fn for pattern (public: no key needed).
 func (v *Vultr) route(pattern string, public bool, fn http.HandlerFunc) {
-	_, p, _ := strings.Cut(pattern, " ")
-	segs := strings.Split(p, "/")
-	h := func(w http.ResponseWriter, r *http.Request) {
-		es := strings.Split(r.URL.EscapedPath(), "/")
-		for i, seg := range segs {
-			if len(seg) > 2 && seg[0] == '{' && i < len(es) {
-				if val, err := url.PathUnescape(es[i]); err == nil {
-					r.SetPathValue(seg[1:len(seg)-1], val)
-				}
-			}
-		}
-		fn(w, r)
-	}
-	if public {
-		v.handlePublic(pattern, h)
-	} else {
-		v.handle(pattern, h)
-	}
+	v.handle(pattern, public, fn)
 }
 
 // validType checks the type filter of /v2/plans and availability.
