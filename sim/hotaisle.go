@@ -152,6 +152,7 @@ func NewHotAisle(opts ...Option) *HotAisle {
 	h.server.pathOK = haPathOK
 	h.st = h.newState()
 	h.routesInit()
+	h.chaosFaultsHotAisle()
 	return h
 }
 
@@ -175,6 +176,9 @@ func (h *HotAisle) routesInit() {
 	h.route("GET "+vm+"state/", h.vmState)
 	h.route("POST "+vm+"start/", h.startVM)
 	h.route("POST "+vm+"stop/", h.stopVM)
+	h.route("POST "+vm+"shutdown/", h.shutdownVM)
+	h.route("POST "+vm+"reboot/", h.rebootVM)
+	h.route("POST "+vm+"hard-reset/", h.hardResetVM)
 	h.route("GET "+team+"bare_metal/", h.listBareMetal)
 	h.route("POST "+team+"bare_metal/", h.reserveBareMetal)
 	h.route("GET "+team+"bare_metal/available/", h.availableBareMetal)

@@ -24,6 +24,7 @@ type Resource struct {
 	Plan        string   // Vultr plan id; Hot Aisle offer ("vm-mi300x-2", "bm-mi300x-8")
 	Region      string   // Vultr region id; Hot Aisle "us-michigan-1"
 	State       string   // the provider's own status string at inspection time
+	Power       string   // servers: Vultr power_status ("running", "stopped"), Hot Aisle VM state ("running", "shut off", "in shutdown") or bare-metal power ("On", "Off"); "" for others
 	Created     time.Time
 	Deleted     time.Time // zero while live
 }

@@ -89,6 +89,7 @@ func NewVultr(opts ...Option) *Vultr {
 	v.authorized = func(r *http.Request) bool { return r.Header.Get("Authorization") == "Bearer "+apiKey }
 	v.limit = v.allow
 	v.routesVultr()
+	v.chaosFaultsVultr()
 	return v
 }
 

@@ -195,19 +195,3 @@ func (v *Vultr) SeedVPC(region, description string) (string, error) {
 	}
 	return v.newVPC(region, description, "", 0, v.clock.Now()).id, nil
 }
-
-// DestroyOutOfBand deletes a server behind the client's back (scenario S04):
-// from now on GET answers 404, billing stops, the SSH host goes; its VPC
-// attachments linger as after a DELETE. It fails for an unknown or already
-// deleted server.
-func (v *Vultr) DestroyOutOfBand(id string) error {
-	v.mu.Lock()
-	defer v.unlock()
-	srv := v.st.servers[id]
-	if srv == nil || srv.destroying() {
-		return vultrErrNoServer(id)
-	}
-	srv.timing.Destroy = 0
-	v.destroy(srv, v.clock.Now())
-	return nil
-}

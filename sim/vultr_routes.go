@@ -76,7 +76,7 @@ func (v *Vultr) listPlans(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	v.unlock()
-	vultrServePage(w, r, "plans", plans, nil)
+	vultrServePage(w, r, "plans", plans)
 }
 
 // listMetalPlans serves GET /v2/plans-metal (public).
@@ -84,7 +84,7 @@ func (v *Vultr) listMetalPlans(w http.ResponseWriter, r *http.Request) {
 	v.mu.Lock()
 	plans := slices.Clone(v.cfg.catalog.MetalPlans)
 	v.unlock()
-	vultrServePage(w, r, "plans_metal", plans, nil)
+	vultrServePage(w, r, "plans_metal", plans)
 }
 
 // listRegions serves GET /v2/regions (public).
@@ -92,7 +92,7 @@ func (v *Vultr) listRegions(w http.ResponseWriter, r *http.Request) {
 	v.mu.Lock()
 	regions := slices.Clone(v.cfg.catalog.Regions)
 	v.unlock()
-	vultrServePage(w, r, "regions", regions, nil)
+	vultrServePage(w, r, "regions", regions)
 }
 
 // availability serves GET /v2/regions/{id}/availability?type= (public, no
@@ -124,5 +124,6 @@ func (v *Vultr) availability(w http.ResponseWriter, r *http.Request) {
 // planAvailable reports whether plan can be deployed in region now.
 // Callers hold v.mu.
 func (v *Vultr) planAvailable(plan, region string) bool {
-	return !v.cfg.catalog.soldOut(plan, region) && !v.st.soldOut[plan+"@"+region]
+	key := plan + "@" + region
+	return !v.cfg.catalog.soldOut(plan, region) && !v.st.soldOut[key] && !v.st.listed[key]
 }
