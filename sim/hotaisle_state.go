@@ -231,6 +231,12 @@ func (h *HotAisle) Resources() []Resource {
 	return out
 }
 
+// LiveResources lists the live resources of kind (KindVirtualMachine,
+// KindBareMetal, KindSSHKey; "" for all), oldest first, read from the fake's
+// own state. A server counts as live until it left the team (a VM's DELETE
+// returned).
+func (h *HotAisle) LiveResources(kind string) []Resource { return LiveOf(h.Resources(), kind) }
+
 func haLiveState(deleted time.Time, state string) string {
 	if !deleted.IsZero() {
 		return "deleted"

@@ -22,6 +22,12 @@ func (v *Vultr) Resources() []Resource {
 	return v.resources(v.clock.Now())
 }
 
+// LiveResources lists the live resources of kind (KindInstance,
+// KindBareMetal, KindVPC, KindSSHKey; "" for all), oldest first, read from
+// the fake's own state: what an invariant check compares with what a client
+// believes. A server counts as live until its DELETE is accepted.
+func (v *Vultr) LiveResources(kind string) []Resource { return LiveOf(v.Resources(), kind) }
+
 type vultrSortable struct {
 	seq uint64
 	r   Resource
@@ -37,7 +43,8 @@ func (v *Vultr) resources(now time.Time) []Resource {
 			state = "destroying"
 		}
 		all = append(all, vultrSortable{s.seq, Resource{Kind: s.kind(), ID: s.id, Name: s.hostname, Label: s.label,
-			Tags: slices.Clone(s.tags), Plan: s.plan, Region: s.region, State: state, Created: s.created, Deleted: s.deleted}})
+			Tags: slices.Clone(s.tags), Plan: s.plan, Region: s.region, State: state, Power: s.powerStatus(),
+			Created: s.created, Deleted: s.deleted}})
 	}
 	for _, x := range v.st.vpcs {
 		all = append(all, vultrSortable{x.seq, Resource{Kind: "vpc", ID: x.id, Description: x.desc,
