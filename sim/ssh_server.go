@@ -31,7 +31,7 @@ func (h *Host) serve(c net.Conn) {
 		return // closed before the banner
 	}
 	h.mu.Lock()
-	signer := h.signer
+	signer := h.signerLocked()
 	h.mu.Unlock()
 	cfg := &ssh.ServerConfig{PublicKeyCallback: h.checkKey, ServerVersion: serverVersion}
 	cfg.AddHostKey(signer)

@@ -32,7 +32,7 @@ func (v *Vultr) registerHost(srv *vultrServer, restartAt time.Time) {
 		AuthorizedKeys: func() []ssh.PublicKey { return keys },
 		Schedule:       HostSchedule{RefuseUntil: up.Add(srv.timing.SSHDelay)},
 	}
-	v.hostOps = append(v.hostOps, func() { v.net.AddHost(cfg) })
+	v.hostOps = append(v.hostOps, func() { v.net.addLazy(cfg) })
 	srv.hostAddr, srv.hostCfg = addr, cfg
 }
 

@@ -14,8 +14,8 @@ type vultrState struct {
 	servers  map[string]*vultrServer // live and deleted, by id
 	vpcs     map[string]*vultrVPC
 	keys     map[string]*vultrKey
-	usedIPs  map[string]bool
-	subnets  map[string]bool // "region/10.x.y.0" of auto-assigned VPC subnets
+	usedIPs  map[[4]byte]bool // main_ip addresses handed out
+	subnets  map[string]bool  // "region/10.x.y.0" of auto-assigned VPC subnets
 	limiters map[string]*rate.Limiter
 	squeeze  *vultrSqueeze
 	soldOut  map[string]bool // "plan@region" sold out at runtime
@@ -32,7 +32,7 @@ type vultrState struct {
 
 func newVultrState() *vultrState {
 	return &vultrState{servers: map[string]*vultrServer{}, vpcs: map[string]*vultrVPC{},
-		keys: map[string]*vultrKey{}, usedIPs: map[string]bool{}, subnets: map[string]bool{},
+		keys: map[string]*vultrKey{}, usedIPs: map[[4]byte]bool{}, subnets: map[string]bool{},
 		limiters: map[string]*rate.Limiter{}, soldOut: map[string]bool{},
 		lists: [2]*vultrList{newVultrList(), newVultrList()}, listed: map[string]bool{}}
 }
