@@ -37,7 +37,7 @@ type Network struct {
 	seed     uint64
 	mu       sync.Mutex
 	hosts    map[string]*Host
-	lazy     map[string]HostConfig // hosts the fakes added, made on first use
+	lazy     map[string]*HostConfig // hosts the fakes added, made on first use
 	removed  map[string]bool
 	agent    AgentSpec
 	onAdd    []func(*Host)
@@ -56,7 +56,7 @@ func NewNetwork(clock Clock, seed uint64) *Network {
 		clock = RealClock()
 	}
 	return &Network{
-		clock: clock, seed: seed, hosts: map[string]*Host{}, lazy: map[string]HostConfig{}, removed: map[string]bool{},
+		clock: clock, seed: seed, hosts: map[string]*Host{}, lazy: map[string]*HostConfig{}, removed: map[string]bool{},
 		agent: DefaultAgentSpec(), conns: map[*pipeConn]*Host{}, waits: map[int]context.CancelFunc{},
 		port: 40000,
 	}
@@ -128,10 +128,10 @@ func (n *Network) AddHost(cfg HostConfig) *Host {
 // addLazy adds (or replaces) the host at cfg.Addr like AddHost, but makes
 // the Host (its file system, its key, the OnAddHost hooks) only when it is
 // first used: dialled, or asked for by Host or Hosts. The fakes add their
-// servers' hosts this way, so a create pays for none of it.
-func (n *Network) addLazy(cfg HostConfig) {
-	addr := normAddr(cfg.Addr)
-	cfg.Addr = addr
+// servers' hosts this way, so a create pays for none of it. cfg.Addr must be
+// in canonical form ("a.b.c.d:22", as normAddr leaves it).
+func (n *Network) addLazy(cfg *HostConfig) {
+	addr := cfg.Addr
 	n.mu.Lock()
 	old := n.hosts[addr]
 	delete(n.hosts, addr)
@@ -153,7 +153,7 @@ func (n *Network) materialize(addr string) {
 		return
 	}
 	delete(n.lazy, addr)
-	h := newHost(n, cfg)
+	h := newHost(n, *cfg)
 	n.hosts[addr] = h
 	hooks := append([]func(*Host){}, n.onAdd...)
 	n.mu.Unlock()

@@ -1,14 +1,13 @@
 package sim
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"math/rand/v2"
 	"net/http"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 )
@@ -127,8 +126,8 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if r.Method != http.MethodGet {
-		r.Body = http.MaxBytesReader(sw, r.Body, MaxBodyBytes)
+	if r.Method != http.MethodGet && (r.ContentLength < 0 || r.ContentLength > MaxBodyBytes) {
+		r.Body = http.MaxBytesReader(sw, r.Body, MaxBodyBytes) // a known, small length needs no guard
 	}
 	s.mu.Lock()
 	plan := s.planFaults(rt, &call)
@@ -226,7 +225,14 @@ func setRetryAfter(w http.ResponseWriter, d time.Duration) {
 // decodeJSON reads a JSON request body into v. It reports a body over
 // MaxBodyBytes as 413 and anything malformed as 400, with a message.
 func decodeJSON(r *http.Request, v any) (status int, msg string) {
-	data, err := io.ReadAll(r.Body)
+	bp := jsonBufs.Get().(*[]byte)
+	defer jsonBufs.Put(bp)
+	buf := bytes.NewBuffer((*bp)[:0])
+	_, err := buf.ReadFrom(r.Body)
+	data := buf.Bytes()
+	if cap(data) <= 1<<20 {
+		*bp = data[:0]
+	}
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
@@ -234,7 +240,7 @@ func decodeJSON(r *http.Request, v any) (status int, msg string) {
 		}
 		return http.StatusBadRequest, "Unable to read request body."
 	}
-	if len(strings.TrimSpace(string(data))) == 0 {
+	if len(bytes.TrimSpace(data)) == 0 {
 		return http.StatusBadRequest, "Request body is empty."
 	}
 	if err := json.Unmarshal(data, v); err != nil {
@@ -243,8 +249,13 @@ func decodeJSON(r *http.Request, v any) (status int, msg string) {
 	return 0, ""
 }
 
-// writeJSON answers status with v encoded as JSON.
+// writeJSON answers status with v encoded as JSON (and a newline, as
+// json.Encoder writes it).
 func writeJSON(w http.ResponseWriter, status int, v any) {
+	if a, ok := v.(jsonAppender); ok {
+		writeAppended(w, status, a.appendJSON)
+		return
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(v)

@@ -2,11 +2,12 @@ package sim
 
 import (
 	"context"
+	"encoding/binary"
+	"encoding/hex"
 	"fmt"
 	"net"
 	"net/http"
 	"path"
-	"strings"
 	"sync"
 	"time"
 )
@@ -61,7 +62,7 @@ type Vultr struct {
 
 	mu         sync.Mutex // guards st, hostOps, hostTicket; taken before server.mu, never after
 	st         *vultrState
-	hostOps    []func() // Network changes queued under mu, applied by unlock
+	hostOps    []vultrHostOp // Network changes queued under mu, applied by unlock
 	hostTicket uint64   // next batch of hostOps
 	hostQueue  vultrHostQueue
 }
@@ -84,9 +85,9 @@ func NewVultr(opts ...Option) *Vultr {
 	if v.net == nil {
 		v.net = NewNetwork(st.clock, st.seed)
 	}
-	apiKey := st.apiKey
+	bearer := "Bearer " + st.apiKey
 	v.writeError = writeVultrError
-	v.authorized = func(r *http.Request) bool { return r.Header.Get("Authorization") == "Bearer "+apiKey }
+	v.authorized = func(r *http.Request) bool { return r.Header.Get("Authorization") == bearer }
 	v.limit = v.allow
 	v.routesVultr()
 	v.chaosFaultsVultr()
@@ -202,18 +203,45 @@ func (v *Vultr) newUUID() string {
 	a, b := v.randUint64(), v.randUint64()
 	a = a&^(0xf<<12) | 0x4<<12
 	b = b&^(0x3<<62) | 0x2<<62
-	return fmt.Sprintf("%08x-%04x-%04x-%04x-%012x", a>>32, (a>>16)&0xffff, a&0xffff, b>>48, b&0xffffffffffff)
+	var raw [16]byte
+	binary.BigEndian.PutUint64(raw[:8], a)
+	binary.BigEndian.PutUint64(raw[8:], b)
+	var out [36]byte
+	hex.Encode(out[0:8], raw[0:4])
+	hex.Encode(out[9:13], raw[4:6])
+	hex.Encode(out[14:18], raw[6:8])
+	hex.Encode(out[19:23], raw[8:10])
+	hex.Encode(out[24:36], raw[10:16])
+	out[8], out[13], out[18], out[23] = '-', '-', '-', '-'
+	return string(out[:])
 }
 
 // newPassword returns a default root password drawn from the seeded source.
 func (v *Vultr) newPassword() string {
 	const chars = "abcdefghijkmnpqrstuvwxyzABCDEFGHJKLMNPQRSTUVWXYZ23456789!#%"
-	var b strings.Builder
-	for range 12 {
-		b.WriteByte(chars[v.randUint64()%uint64(len(chars))])
+	var b [12]byte
+	v.server.mu.Lock()
+	for i := range b {
+		b[i] = chars[v.server.rng.Uint64()%uint64(len(chars))]
 	}
-	return b.String()
+	v.server.mu.Unlock()
+	return string(b[:])
 }
 
 // vultrTime formats t as the API does: ISO-8601 with a numeric offset.
-func vultrTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05-07:00") }
+func vultrTime(t time.Time) string {
+	t = t.UTC()
+	y, mo, d := t.Date()
+	if y < 0 || y > 9999 {
+		return t.Format("2006-01-02T15:04:05-07:00")
+	}
+	h, mi, sec := t.Clock()
+	b := []byte("0000-00-00T00:00:00+00:00")
+	for _, v := range [...]struct{ at, n, width int }{{0, y, 4}, {5, int(mo), 2}, {8, d, 2}, {11, h, 2}, {14, mi, 2}, {17, sec, 2}} {
+		for j := v.at + v.width - 1; j >= v.at; j-- {
+			b[j] = byte('0' + v.n%10)
+			v.n /= 10
+		}
+	}
+	return string(b)
+}

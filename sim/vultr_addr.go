@@ -76,7 +76,7 @@ func (v *Vultr) reusableIP(region string) (ip, gateway string) {
 func (v *Vultr) ipHeld(ip string, now time.Time) bool {
 	for _, l := range v.st.lists {
 		l.purge(now)
-		if len(l.by["main_ip="+ip]) > 0 {
+		if len(l.filtered("main_ip", ip)) > 0 {
 			return true
 		}
 	}

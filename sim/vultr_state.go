@@ -68,6 +68,7 @@ type vultrServer struct {
 	features                     []string
 	created, deleted             time.Time
 	committed                    time.Time // when the API stored it (created, unless seeded with an age)
+	dateCreated, kvm             string    // date_created and kvm as shown
 	invalidID                    bool      // gone: answer 400 "invalid instance ID" (DestroyOutOfBand)
 	timing                       VultrTiming
 	mainIP, gateway, v6Net, v6IP string
@@ -76,11 +77,11 @@ type vultrServer struct {
 	halted                       bool
 	attachments                  []*vultrAttachment
 	keys                         []ssh.PublicKey
-	hostAddr                     string     // registered SSH host, "" when none
-	hostCfg                      HostConfig // the last host registered
+	hostAddr                     string // registered SSH host, "" when none
+	sshAddr                      string // main_ip:22
 	vcpu, ramMB, diskGB, bw      int
 	rate, monthly                float64
-	metalPlan                    VultrMetalPlan
+	metalPlan                    *VultrMetalPlan // bare metal: its plan
 }
 
 func (s *vultrServer) kind() string {

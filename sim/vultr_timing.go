@@ -69,13 +69,15 @@ func (v *Vultr) timingFor(plan string) VultrTiming {
 	if vultrIsMetal(plan) {
 		t = DefaultVultrBareMetalTiming()
 	}
-	for _, rules := range [][]vultrTimingRule{v.cfg.rules, v.st.rules} {
+	apply := func(rules []vultrTimingRule) {
 		for _, r := range rules {
 			if ok, _ := path.Match(r.pattern, plan); ok {
 				r.set(&t)
 			}
 		}
 	}
+	apply(v.cfg.rules)
+	apply(v.st.rules)
 	return t
 }
 
