@@ -63,7 +63,7 @@ type Vultr struct {
 	mu         sync.Mutex // guards st, hostOps, hostTicket; taken before server.mu, never after
 	st         *vultrState
 	hostOps    []vultrHostOp // Network changes queued under mu, applied by unlock
-	hostTicket uint64   // next batch of hostOps
+	hostTicket uint64        // next batch of hostOps
 	hostQueue  vultrHostQueue
 }
 
