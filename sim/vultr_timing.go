@@ -69,15 +69,16 @@ func (v *Vultr) timingFor(plan string) VultrTiming {
 	if vultrIsMetal(plan) {
 		t = DefaultVultrBareMetalTiming()
 	}
-	apply := func(rules []vultrTimingRule) {
-		for _, r := range rules {
-			if ok, _ := path.Match(r.pattern, plan); ok {
-				r.set(&t)
-			}
+	for _, r := range v.cfg.rules {
+		if ok, _ := path.Match(r.pattern, plan); ok {
+			r.set(&t)
 		}
 	}
-	apply(v.cfg.rules)
-	apply(v.st.rules)
+	for _, r := range v.st.rules {
+		if ok, _ := path.Match(r.pattern, plan); ok {
+			r.set(&t)
+		}
+	}
 	return t
 }
 
