@@ -128,7 +128,8 @@ func WithHotAisleUserRoleOnly() Option {
 // slash, or one that is not clean, answers 404, never a redirect), takes
 // "Authorization: Token <key>" or a bare key, answers errors as a JSON string
 // ("Unauthorized", "Not Found: Resource not found", ...), and follows the
-// default physics of scenarios.md. An unknown team handle answers 404, a
+// default physics documented on its options and constants. An unknown team
+// handle answers 404, a
 // mutation by a key without the operator role 403, a bad key 401.
 type HotAisle struct {
 	*server
