@@ -16,7 +16,6 @@ func writeAppended(w http.ResponseWriter, status int, fill func([]byte) []byte) 
 	bp := jsonBufs.Get().(*[]byte)
 	b := append(fill((*bp)[:0]), '\n')
 	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
 	w.WriteHeader(status)
 	_, _ = w.Write(b)
 	if cap(b) <= 1<<20 {
