@@ -155,6 +155,7 @@ func TestFaultEmptyAndErrorBodies(t *testing.T) {
 		kinds = append(kinds, f.Kind)
 	}
 	assert.Equal(t, []FaultKind{FaultEmptyBody, FaultErrorBody, FaultErrorBody}, kinds)
+	assert.Equal(t, "Internal server error.", h.v.Faults()[2].Message, "the provider's text, as sent")
 }
 
 // A fault with a Probability fires on a seeded share of the calls, the

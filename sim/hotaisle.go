@@ -149,6 +149,7 @@ func NewHotAisle(opts ...Option) *HotAisle {
 		h.net = NewNetwork(st.clock, st.seed)
 	}
 	h.server.writeError = haWriteError
+	h.server.defaultMessage = haStatusMessage
 	h.server.authorized = h.authorizedKey
 	h.server.pathOK = haPathOK
 	h.st = h.newState()

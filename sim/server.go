@@ -28,6 +28,9 @@ type server struct {
 
 	// writeError answers an error in the provider's dialect.
 	writeError func(w http.ResponseWriter, status int, msg string)
+	// defaultMessage is the provider's text for a status when a fault gives
+	// none (what writeError sends for "").
+	defaultMessage func(status int) string
 	// authorized reports whether the request carries the right key.
 	authorized func(r *http.Request) bool
 	// limit, if set, is consulted for every authorized call; it returns false

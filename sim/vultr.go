@@ -93,6 +93,7 @@ func NewVultr(opts ...Option) *Vultr {
 	}
 	bearer := "Bearer " + st.apiKey
 	v.writeError = writeVultrError
+	v.defaultMessage = vultrDefaultMessage
 	v.authorized = func(r *http.Request) bool { return r.Header.Get("Authorization") == bearer }
 	v.limit = v.allow
 	v.routesVultr()

@@ -187,6 +187,7 @@ func TestAdminFaultsChaosAndFormats(t *testing.T) {
 	status, data = adminDo(t, srv, "GET", "/_sim/", "", "")
 	assert.Equal(t, 200, status)
 	assert.Contains(t, string(data), "/_sim/servers/{id}/halt")
+	assert.Contains(t, string(data), "?kind=&live=", "no HTML escaping")
 }
 
 func chaosOn(f fake) (uint64, bool) {
