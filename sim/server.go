@@ -228,6 +228,13 @@ func setRetryAfter(w http.ResponseWriter, d time.Duration) {
 // decodeJSON reads a JSON request body into v. It reports a body over
 // MaxBodyBytes as 413 and anything malformed as 400, with a message.
 func decodeJSON(r *http.Request, v any) (status int, msg string) {
+	return decodeBody(r, func(data []byte) error { return json.Unmarshal(data, v) })
+}
+
+// decodeBody reads the request body (into a recycled buffer) and decodes it
+// with unmarshal, which must not keep the bytes: 413 for a body over
+// MaxBodyBytes, 400 for an empty or malformed one.
+func decodeBody(r *http.Request, unmarshal func([]byte) error) (status int, msg string) {
 	bp := jsonBufs.Get().(*[]byte)
 	defer jsonBufs.Put(bp)
 	buf := bytes.NewBuffer((*bp)[:0])
@@ -246,7 +253,7 @@ func decodeJSON(r *http.Request, v any) (status int, msg string) {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return http.StatusBadRequest, "Request body is empty."
 	}
-	if err := json.Unmarshal(data, v); err != nil {
+	if err := unmarshal(data); err != nil {
 		return http.StatusBadRequest, "Malformed JSON: " + err.Error()
 	}
 	return 0, ""

@@ -59,7 +59,7 @@ func vultrBadRequest(msg string) *vultrCreateErr { return &vultrCreateErr{http.S
 // private networking.").
 func (v *Vultr) createServer(w http.ResponseWriter, r *http.Request, metal bool) {
 	var req vultrCreateReq
-	if st, msg := decodeJSON(r, &req); st != 0 {
+	if st, msg := decodeBody(r, func(data []byte) error { return decodeCreate(data, &req) }); st != 0 {
 		writeVultrError(w, st, msg)
 		return
 	}
