@@ -5,10 +5,32 @@ import (
 	"time"
 )
 
-// adoptUntracked tracks labelled instances no record knows: a fleet's own
-// (created by a Manager that crashed, or before a restart without a store)
-// are adopted; those no fleet claims are orphans, released after
-// OrphanGrace. Unlabelled ones are reported once and never touched. m.mu held.
+// owns reports whether a resource labelled with owner and request id is
+// this Manager's: its owner, or the format before owners when the Store
+// knows the request or Config.AdoptLegacyLabels says so. m.mu held.
+func (m *Manager) owns(owner, reqID string) bool {
+	switch owner {
+	case m.owner:
+		return true
+	case "":
+		return m.cfg.AdoptLegacyLabels || m.insts[reqID] != nil
+	}
+	return false
+}
+
+// reportOnce emits a report about a resource at most once per process. m.mu held.
+func (m *Manager) reportOnce(key string, e Event) {
+	if !m.reported[key] {
+		m.reported[key] = true
+		m.event(e)
+	}
+}
+
+// adoptUntracked tracks labelled instances of this owner that no record
+// knows: a fleet's own (created by a Manager that crashed, or before a
+// restart without a store) are adopted; those no fleet claims are orphans,
+// released after OrphanGrace. Unlabelled ones and other owners' are
+// reported once and never touched. m.mu held.
 func (m *Manager) adoptUntracked(provider string, o *observation, now time.Time) {
 	known := make(map[string]bool, len(m.insts))
 	for _, r := range m.insts {
@@ -17,34 +39,54 @@ func (m *Manager) adoptUntracked(provider string, o *observation, now time.Time)
 		}
 	}
 	for _, seen := range o.list {
-		if known[seen.ID] || m.abandoned[provider+"/"+seen.ID] {
+		key := provider + "/" + seen.ID
+		if known[seen.ID] || m.abandoned[key] {
 			continue
 		}
-		if seen.RequestID == "" {
-			key := provider + "/" + seen.ID
-			if !m.unlabelled[key] {
-				m.unlabelled[key] = true
-				m.event(Event{Type: EventUnlabelledFound, Provider: provider, InstanceID: seen.ID,
-					Message: "not created by gpufleet; left alone"})
+		switch {
+		case seen.RequestID == "":
+			m.reportOnce(key, Event{Type: EventUnlabelledFound, Provider: provider, InstanceID: seen.ID,
+				Message: "not created by gpufleet; left alone"})
+			continue
+		case !m.owns(seen.Owner, seen.RequestID):
+			m.reportOnce(key, Event{Type: EventForeignFound, Fleet: seen.Fleet, Provider: provider, InstanceID: seen.ID,
+				Message: foreignMessage(seen.Owner)})
+			continue
+		}
+		if r, dup := m.insts[seen.RequestID]; dup {
+			if r.Instance.ID == "" && r.Instance.Provider == provider {
+				continue // resolved through the uncertain-create path
+			}
+			if r.Instance.ID != "" && r.Instance.ID != seen.ID {
+				m.reportOnce(key, Event{Type: EventDuplicateFound, Fleet: seen.Fleet, Provider: provider, InstanceID: seen.ID,
+					Message: fmt.Sprintf("a second resource carries request %s (the first is %s); released", seen.RequestID, r.Instance.ID)})
+				dupRec := m.track(seen, seen.RequestID+"-"+seen.ID, now)
+				m.requestRelease(dupRec, "duplicate", ReleaseAtReservationEnd, now, true)
 			}
 			continue
 		}
-		if _, dup := m.insts[seen.RequestID]; dup {
-			continue // resolved through the uncertain-create path
-		}
-		m.track(seen, now)
+		m.track(seen, seen.RequestID, now)
 	}
 	m.claimOrphans(now)
 }
 
+func foreignMessage(owner string) string {
+	if owner == "" {
+		return "labelled by gpufleet before owners existed and unknown to this Manager's Store; left alone (set Config.AdoptLegacyLabels to collect such resources)"
+	}
+	return fmt.Sprintf("belongs to gpufleet owner %q, not this Manager; left alone", owner)
+}
+
 // track starts a record for a labelled instance found in a list. m.mu held.
-func (m *Manager) track(seen Instance, now time.Time) {
+func (m *Manager) track(seen Instance, key string, now time.Time) *InstanceRecord {
 	r := &InstanceRecord{Instance: cloneInst(seen)}
+	r.Instance.RequestID = key
 	r.Instance.Status, r.Instance.History = "", nil
 	if r.Instance.Created.IsZero() {
 		r.Instance.Created = now
+		r.CreatedUnknown = true
 	}
-	m.insts[seen.RequestID] = r
+	m.insts[key] = r
 	m.setStatus(r, StatusProvisioning, "found by label", now)
 	f := m.fleets[seen.Fleet]
 	switch {
@@ -55,13 +97,14 @@ func (m *Manager) track(seen Instance, now time.Time) {
 	case f.Deleting:
 		m.event(Event{Type: EventInstanceAdopted, Fleet: seen.Fleet, Provider: seen.Provider, InstanceID: seen.ID, Message: "found by label; its fleet is being deleted"})
 		m.requestRelease(r, "fleet deleted", m.policyFor(f), now, true)
-		return
+		return r
 	default:
 		m.event(Event{Type: EventInstanceAdopted, Fleet: seen.Fleet, Provider: seen.Provider, InstanceID: seen.ID, Message: "found by label"})
 	}
 	if seen.Running() {
 		m.markRunning(r, now)
 	}
+	return r
 }
 
 // claimOrphans adopts orphans whose fleet appeared and releases those past

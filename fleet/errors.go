@@ -45,6 +45,11 @@ var (
 	// ErrInvalidRequest: the API rejected the request itself (other HTTP 400
 	// and 422 answers: unknown plan, missing region, malformed spec).
 	ErrInvalidRequest = errors.New("gpufleet: invalid request")
+	// ErrDeletePending: the provider already accepted a delete of this
+	// resource and is destroying it (Vultr "Server is already pending
+	// destruction"). The Manager counts the release as accepted and waits
+	// for the resource to answer not found.
+	ErrDeletePending = errors.New("gpufleet: delete already in progress")
 	// ErrUnavailable: a transient server-side failure (HTTP 502, 503, 504, other
 	// 5xx, connection reset) that is safe to retry for idempotent calls.
 	ErrUnavailable = errors.New("gpufleet: provider unavailable")

@@ -45,6 +45,10 @@ const (
 	EventOrphanFound         EventType = "OrphanFound"         // a labelled resource no fleet claims; collected after OrphanGrace
 	EventUnlabelledFound     EventType = "UnlabelledFound"     // reported once; never touched
 	EventProviderUnavailable EventType = "ProviderUnavailable" // warning: listing a provider failed this pass
+	EventForeignFound        EventType = "ForeignFound"        // a resource labelled by another gpufleet owner (or by the format before owners, unknown here); reported once, never touched
+	EventDuplicateFound      EventType = "DuplicateFound"      // alert: a second resource carries one create's label; it is released
+	EventVPCAdopted          EventType = "VPCAdopted"          // a VPC labelled for a cluster fleet without one became its VPC
+	EventStoreWriteFailed    EventType = "StoreWriteFailed"    // warning: writes to the Store failed (kept and retried); also said once when they work again
 )
 
 // Event is something the Manager did or saw. It carries no secrets.

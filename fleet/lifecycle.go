@@ -141,14 +141,12 @@ func (m *Manager) agentFor(fleet string) Agent {
 	return a
 }
 
-// startAgents starts the agent on booting instances, one background task
-// per instance, retried with backoff until the agent deadline. m.mu held.
+// startAgents starts the agent on booting instances, one task per
+// instance, retried with backoff until the agent deadline. m.mu held.
 func (m *Manager) startAgents(now time.Time) {
-	for id, r := range m.insts {
-		if r.Instance.Status != StatusBooting || r.Termination != nil {
-			continue
-		}
-		if _, running := m.agents[id]; running || now.Before(m.agentNext[id]) {
+	for _, r := range m.sortedRecords() {
+		id := r.Instance.RequestID
+		if r.Instance.Status != StatusBooting || r.Termination != nil || m.busy("agent/"+id) || now.Before(m.agentNext[id]) {
 			continue
 		}
 		if m.keyMissing[r.Instance.Fleet] {
@@ -161,41 +159,42 @@ func (m *Manager) startAgents(now time.Time) {
 			continue
 		}
 		ctx, cancel := context.WithCancel(m.bgCtx)
-		m.agents[id] = cancel
+		m.agentCancel[id] = cancel
 		inst := cloneInst(r.Instance)
 		m.event(Event{Type: EventAgentStarting, Fleet: inst.Fleet, Provider: inst.Provider, InstanceID: inst.ID})
-		m.bg.Add(1)
-		go func() {
-			defer m.bg.Done()
-			defer cancel()
+		m.launchUnder(ctx, "agent/"+id, taskAgent, m.pol.AgentTimeout, func(ctx context.Context) func(time.Time) {
 			err := agent.Start(ctx, inst)
-			m.agentDone(id, err)
-		}()
+			return func(now time.Time) {
+				cancel()
+				delete(m.agentCancel, id)
+				m.agentDone(id, err, now)
+			}
+		})
 	}
 }
 
-// agentDone records the outcome of one agent start.
-func (m *Manager) agentDone(id string, err error) {
-	m.mu.Lock()
-	delete(m.agents, id)
+// cancelAgent stops an agent start under way for a request id. m.mu held.
+func (m *Manager) cancelAgent(id string) {
+	if cancel, ok := m.agentCancel[id]; ok {
+		cancel()
+	}
+}
+
+// agentDone applies the outcome of one agent start. m.mu held.
+func (m *Manager) agentDone(id string, err error, now time.Time) {
 	r := m.insts[id]
 	if r == nil || r.Instance.Status != StatusBooting || r.Termination != nil {
-		m.mu.Unlock()
-		m.deliver()
 		return
 	}
-	now := m.clock.Now()
 	if err == nil {
 		m.markReady(r, now)
-	} else {
-		r.AgentTries++
-		wait := backoff(r.AgentTries, 15*time.Second, 2*time.Minute)
-		m.agentNext[id] = now.Add(wait)
-		r.Instance.LastError = err.Error()
-		m.dirtyI[id] = true
-		m.event(Event{Type: EventAgentFailed, Fleet: r.Instance.Fleet, Provider: r.Instance.Provider, InstanceID: r.Instance.ID,
-			Err: err.Error(), At: now.Add(wait), Message: fmt.Sprintf("attempt %d failed; retrying", r.AgentTries)})
+		return
 	}
-	m.mu.Unlock()
-	m.deliver()
+	r.AgentTries++
+	wait := backoff(r.AgentTries, 15*time.Second, 2*time.Minute)
+	m.agentNext[id] = now.Add(wait)
+	r.Instance.LastError = err.Error()
+	m.dirtyI[id] = true
+	m.event(Event{Type: EventAgentFailed, Fleet: r.Instance.Fleet, Provider: r.Instance.Provider, InstanceID: r.Instance.ID,
+		Err: err.Error(), At: now.Add(wait), Message: fmt.Sprintf("attempt %d failed; retrying", r.AgentTries)})
 }

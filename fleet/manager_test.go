@@ -56,6 +56,9 @@ func newTestManager(t *testing.T, cfg Config) (*Manager, *eventLog) {
 	t.Helper()
 	log := &eventLog{}
 	cfg.OnEvent = log.add
+	if cfg.Owner == "" {
+		cfg.Owner = "t1" // one owner across restarts with an empty store
+	}
 	m, err := NewManager(cfg)
 	require.NoError(t, err)
 	t.Cleanup(m.Close)
@@ -164,7 +167,7 @@ func TestManagerRestartedWithoutStoreAdoptsByLabel(t *testing.T) {
 func TestManagerCollectsOrphansAfterGraceAndLeavesUnlabelledAlone(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := newFakeProvider("vultr", vmOffer("vultr", 1, 0))
-		_, _ = p.Create(context.Background(), CreateRequest{Label: Label{Fleet: "gone", RequestID: "0123456789ab"}})
+		_, _ = p.Create(context.Background(), CreateRequest{Label: Label{Owner: "t1", Fleet: "gone", RequestID: "0123456789ab"}})
 		_, _ = p.Create(context.Background(), CreateRequest{}) // unlabelled
 		m, log := newTestManager(t, Config{Providers: []Provider{p}, Policy: Policy{OrphanGrace: 10 * time.Minute}})
 		passes(t, m, 9*time.Minute)
@@ -189,6 +192,7 @@ func TestManagerForcedReleaseReportsTheUnrefundedMinimum(t *testing.T) {
 		at, err = m.Release(t.Context(), id, WithReleasePolicy(ReleaseNow))
 		require.NoError(t, err)
 		assert.Equal(t, time.Now(), at)
+		require.NoError(t, m.Reconcile(t.Context())) // the loop carries the intents out
 		e, ok := log.first(EventReleaseForced)
 		require.True(t, ok)
 		assert.InDelta(t, 6*54.0/60, e.USD, 0.11)

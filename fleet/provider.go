@@ -52,7 +52,8 @@ type VPC struct {
 	ID         string
 	Provider   string
 	Region     string
-	Fleet      string // from the label ("" when not ours)
+	Fleet      string // from the label ("" when not gpufleet's)
+	Owner      string // from the label ("" in the format before owners)
 	RequestID  string
 	Subnet     string // "10.6.96.0/20"
 	Created    time.Time

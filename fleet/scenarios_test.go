@@ -214,7 +214,7 @@ func TestS08NoVPCLeakedByAFailedLaunch(t *testing.T) {
 		for _, r := range []string{"ord", "atl", "sea"} {
 			require.NoError(t, e.vultr.SoldOut(mi300x, r))
 		}
-		ghost, err := e.vultr.SeedVPC("ord", fleet.Label{Fleet: "ghost", RequestID: "0123456789ab"}.String())
+		ghost, err := e.vultr.SeedVPC("ord", fleet.Label{Owner: testOwner, Fleet: "ghost", RequestID: "0123456789ab"}.String())
 		require.NoError(t, err)
 		mine, err := e.vultr.SeedVPC("ord", "somebody else's VPC")
 		require.NoError(t, err)
@@ -374,7 +374,7 @@ func TestS14MoreThanOnePage(t *testing.T) {
 		e := newEnv(t, fleet.Policy{OrphanGrace: 5 * time.Minute, Release: fleet.ReleaseNow})
 		for i := range 150 {
 			_, err := e.vultr.SeedServer(sim.VultrSeed{Plan: vm, Region: "ewr", Age: 2 * time.Hour,
-				Label: fleet.Label{Fleet: "ghost", RequestID: fmt.Sprintf("%012x", i)}.String()})
+				Label: fleet.Label{Owner: testOwner, Fleet: "ghost", RequestID: fmt.Sprintf("%012x", i)}.String()})
 			require.NoError(t, err)
 		}
 		e.run(time.Minute)

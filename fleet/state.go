@@ -3,7 +3,9 @@ package fleet
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
+	"time"
 )
 
 // load reads the store once.
@@ -46,7 +48,9 @@ func (m *Manager) load(ctx context.Context) error {
 	return nil
 }
 
-// flush writes the changed records to the store and delivers pending events.
+// flush writes the changed records to the store and delivers pending
+// events. A write that fails stays dirty and is retried by the next flush
+// (EventStoreWriteFailed says so once per failing spell).
 func (m *Manager) flush(ctx context.Context) error {
 	m.mu.Lock()
 	var fleets []FleetRecord
@@ -74,20 +78,72 @@ func (m *Manager) flush(ctx context.Context) error {
 	clear(m.goneI)
 	m.mu.Unlock()
 	var errs []error
+	var failF, failI, failGoneF, failGoneI []string
 	for _, f := range fleets {
-		errs = append(errs, m.store.PutFleet(ctx, f))
+		if err := m.store.PutFleet(ctx, f); err != nil {
+			errs, failF = append(errs, err), append(failF, f.Spec.Name)
+		}
 	}
 	for _, r := range insts {
-		errs = append(errs, m.store.PutInstance(ctx, r))
+		if err := m.store.PutInstance(ctx, r); err != nil {
+			errs, failI = append(errs, err), append(failI, r.Instance.RequestID)
+		}
 	}
 	for _, name := range goneF {
-		errs = append(errs, m.store.DeleteFleet(ctx, name))
+		if err := m.store.DeleteFleet(ctx, name); err != nil {
+			errs, failGoneF = append(errs, err), append(failGoneF, name)
+		}
 	}
 	for _, id := range goneI {
-		errs = append(errs, m.store.DeleteInstance(ctx, id))
+		if err := m.store.DeleteInstance(ctx, id); err != nil {
+			errs, failGoneI = append(errs, err), append(failGoneI, id)
+		}
 	}
+	err := errors.Join(errs...)
+	m.mu.Lock()
+	for _, name := range failF {
+		if _, ok := m.fleets[name]; ok {
+			m.dirtyF[name] = true
+		}
+	}
+	for _, id := range failI {
+		if _, ok := m.insts[id]; ok {
+			m.dirtyI[id] = true
+		}
+	}
+	for _, name := range failGoneF {
+		m.goneF[name] = true
+	}
+	for _, id := range failGoneI {
+		m.goneI[id] = true
+	}
+	switch {
+	case err != nil && !m.storeFailing:
+		m.storeFailing = true
+		m.event(Event{Type: EventStoreWriteFailed, Err: err.Error(), Message: fmt.Sprintf(
+			"%d record writes failed; kept and retried at the next step", len(errs))})
+	case err == nil && m.storeFailing:
+		m.storeFailing = false
+		m.event(Event{Type: EventStoreWriteFailed, Message: "the store accepts writes again"})
+	}
+	m.mu.Unlock()
 	m.deliver()
-	return errors.Join(errs...)
+	return err
+}
+
+// prune forgets terminated records older than Policy.HistoryRetention. m.mu held.
+func (m *Manager) prune(now time.Time) {
+	for id, r := range m.insts {
+		if r.Instance.Status != StatusTerminated || len(r.Instance.History) == 0 {
+			continue
+		}
+		if now.Sub(r.Instance.History[len(r.Instance.History)-1].Time) >= m.pol.HistoryRetention {
+			delete(m.insts, id)
+			delete(m.dirtyI, id)
+			delete(m.agentNext, id)
+			m.goneI[id] = true
+		}
+	}
 }
 
 // event queues an event for delivery. m.mu held.

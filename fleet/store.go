@@ -25,7 +25,11 @@ type FleetRecord struct {
 
 // VPCRecord tracks a fleet's VPC until the provider confirms it deleted.
 type VPCRecord struct {
-	VPC         VPC
+	VPC VPC
+	// Pending is set from before the create call until its answer or a
+	// label lookup gives the VPC's id; VPC.RequestID names the create.
+	Pending     bool
+	Since       time.Time // when the create was decided
 	Deleting    bool
 	Attempts    int
 	NextAttempt time.Time
@@ -56,6 +60,10 @@ type InstanceRecord struct {
 	// resource may exist under its label. Since is when that was noticed.
 	CreateUncertain      bool
 	CreateUncertainSince time.Time
+	// CreatedUnknown is set for an instance adopted from a list that gives
+	// no creation time (Hot Aisle): Instance.Created is when it was first
+	// seen, and its reservation window is taken as over.
+	CreatedUnknown bool
 
 	Busy         bool
 	RunningSince time.Time // the provider first said running
@@ -79,6 +87,11 @@ type Store interface {
 	PutInstance(ctx context.Context, r InstanceRecord) error
 	DeleteInstance(ctx context.Context, requestID string) error
 	Instances(ctx context.Context) ([]InstanceRecord, error)
+	// Meta reads a small named value (ok false when absent); MetaOwner
+	// holds the Manager's owner id.
+	Meta(ctx context.Context, key string) (value string, ok bool, err error)
+	// PutMeta stores a small named value.
+	PutMeta(ctx context.Context, key, value string) error
 }
 
 // MemoryStore is the default Store: records in memory, lost with the process.
@@ -86,11 +99,28 @@ type MemoryStore struct {
 	mu        sync.Mutex
 	fleets    map[string]FleetRecord
 	instances map[string]InstanceRecord
+	meta      map[string]string
 }
 
 // NewMemoryStore returns an empty MemoryStore.
 func NewMemoryStore() *MemoryStore {
-	return &MemoryStore{fleets: map[string]FleetRecord{}, instances: map[string]InstanceRecord{}}
+	return &MemoryStore{fleets: map[string]FleetRecord{}, instances: map[string]InstanceRecord{}, meta: map[string]string{}}
+}
+
+// Meta reads a named value.
+func (s *MemoryStore) Meta(_ context.Context, key string) (string, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v, ok := s.meta[key]
+	return v, ok, nil
+}
+
+// PutMeta stores a named value.
+func (s *MemoryStore) PutMeta(_ context.Context, key, value string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.meta[key] = value
+	return nil
 }
 
 // PutFleet stores f, replacing any record of the same name.

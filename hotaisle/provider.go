@@ -215,7 +215,7 @@ func (p *Provider) Delete(ctx context.Context, name string, opts fleet.DeleteOpt
 
 func labelled(inst *fleet.Instance, description string) {
 	if l, ok := fleet.ParseLabel(description); ok {
-		inst.Fleet, inst.RequestID = l.Fleet, l.RequestID
+		inst.Fleet, inst.Owner, inst.RequestID = l.Fleet, l.Owner, l.RequestID
 	}
 }
 

@@ -156,6 +156,9 @@ func (p *Provider) Create(ctx context.Context, req fleet.CreateRequest) (fleet.I
 	}
 	label := req.Label.String()
 	tags := []string{TagFleet, TagFleet + "-" + req.Label.Fleet}
+	if req.Label.Owner != "" {
+		tags = append(tags, TagFleet+"-owner-"+req.Label.Owner)
+	}
 	userData := CloudConfig(req.SSHKeys)
 	host := strings.ReplaceAll(label, ".", "-")
 	var vpcs []string

@@ -15,7 +15,7 @@ const (
 
 func labelled(inst *fleet.Instance, label string) {
 	if l, ok := fleet.ParseLabel(label); ok {
-		inst.Fleet, inst.RequestID = l.Fleet, l.RequestID
+		inst.Fleet, inst.Owner, inst.RequestID = l.Fleet, l.Owner, l.RequestID
 	}
 }
 
@@ -76,7 +76,7 @@ func neutralVPC(v VPC) fleet.VPC {
 	out := fleet.VPC{ID: v.ID, Provider: fleet.ProviderVultr, Region: v.Region, Created: v.DateCreated.Time,
 		Subnet: fmt.Sprintf("%s/%d", v.V4Subnet, v.V4SubnetMask)}
 	if l, ok := fleet.ParseLabel(v.Description); ok {
-		out.Fleet, out.RequestID = l.Fleet, l.RequestID
+		out.Fleet, out.Owner, out.RequestID = l.Fleet, l.Owner, l.RequestID
 	}
 	return out
 }
