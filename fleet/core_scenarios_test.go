@@ -1,8 +1,14 @@
 package fleet_test
 
 import (
+	"crypto/ed25519"
+	"strings"
+
 	"context"
 	"fmt"
+	"github.com/gpufleet/gpufleet/hotaisle"
+	"github.com/gpufleet/gpufleet/sim"
+	"golang.org/x/crypto/ssh"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -286,5 +292,49 @@ func TestConcurrentIntentsOnClusterFleets(t *testing.T) {
 		e.run(3 * time.Hour)
 		e.assertNothingLeft()
 		assert.Empty(t, e.m.Fleets())
+	})
+}
+
+func newKeyLine(t *testing.T, comment string) string {
+	t.Helper()
+	pub, _, err := ed25519.GenerateKey(nil)
+	require.NoError(t, err)
+	sp, err := ssh.NewPublicKey(pub)
+	require.NoError(t, err)
+	return strings.TrimSpace(string(ssh.MarshalAuthorizedKey(sp))) + " " + comment
+}
+
+// The SSH keys a Manager registered on a Hot Aisle account are removed once
+// no fleet of its owner needs them; a key registered by hand, or needed by
+// another owner's fleet, stays.
+func TestSSHKeysRemovedOnceNoFleetNeedsThem(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t, fleet.Policy{Release: fleet.ReleaseNow})
+		byHand := newKeyLine(t, "me@laptop")
+		_, _, err := hotaisle.New(sim.DefaultAPIKey, sim.DefaultTeam, hotaisle.WithHTTPClient(e.hot.Client())).AddSSHKey(t.Context(), byHand)
+		require.NoError(t, err)
+		mine, theirs := newKeyLine(t, "a@ci"), newKeyLine(t, "b@ci")
+		b := e.managerWith(fleet.Config{Providers: []fleet.Provider{e.vp, e.hp}, Owner: "other"})
+		s := spec("train", 1, hotType("vm-mi300x-1"))
+		s.SSHKeys = []string{mine, byHand}
+		require.NoError(t, e.m.Apply(t.Context(), s))
+		s.SSHKeys = []string{theirs}
+		require.NoError(t, b.Apply(t.Context(), s))
+		for end := time.Now().Add(10 * time.Minute); time.Now().Before(end); time.Sleep(10 * time.Second) {
+			require.NoError(t, e.m.Reconcile(t.Context()))
+			require.NoError(t, b.Reconcile(t.Context()))
+		}
+		require.Equal(t, 3, live(e.hot.Resources(), "ssh_key"))
+		require.NoError(t, e.m.Delete(t.Context(), "train"))
+		e.run(2 * time.Hour)
+		assert.Equal(t, 1, e.count(fleet.EventSSHKeyDeleted))
+		var left []string
+		for _, r := range e.hot.Resources() {
+			if r.Kind == "ssh_key" && r.Live() {
+				left = append(left, r.Name)
+			}
+		}
+		assert.ElementsMatch(t, []string{"me@laptop", "gf2.other.train." + b.Instances("train")[0].RequestID}, left,
+			"the hand-made key and the other owner's stay")
 	})
 }

@@ -151,4 +151,3 @@ func TestTerminatedRecordsArePrunedAndHistoryBounded(t *testing.T) {
 		assert.Len(t, m.Records(), 1)
 	})
 }
-

@@ -47,6 +47,7 @@ const (
 	EventProviderUnavailable EventType = "ProviderUnavailable" // warning: listing a provider failed this pass
 	EventForeignFound        EventType = "ForeignFound"        // a resource labelled by another gpufleet owner (or by the format before owners, unknown here); reported once, never touched
 	EventDuplicateFound      EventType = "DuplicateFound"      // alert: a second resource carries one create's label; it is released
+	EventSSHKeyDeleted       EventType = "SSHKeyDeleted"       // an SSH key this owner registered was removed: no fleet needs it
 	EventVPCAdopted          EventType = "VPCAdopted"          // a VPC labelled for a cluster fleet without one became its VPC
 	EventStoreWriteFailed    EventType = "StoreWriteFailed"    // warning: writes to the Store failed (kept and retried); also said once when they work again
 )

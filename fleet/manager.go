@@ -147,7 +147,8 @@ type Manager struct {
 	keyMissingSaid map[string]bool
 	deadlineMisses map[string]int // consecutive deadline misses per fleet
 	storeFailing   bool
-	vpcCreates     []string // fleets whose VPC create is planned this step
+	vpcCreates     []string       // fleets whose VPC create is planned this step
+	ownKeys        map[string]int // this owner's SSH keys seen in the latest listing, per provider
 
 	evMu      sync.Mutex // guards pending
 	deliverMu sync.Mutex // one delivering goroutine at a time
@@ -226,7 +227,7 @@ func (m *Manager) initMaps() {
 	m.obs, m.nextList, m.scanned = map[string]*observation{}, map[string]time.Time{}, map[string]bool{}
 	m.reported, m.orphanVPCs, m.deletedVPCs = map[string]bool{}, map[string]*VPCRecord{}, map[string]time.Time{}
 	m.fleetRetry, m.fleetFails, m.avoid = map[string]time.Time{}, map[string]int{}, map[string]time.Time{}
-	m.agentCancel = map[string]context.CancelFunc{}
+	m.agentCancel, m.ownKeys = map[string]context.CancelFunc{}, map[string]int{}
 	m.agentNext, m.keyedAgents, m.abandoned = map[string]time.Time{}, map[string]Agent{}, map[string]bool{}
 	m.keyMissing, m.keyMissingSaid, m.deadlineMisses = map[string]bool{}, map[string]bool{}, map[string]int{}
 }

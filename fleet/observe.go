@@ -30,14 +30,25 @@ func (m *Manager) listDue(now time.Time) {
 		p := m.providers[name]
 		vp, _ := p.(VPCProvider)
 		wantVPCs := vp != nil && (!m.scanned[name] || m.wantVPCs(name))
+		kp := keyProvider(p)
+		wantKeys := kp != nil && m.wantKeys(name)
 		m.launch("list/"+name, taskList, m.pol.CallTimeout, func(ctx context.Context) func(time.Time) {
 			list, err := p.List(ctx)
 			var vpcs []VPC
-			var verr error
+			var keys []SSHKey
+			var verr, kerr error
 			if err == nil && wantVPCs {
 				vpcs, verr = vp.ListVPCs(ctx)
 			}
-			return func(now time.Time) { m.applyList(name, list, err, wantVPCs, vpcs, verr, now) }
+			if err == nil && wantKeys {
+				keys, kerr = kp.ListSSHKeys(ctx)
+			}
+			return func(now time.Time) {
+				m.applyList(name, list, err, wantVPCs, vpcs, verr, now)
+				if err == nil && wantKeys && kerr == nil {
+					m.observeKeys(name, keys, now)
+				}
+			}
 		})
 	}
 }
@@ -62,7 +73,7 @@ func (m *Manager) needsList(name string) bool {
 			return true
 		}
 	}
-	return false
+	return m.ownKeys[name] > 0
 }
 
 // wantVPCs reports whether VPCs of provider name matter now. m.mu held.

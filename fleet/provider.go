@@ -86,3 +86,25 @@ type Agent interface {
 	// Check verifies the agent answers its health check.
 	Check(ctx context.Context, inst Instance) error
 }
+
+// SSHKey is a public key registered on a provider account.
+type SSHKey struct {
+	ID        string // what DeleteSSHKey takes (Hot Aisle: the SHA256 fingerprint)
+	Provider  string
+	PublicKey string // the base64 part of the authorized_keys line
+	Fleet     string // from the label in the key's comment ("" when not gpufleet's)
+	Owner     string
+	RequestID string
+}
+
+// SSHKeyProvider is the optional capability of a provider whose Create
+// registers the fleet's SSH keys on the account (Hot Aisle: the keys of the
+// account log in to every server of the team, fetched at login). Create
+// writes the request's label as the key's comment; a key already on the
+// account keeps its comment (and is then not gpufleet's to remove).
+type SSHKeyProvider interface {
+	// ListSSHKeys lists every key of the account, labels parsed.
+	ListSSHKeys(ctx context.Context) ([]SSHKey, error)
+	// DeleteSSHKey removes a key; ErrNotFound when already gone.
+	DeleteSSHKey(ctx context.Context, id string) error
+}

@@ -72,7 +72,8 @@ func (p *Provider) Offers(ctx context.Context) ([]fleet.Offer, error) {
 	return offers, nil
 }
 
-// Create registers the SSH keys on the account (409 means already there),
+// Create registers the SSH keys on the account with the request's label as
+// their comment (409 means already there: the key keeps its comment),
 // then provisions a VM and writes the label into its description with a
 // PATCH (the VM request has no description field), or reserves a bare-metal
 // server with the label in the request. The create call itself is never
@@ -84,7 +85,7 @@ func (p *Provider) Offers(ctx context.Context) ([]fleet.Offer, error) {
 // offer of another provider.
 func (p *Provider) Create(ctx context.Context, req fleet.CreateRequest) (fleet.Instance, error) {
 	for _, k := range req.SSHKeys {
-		if _, _, err := p.c.AddSSHKey(ctx, k); err != nil {
+		if _, _, err := p.c.AddSSHKey(ctx, labelledKey(k, req.Label)); err != nil {
 			return fleet.Instance{}, fmt.Errorf("hotaisle: register SSH key: %w", err)
 		}
 	}
