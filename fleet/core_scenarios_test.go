@@ -338,3 +338,20 @@ func TestSSHKeysRemovedOnceNoFleetNeedsThem(t *testing.T) {
 			"the hand-made key and the other owner's stay")
 	})
 }
+
+// A cluster fleet that no configured provider can place in a VPC is
+// refused at Apply with ErrVPCUnsupported instead of waiting forever.
+func TestClusterFleetWithoutVPCProviderIsRefused(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t, fleet.Policy{})
+		s := spec("pair", 3, hotType("vm-mi300x-1"))
+		s.Placement = fleet.PlacementCluster
+		err := e.m.Apply(t.Context(), s)
+		require.ErrorIs(t, err, fleet.ErrVPCUnsupported)
+		assert.Contains(t, err.Error(), "hotaisle")
+		only := e.managerWith(fleet.Config{Providers: []fleet.Provider{e.hp}, Owner: "x"})
+		s.Requirements.Providers = nil
+		require.ErrorIs(t, only.Apply(t.Context(), s), fleet.ErrVPCUnsupported)
+		assert.NoError(t, e.m.Apply(t.Context(), clusterSpec("mesh", 2)), "Vultr has VPCs")
+	})
+}

@@ -116,6 +116,9 @@ func (m *Manager) Apply(ctx context.Context, spec Spec) error {
 	if spec.Placement == "" {
 		spec.Placement = PlacementAny
 	}
+	if err := m.placeable(spec); err != nil {
+		return err
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.intents.mu.Lock()
@@ -127,6 +130,25 @@ func (m *Manager) Apply(ctx context.Context, spec Spec) error {
 	m.intents.ops = append(m.intents.ops, intent{kind: intentApply, spec: cloneSpec(spec), name: spec.Name})
 	m.wake()
 	return nil
+}
+
+// placeable refuses a cluster fleet that no configured provider it may
+// use can put in a VPC.
+func (m *Manager) placeable(spec Spec) error {
+	if spec.Placement != PlacementCluster {
+		return nil
+	}
+	var usable []string
+	for _, name := range m.order {
+		if len(spec.Requirements.Providers) > 0 && !containsFold(spec.Requirements.Providers, name) {
+			continue
+		}
+		if _, ok := m.providers[name].(VPCProvider); ok {
+			return nil
+		}
+		usable = append(usable, name)
+	}
+	return fmt.Errorf("gpufleet: fleet %s: cluster placement needs a VPC, and none of %v offers one: %w", spec.Name, usable, ErrVPCUnsupported)
 }
 
 // Delete records that a fleet is to be deleted: every instance is released

@@ -188,8 +188,10 @@ func (m *Manager) untilNext() time.Duration {
 			early(maxTime(t.NotBefore, t.NextAttempt))
 		}
 	}
-	for _, t := range m.nextList {
-		early(t)
+	for name, t := range m.nextList {
+		if m.needsList(name) {
+			early(t)
+		}
 	}
 	d := next.Sub(now)
 	if d < time.Second {

@@ -50,7 +50,8 @@ func (m *Manager) planCreates(ctx context.Context, now time.Time) []*InstanceRec
 		if need <= 0 || now.Before(m.fleetRetry[name]) || f.Stalled || !m.listedFor(f.Spec) {
 			continue
 		}
-		if f.Spec.Placement == PlacementCluster && f.VPC == nil {
+		waitVPC := f.Spec.Placement == PlacementCluster && f.VPC == nil && m.vpcFirst(name)
+		if waitVPC {
 			if m.fleetHasMember(name) {
 				continue // one at a time until the VPC exists; members then attach at create
 			}
@@ -65,7 +66,7 @@ func (m *Manager) planCreates(ctx context.Context, now time.Time) []*InstanceRec
 				return out
 			}
 			out = append(out, m.newPending(f, offers[0], now))
-			if f.Spec.Placement == PlacementCluster && f.VPC == nil {
+			if waitVPC {
 				break
 			}
 		}
@@ -95,6 +96,23 @@ func (m *Manager) members(fleet string) []*InstanceRecord {
 }
 
 func (m *Manager) fleetHasMember(fleet string) bool { return len(m.members(fleet)) > 0 }
+
+// vpcFirst reports whether a cluster fleet's members will share a VPC:
+// its first member (or, before one exists, any configured provider) can
+// join one. Then the fleet grows one member at a time until the VPC
+// exists, and the rest attach at create. m.mu held.
+func (m *Manager) vpcFirst(fleet string) bool {
+	for _, r := range m.members(fleet) {
+		_, ok := m.providers[r.Instance.Provider].(VPCProvider)
+		return ok && r.Instance.Offer.SupportsVPC
+	}
+	for _, p := range m.providers {
+		if _, ok := p.(VPCProvider); ok {
+			return true
+		}
+	}
+	return false
+}
 
 // surplus reports whether fleet has more members than it wants. m.mu held.
 func (m *Manager) surplus(fleet string) bool {
