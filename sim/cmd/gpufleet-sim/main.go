@@ -10,7 +10,7 @@
 //	GPUFLEET_SIM_HOTAISLE_URL=http://127.0.0.1:41002/api
 //
 // and serves on each port, besides the fake's API, an admin API under
-// /_sim/ (see withAdmin): snapshot, resources, calls, ledger, routes,
+// /_sim/ (see the README): snapshot, resources, calls, ledger, routes,
 // faults, reset. It stops on SIGINT or SIGTERM.
 package main
 
