@@ -18,7 +18,7 @@ import (
 // Problem is one finding: where, which rule, and the offending text.
 type Problem struct {
 	Where string // package path and identifier, e.g. "fleet.Manager.Run"
-	Rule  string // "outside-file", "unexported-name" or "abbreviation"
+	Rule  string // "outside-file", "unexported-name", "unknown-name" or "abbreviation"
 	Text  string
 }
 
@@ -276,14 +276,22 @@ func (c *checker) text(at ast.Node, where, text string, params map[string]bool) 
 	c.abbreviations(where, s)
 }
 
-// links reports doc links ([name]) to unexported names of the package.
+// links reports doc links ([Name], [Type.Name]) to unexported names of the
+// package, and to names it does not declare (a link left behind by a
+// rename).
 func (c *checker) links(where string, b comment.Block) {
 	walkText(b, func(t comment.Text) {
-		if l, ok := t.(*comment.DocLink); ok && l.ImportPath == "" {
-			for _, n := range []string{l.Recv, l.Name} {
-				if n != "" && !token.IsExported(n) && c.unexported[n] && !c.params[n] {
-					c.add(where, "unexported-name", "["+n+"]")
-				}
+		l, ok := t.(*comment.DocLink)
+		if !ok || l.ImportPath != "" {
+			return
+		}
+		for _, n := range []string{l.Recv, l.Name} {
+			switch {
+			case n == "" || c.params[n]:
+			case !token.IsExported(n) && c.unexported[n]:
+				c.add(where, "unexported-name", "["+n+"]")
+			case token.IsExported(n) && !c.exported[n]:
+				c.add(where, "unknown-name", "["+n+"]")
 			}
 		}
 	})

@@ -59,7 +59,7 @@ func TestRulesCatchEachKindOfProblem(t *testing.T) {
 	got := problems(t, "bad")
 	for _, want := range []string{
 		"outside-file: vultr.md", "outside-file: §", "outside-file: ../shared", "outside-file: ../shared/scenarios.md",
-		"unexported-name: newClient", "unexported-name: [helper]", "unexported-name: defaultTimeout",
+		"unexported-name: newClient", "unexported-name: [helper]", "unexported-name: defaultTimeout", "unknown-name: [Gone]",
 		"abbreviation: DS", "abbreviation: TF", "abbreviation: GV", "abbreviation: ANS", "abbreviation: QZX",
 	} {
 		if !slices.Contains(got, want) {

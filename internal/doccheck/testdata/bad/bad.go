@@ -1,7 +1,7 @@
 // Package bad breaks every rule: see vultr.md §3 and ../shared/scenarios.md.
 package bad
 
-// Client is built by newClient; see also [helper].
+// Client is built by newClient; see also [helper] and [Client.Gone].
 type Client struct {
 	// Timeout is per call (see defaultTimeout).
 	Timeout int
