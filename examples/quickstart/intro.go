@@ -73,7 +73,8 @@ func (d *driver) intro(ctx context.Context) error {
 		fmt.Fprintf(out, "  %-6s %d x %s (%s), then %s of work per node\n", j.spec.Name, j.spec.Nodes,
 			describe(j.spec.Requirements), where, j.work)
 	}
-	fmt.Fprintf(out, "The work alone costs at least $%.2f at these prices (boot time not counted).\n\n", least)
+	fmt.Fprintf(out, "The work alone costs at least $%.2f at these prices (boot time not counted).\n", least)
+	fmt.Fprintf(out, "%s\n\n", idLegend)
 	if d.w.sims != nil {
 		return d.sellOutFirstChoice(ctx)
 	}

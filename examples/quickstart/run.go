@@ -90,7 +90,7 @@ func quickstart(ctx context.Context, cfg config, getenv func(string) string, out
 	if w.sims != nil {
 		defer w.sims.close()
 	}
-	d := &driver{cfg: cfg, w: w, out: out, pub: signer.PublicKey(), ui: newProgress(out, cfg.plain, w.clock),
+	d := &driver{cfg: cfg, w: w, out: out, pub: signer.PublicKey(), ui: newProgress(out, cfg.plain, w.clock, w.meter.link),
 		start: w.clock.Now(), wallStart: time.Now(), workEnd: map[string]time.Time{}}
 	d.m, err = fleet.NewManager(fleet.Config{Providers: w.providers, Agent: w.agent, Clock: w.clock,
 		Interval: cfg.interval, OnEvent: d.onEvent})
