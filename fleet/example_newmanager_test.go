@@ -23,7 +23,8 @@ import (
 func ExampleNewManager() {
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop() // ends Run
-	_, priv, err := ed25519.GenerateKey(rand.Reader) // the fleet's SSH key, in memory only
+	// The fleet's SSH key, in memory only.
+	_, priv, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
 		log.Fatal(err)
 	}
