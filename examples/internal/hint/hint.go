@@ -67,7 +67,7 @@ func distance(a, b string) int {
 // that some offer has: `unknown Vultr plan "nope"; nearest: a, b, c`. all
 // are the offers of the providers r selects, sold-out ones included.
 func Unknown(r fleet.Requirements, all []fleet.Offer) error {
-	cloud := cloudOf(r, all)
+	cloud := cloudOf(r)
 	checks := []struct {
 		what   string
 		values []string
@@ -75,7 +75,7 @@ func Unknown(r fleet.Requirements, all []fleet.Offer) error {
 		fold   bool
 	}{
 		{cloud + "region", r.Regions, func(o fleet.Offer) string { return o.Region }, false},
-		{cloud + planWord(r, all), r.InstanceTypes, func(o fleet.Offer) string { return o.InstanceType }, false},
+		{cloud + planWord(cloud), r.InstanceTypes, func(o fleet.Offer) string { return o.InstanceType }, false},
 		{"GPU vendor", nonEmpty(r.GPUVendor), func(o fleet.Offer) string { return o.GPU.Vendor }, true},
 		{"GPU model", nonEmpty(r.GPUModel), func(o fleet.Offer) string { return o.GPU.Model }, true},
 	}
@@ -102,8 +102,8 @@ func nonEmpty(s string) []string {
 	return []string{s}
 }
 
-// cloudOf is "Vultr " or "Hot Aisle " when every offer is of one provider.
-func cloudOf(r fleet.Requirements, all []fleet.Offer) string {
+// cloudOf is "Vultr " or "Hot Aisle " when r selects one provider, else "".
+func cloudOf(r fleet.Requirements) string {
 	names := map[string]string{fleet.ProviderVultr: "Vultr ", fleet.ProviderHotAisle: "Hot Aisle "}
 	if len(r.Providers) == 1 {
 		return names[strings.ToLower(r.Providers[0])]
@@ -111,9 +111,9 @@ func cloudOf(r fleet.Requirements, all []fleet.Offer) string {
 	return ""
 }
 
-// planWord is what the provider calls an instance type.
-func planWord(r fleet.Requirements, all []fleet.Offer) string {
-	if cloudOf(r, all) == "Vultr " {
+// planWord is what the provider named by cloud calls an instance type.
+func planWord(cloud string) string {
+	if cloud == "Vultr " {
 		return "plan"
 	}
 	return "instance type"
