@@ -47,7 +47,8 @@ const (
 	OSFailed    = "failed"
 )
 
-// UnmarshalJSON decodes leniently (see flexTime).
+// UnmarshalJSON decodes leniently: a date-time that is "", null or not
+// RFC 3339 is the zero time.
 func (s *OSStatus) UnmarshalJSON(b []byte) error {
 	type plain OSStatus
 	v := struct {

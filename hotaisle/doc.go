@@ -3,6 +3,24 @@
 // available VM and bare-metal types (offers), virtual machines and bare-metal
 // servers.
 //
+// # Where to start
+//
+//   - [New] with an API key, the team handle and options such as
+//     [WithHTTPClient] (point it at package sim's fake in tests).
+//   - [Client.Check] to verify the key, the team and the role it needs.
+//   - [Client.ListVMTypes] and [Client.ListBareMetalTypes] for offers;
+//     [Client.ProvisionVM], [Client.UpdateVM] (the label), [Client.DeleteVM]
+//     for VMs; [Client.ReserveBareMetal] and [Client.ReleaseBareMetal] for
+//     bare metal; [Client.AddSSHKey] and [Client.DeleteSSHKey] for the keys
+//     machines accept.
+//   - [APIError] for what Hot Aisle answered; errors.Is with package fleet's
+//     classes (fleet.ErrMinReservation, fleet.ErrNotFound, ...) for what it
+//     meant.
+//   - [NewProvider] (with [WithBareMetal] to rent bare metal, prepaid for 8
+//     hours) to hand the client to a fleet.Manager.
+//
+// The Examples run against package sim's in-memory fake of Hot Aisle.
+//
 // # Shapes and units
 //
 // The raw types mirror the API and keep its units: every capacity

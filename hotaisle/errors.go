@@ -16,8 +16,8 @@ import (
 // message, sent either as a JSON string ("Unauthorized") or as plain text
 // (swagger error schemas are {type: string}); both decode into Message.
 //
-// errors.Is(err, class) is true for the one fleet class that classTable
-// assigns to (status, message, call kind), for example fleet.ErrNotFound for
+// errors.Is(err, class) is true for the one fleet class that the client's
+// error table assigns to (status, message, call kind), for example fleet.ErrNotFound for
 // a 404. The API key never appears in any field: it is cut out of the body
 // should the server ever echo it.
 type APIError struct {
@@ -30,7 +30,7 @@ type APIError struct {
 	Body []byte
 	// RetryAfter is the parsed Retry-After header, 0 when absent.
 	RetryAfter time.Duration
-	// RequestID is the X-Request-Id (or Request-Id, CF-Ray) header when sent.
+	// RequestID is the X-Request-Id (or Request-Id, or Cloudflare's CF-Ray) header when sent.
 	RequestID string
 	// Method and Path are the call, Path relative to the base URL
 	// ("/teams/acme/virtual_machines/"), without the query.

@@ -78,7 +78,7 @@ func (p *Provider) Offers(ctx context.Context) ([]fleet.Offer, error) {
 // PATCH (the VM request has no description field), or reserves a bare-metal
 // server with the label in the request. The create call itself is never
 // retried. A VM provision that fails ambiguously (5xx, timeout) after
-// creating the VM is recovered by comparing VM lists (see createVM). A VM
+// creating the VM is recovered by comparing VM lists before and after. A VM
 // whose label could not be written is still returned: the Manager tracks it
 // by name. Errors: those of ProvisionVM and ReserveBareMetal;
 // fleet.ErrInvalidRequest for a bare-metal offer without WithBareMetal or an
@@ -176,7 +176,7 @@ func (p *Provider) Get(ctx context.Context, name string) (fleet.Instance, error)
 // listed VM counts as running: the API says "running" as soon as it is
 // assigned, and the list carries no state. When no offers of a listed kind
 // were built yet (a fresh Provider adopting after a lost Store), the types
-// are listed once for their price and minimum reservation (see loadTypes).
+// are listed once for their price and minimum reservation.
 func (p *Provider) List(ctx context.Context) ([]fleet.Instance, error) {
 	vms, err := p.c.ListVMs(ctx)
 	if err != nil {

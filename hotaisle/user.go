@@ -30,7 +30,8 @@ type User struct {
 	Created time.Time `json:"created"`
 }
 
-// UnmarshalJSON decodes leniently (see flexTime).
+// UnmarshalJSON decodes leniently: a date-time that is "", null or not
+// RFC 3339 is the zero time.
 func (u *User) UnmarshalJSON(b []byte) error {
 	type plain User
 	v := struct {
@@ -82,7 +83,8 @@ type TeamMember struct {
 	Invitation bool      `json:"invitation,omitempty"`
 }
 
-// UnmarshalJSON decodes leniently (see flexTime).
+// UnmarshalJSON decodes leniently: a date-time that is "", null or not
+// RFC 3339 is the zero time.
 func (m *TeamMember) UnmarshalJSON(b []byte) error {
 	type plain TeamMember
 	v := struct {

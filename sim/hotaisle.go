@@ -12,8 +12,8 @@ import (
 	"time"
 )
 
-// Default physics of sim.HotAisle (scenarios.md, "Default physics of
-// sim.HotAisle"); each is adjustable by an option.
+// Default physics of sim.HotAisle, taken from the published API facts and
+// what users observed; each is adjustable by an option.
 const (
 	// DefaultHotAisleSSHDelay is how long after provisioning a VM's sshd
 	// starts accepting TCP connections (its state says "running" at once).
@@ -129,7 +129,7 @@ func WithHotAisleUserRoleOnly() Option {
 // slash, or one that is not clean, answers 404, never a redirect), takes
 // "Authorization: Token <key>" or a bare key, answers errors as a JSON string
 // ("Unauthorized", "Not Found: Resource not found", ...), and follows the
-// default physics of scenarios.md. An unknown team handle answers 404, a
+// default physics of the DefaultHotAisle constants. An unknown team handle answers 404, a
 // mutation by a key without the operator role 403, a bad key 401.
 type HotAisle struct {
 	*server

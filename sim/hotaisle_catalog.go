@@ -98,7 +98,7 @@ type HotAisleBareMetalType struct {
 	Specs                     HotAisleBareMetalSpecs `json:"Specs"`
 }
 
-// DefaultHotAisleVMTypes returns the default VM catalog (scenarios.md):
+// DefaultHotAisleVMTypes returns the default VM catalog:
 // 1, 2, 4 and 8 MI300X with 13 cores and 224 GiB of RAM per GPU, 12 TiB of
 // disk, one Xeon Platinum 8470, 299 US cents per GPU-hour, a minimum
 // reservation of 30 min for 1x and 60 min for larger, quantities 8, 4, 2, 1;
@@ -133,8 +133,8 @@ func DefaultHotAisleVMTypes() []HotAisleVMType {
 	return []HotAisleVMType{row(1, 8), soldOut, row(2, 4), row(4, 2), row(8, 1)}
 }
 
-// DefaultHotAisleBareMetalTypes returns the default bare-metal catalog
-// (scenarios.md): plan "bm-mi300x-8", a Dell PowerEdge XE9680 with 8 MI300X,
+// DefaultHotAisleBareMetalTypes returns the default bare-metal catalog:
+// plan "bm-mi300x-8", a Dell PowerEdge XE9680 with 8 MI300X,
 // 2 x 52-core Xeon Platinum 8470 (104 cores), 2 TiB of RAM in 32 x 64 GiB
 // modules, 2 x 480 GB SATA SSD M.2 boot drives and 8 x 15.36 TB NVMe,
 // 2712 US cents per hour, minimum reservation 480 min, quantity 2.

@@ -34,15 +34,15 @@ type vultrSettings struct {
 // Retry-After), cursor pagination and a billing ledger. Servers get fake SSH
 // hosts on Network. Every method is safe for concurrent use.
 //
-// Where the public sources are silent (vultr.md §8) the fake decides, and
+// Where the public sources are silent the fake decides, and
 // clients should not rely on more than the quoted substrings:
-//   - a gone instance answers 404 "Invalid instance-id." (DS), a gone bare
-//     metal 404 "Invalid server." (TF); …/{id}/vpcs of either answers
-//     "Invalid instance-id.";
+//   - a gone instance answers 404 "Invalid instance-id." (as dstack saw), a
+//     gone bare metal 404 "Invalid server." (as Vultr's Terraform provider
+//     saw); …/{id}/vpcs of either answers "Invalid instance-id.";
 //   - between an accepted DELETE and the server's disappearance (Destroy),
 //     GET still shows it with power_status "stopped" and server_status
 //     "locked", and every mutation answers 500 "… Server is pending
-//     destruction" (TF saw that text);
+//     destruction" (the Terraform provider saw that text);
 //   - the lock after activation refuses DELETE, PATCH, attach, detach, halt,
 //     start and reboot with 500 "Unable to <op>: Server is currently locked";
 //     while pending, attach and detach answer 500 "Unable to attach VPC:
@@ -52,7 +52,8 @@ type vultrSettings struct {
 //     region.", a plan never offered there 400 "Plan is not offered in the
 //     selected region.";
 //   - bare metal honours attach_vpc at create (dstack relies on it) and takes
-//     one VPC; it shows internal_ip and power_status (dstack and ANS read them);
+//     one VPC; it shows internal_ip and power_status (read by dstack and by
+//     Vultr's Ansible collection);
 //   - VPC delete while in use answers 400; a deleted VPC or key is 404.
 type Vultr struct {
 	*server

@@ -10,7 +10,7 @@ import (
 // is created (202, status "pending"), becomes "active" after Pending, shows
 // server_status "ok" Booting later, and refuses every mutation as locked for
 // Lock after becoming active (server_status may already say "ok": the lock
-// is not always visible, ANS #131). A DELETE accepted at time d stops billing
+// is not always visible: issue 131 of Vultr's Ansible collection). A DELETE accepted at time d stops billing
 // and removes the SSH host; the server stays visible (power_status
 // "stopped", server_status "locked") until d+Destroy, then GET answers 404;
 // its VPC attachments stay until d+AttachLinger.

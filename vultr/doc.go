@@ -2,6 +2,20 @@
 // (with availability), instances and bare-metal servers, their VPCs (list,
 // attach, detach), VPCs and SSH keys.
 //
+// # Where to start
+//
+//   - [New] with an API key and options such as [WithHTTPClient] (point it at
+//     package sim's fake in tests), [WithRateLimit] and [WithRetry].
+//   - [Client.ListPlans] and [Client.ListMetalPlans] for offers;
+//     [Client.CreateInstance], [Client.GetInstance] and [Client.DeleteInstance]
+//     (and their bare-metal twins) for servers; [Client.CreateVPC] and
+//     [Client.AttachInstanceVPC] for private networks.
+//   - [APIError] for what Vultr answered; errors.Is with package fleet's
+//     classes (fleet.ErrLocked, fleet.ErrNotActive, ...) for what it meant.
+//   - [NewProvider] to hand the client to a fleet.Manager.
+//
+// The Examples run against package sim's in-memory fake of Vultr.
+//
 // It differs from govultr where that matters for a fleet manager:
 //
 //   - Every non-2xx answer is a *APIError that answers errors.Is for one of the

@@ -238,7 +238,7 @@ func (p *Provider) get(ctx context.Context, id string) (fleet.Instance, error) {
 
 // List reads every instance and bare-metal server across all pages (two
 // paginated lists), labels parsed, offers filled from the cached plan rows
-// (fetched first when none are cached; see loadPlans).
+// (fetched first when none are cached).
 func (p *Provider) List(ctx context.Context) ([]fleet.Instance, error) {
 	var out []fleet.Instance
 	for in, err := range p.c.ListInstances(ctx, nil) {

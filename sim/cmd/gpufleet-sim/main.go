@@ -10,7 +10,7 @@
 //	GPUFLEET_SIM_HOTAISLE_URL=http://127.0.0.1:41002/api
 //
 // and serves on each port, besides the fake's API, an admin API under
-// /_sim/ (see withAdmin): snapshot, resources, calls, ledger, routes,
+// /_sim/ (see the README): snapshot, resources, calls, ledger, routes,
 // faults, reset. It stops on SIGINT or SIGTERM.
 package main
 
@@ -55,6 +55,10 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	var c config
 	fs := flag.NewFlagSet("gpufleet-sim", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, "gpufleet-sim serves fakes of the Vultr and Hot Aisle APIs on loopback ports, for test suites in any language.\n\nUsage: gpufleet-sim [flags]\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
 	fs.StringVar(&c.vultrAddr, "vultr-addr", "127.0.0.1:0", "listen address of the Vultr fake (port 0: any free port)")
 	fs.StringVar(&c.hotaisleAddr, "hotaisle-addr", "127.0.0.1:0", "listen address of the Hot Aisle fake (port 0: any free port)")
 	fs.StringVar(&c.vultrKey, "vultr-key", sim.DefaultAPIKey, "API key the Vultr fake accepts (Authorization: Bearer <key>)")
