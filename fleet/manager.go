@@ -148,7 +148,10 @@ type Manager struct {
 	deadlineMisses map[string]int // consecutive deadline misses per fleet
 	storeFailing   bool
 	vpcCreates     []string       // fleets whose VPC create is planned this step
-	ownKeys        map[string]int // this owner's SSH keys seen in the latest listing, per provider
+	ownKeys        map[string]int // this owner's SSH keys seen in the latest listing (or maybe registered since), per provider
+	keyObs         map[string][]SSHKey
+	keyRetry       map[string]time.Time
+	keyFails       map[string]int
 
 	evMu      sync.Mutex // guards pending
 	deliverMu sync.Mutex // one delivering goroutine at a time
@@ -227,7 +230,8 @@ func (m *Manager) initMaps() {
 	m.obs, m.nextList, m.scanned = map[string]*observation{}, map[string]time.Time{}, map[string]bool{}
 	m.reported, m.orphanVPCs, m.deletedVPCs = map[string]bool{}, map[string]*VPCRecord{}, map[string]time.Time{}
 	m.fleetRetry, m.fleetFails, m.avoid = map[string]time.Time{}, map[string]int{}, map[string]time.Time{}
-	m.agentCancel, m.ownKeys = map[string]context.CancelFunc{}, map[string]int{}
+	m.agentCancel, m.ownKeys, m.keyObs = map[string]context.CancelFunc{}, map[string]int{}, map[string][]SSHKey{}
+	m.keyRetry, m.keyFails = map[string]time.Time{}, map[string]int{}
 	m.agentNext, m.keyedAgents, m.abandoned = map[string]time.Time{}, map[string]Agent{}, map[string]bool{}
 	m.keyMissing, m.keyMissingSaid, m.deadlineMisses = map[string]bool{}, map[string]bool{}, map[string]int{}
 }

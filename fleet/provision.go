@@ -377,6 +377,9 @@ func (m *Manager) createResult(reqID string, inst Instance, vpcID string, err er
 	switch {
 	case err == nil && inst.ID != "":
 		m.created(r, inst, vpcID, now)
+		if f := m.fleets[fleet]; f != nil && len(f.Spec.SSHKeys) > 0 && keyProvider(m.providers[provider]) != nil {
+			m.ownKeys[provider] = max(m.ownKeys[provider], 1) // keys registered: list them from now on
+		}
 		if r.Termination != nil {
 			return // released while the call was under way: the release goes on
 		}

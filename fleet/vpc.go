@@ -243,13 +243,13 @@ func (m *Manager) finishFleets(now time.Time) {
 				break
 			}
 		}
-		if busy {
+		if busy || m.keysLeft(name, now) {
 			continue
 		}
 		delete(m.fleets, name)
 		delete(m.keyedAgents, name)
 		delete(m.dirtyF, name)
 		m.goneF[name] = true
-		m.event(Event{Type: EventFleetDeleted, Fleet: name, Time: now, Message: "every instance (and the VPC, if any) is confirmed gone"})
+		m.event(Event{Type: EventFleetDeleted, Fleet: name, Time: now, Message: "every instance (and the VPC and SSH keys, if any) is confirmed gone"})
 	}
 }
