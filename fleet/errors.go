@@ -24,6 +24,12 @@ var (
 	// ErrNotActive: Vultr "This subscription is not currently active" (HTTP 500)
 	// on a delete while the server is still pending. Wait and retry.
 	ErrNotActive = errors.New("gpufleet: subscription not active")
+	// ErrDeletePending: the provider accepted an earlier delete and is
+	// destroying the server (Vultr "Server is already pending destruction",
+	// HTTP 400 or 500, on a repeated DELETE or a read right after one). The
+	// delete needs no repeating: wait for the server to be gone (ErrNotFound,
+	// HTTP 404).
+	ErrDeletePending = errors.New("gpufleet: delete pending")
 	// ErrMinReservation: Hot Aisle refused a release before the minimum
 	// reservation (HTTP 400 "minimum usage requirement"); release with force, or
 	// wait until the reservation ends.

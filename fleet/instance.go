@@ -66,6 +66,7 @@ type Instance struct {
 	Ready         time.Time // agent healthy (or running when there is no agent)
 	ReservedUntil time.Time // release before this pays for unused time
 	LastError     string
+	LabelError    string // non-empty when the provider could not write the label (Hot Aisle labels are a second call after provision); the Manager rewrites it on a later pass
 	History       []StatusChange
 }
 

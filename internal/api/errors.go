@@ -13,12 +13,13 @@ import (
 // reset, DNS, TLS, a client timeout. It answers errors.Is(err,
 // fleet.ErrUnavailable).
 type TransportError struct {
+	Provider     string // "vultr", "hotaisle"
 	Method, Path string
 	Err          error
 }
 
 func (e *TransportError) Error() string {
-	return fmt.Sprintf("%s %s: %v", e.Method, e.Path, e.Err)
+	return fmt.Sprintf("%s: %s %s: %v", e.Provider, e.Method, e.Path, e.Err)
 }
 
 func (e *TransportError) Unwrap() error { return e.Err }
@@ -26,14 +27,19 @@ func (e *TransportError) Unwrap() error { return e.Err }
 // Is makes a TransportError match fleet.ErrUnavailable.
 func (e *TransportError) Is(target error) bool { return target == fleet.ErrUnavailable }
 
-// DecodeError is a 2xx answer whose body is not the JSON expected.
+// DecodeError is a 2xx answer whose body is not what the endpoint promises:
+// empty, not JSON (an HTML page), cut short, of another shape (an error
+// object, {} or null where an object or list should be), or without the field
+// that identifies the object. After a create it means the resource may exist.
+// It answers no fleet error class.
 type DecodeError struct {
+	Provider     string // "vultr", "hotaisle"
 	Method, Path string
-	Err          error
+	Err          error // why the body was refused
 }
 
 func (e *DecodeError) Error() string {
-	return fmt.Sprintf("%s %s: decode response: %v", e.Method, e.Path, e.Err)
+	return fmt.Sprintf("%s: %s %s: decode response: %v", e.Provider, e.Method, e.Path, e.Err)
 }
 
 func (e *DecodeError) Unwrap() error { return e.Err }

@@ -82,12 +82,14 @@ func (p RetryPolicy) delay(n uint, err error) time.Duration {
 	return backoff/2 + rand.N(backoff/2+1)
 }
 
-// run calls fn until it succeeds, fails for good, or ctx ends; an ended ctx
-// is returned wrapped together with the last error, so both stay visible.
-func (p RetryPolicy) run(ctx context.Context, fn func() error) error {
+// run calls fn until it succeeds, fails for good, or ctx ends, sleeping the
+// backoff on clock; an ended ctx is returned wrapped together with the last
+// error, so both stay visible.
+func (p RetryPolicy) run(ctx context.Context, clock Clock, fn func() error) error {
 	var last error
 	err := retry.Do(func() error { last = fn(); return last },
 		retry.Context(ctx),
+		retry.WithTimer(clockTimer{ctx: ctx, clock: clock}),
 		retry.Attempts(p.Attempts),
 		retry.RetryIf(Transient),
 		retry.DelayType(func(n uint, err error, _ *retry.Config) time.Duration { return p.delay(n, err) }),
