@@ -1,6 +1,7 @@
 package vultr
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -41,24 +42,24 @@ func (k *SSHKey) objectID() string    { return k.ID }
 // one makes a call whose answer wraps a single object under key, as every
 // Vultr create, get and update does ({"instance": {...}}), and returns the
 // object. A 2xx answer without it (an empty body, {}, an error object, an
-// object without its id) is a *DecodeError when required (a create or get
-// cannot have meant "nothing"); an update (required false) may answer with
-// no body or no object at all: nil, no error.
+// object without its id) is a *DecodeError; only an update (required false)
+// may answer with no body at all: nil, no error.
 func one[T any, P interface {
 	*T
 	identified
 }](ctx context.Context, c *Client, method, path string, body any, key string, required bool) (*T, error) {
 	var env map[string]json.RawMessage
 	req := api.Request{Method: method, Path: path, Body: body, OptionalBody: !required}
-	if _, err := c.api.Do(ctx, req, &env); err != nil {
+	resp, err := c.api.Do(ctx, req, &env)
+	if err != nil {
 		return nil, err
+	}
+	if !required && len(bytes.TrimSpace(resp.Body)) == 0 {
+		return nil, nil
 	}
 	raw, ok := env[key]
 	if !ok || string(raw) == "null" {
-		if required {
-			return nil, c.api.DecodeError(method, path, fmt.Errorf("the answer has no %q object", key))
-		}
-		return nil, nil
+		return nil, c.api.DecodeError(method, path, fmt.Errorf("the answer has no %q object", key))
 	}
 	v := P(new(T))
 	if err := json.Unmarshal(raw, v); err != nil {
