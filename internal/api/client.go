@@ -125,10 +125,13 @@ func (c *Client) Do(ctx context.Context, req Request, out any) (*Response, error
 		}
 		body = b
 	}
-	var resp *Response
+	var (
+		resp *Response
+		last error
+	)
 	attempt := func() error {
 		r, err := c.once(ctx, req, body)
-		resp = r
+		resp, last = r, err
 		return err
 	}
 	var err error
@@ -136,6 +139,9 @@ func (c *Client) Do(ctx context.Context, req Request, out any) (*Response, error
 		err = c.cfg.Retry.run(ctx, c.cfg.Clock, attempt)
 	} else {
 		err = attempt()
+	}
+	if err != nil && ctx.Err() != nil {
+		err = c.ctxError(req, ctx.Err(), last)
 	}
 	if err != nil || out == nil {
 		return resp, err
@@ -158,9 +164,26 @@ func (c *Client) DecodeError(method, path string, cause error) *DecodeError {
 	return &DecodeError{Provider: c.cfg.Provider, Method: method, Path: path, Err: cause}
 }
 
+// ctxError names a call that ctx cut short, keeping its last error
+// (unless that was the cut itself).
+func (c *Client) ctxError(req Request, cerr, last error) error {
+	var ce *contextError
+	if errors.As(last, &ce) {
+		return last
+	}
+	if errors.Is(last, cerr) {
+		last = nil
+	}
+	return &contextError{provider: c.cfg.Provider, method: req.Method, path: req.Path, err: cerr, last: last}
+}
+
 func (c *Client) once(ctx context.Context, req Request, body []byte) (*Response, error) {
 	if err := c.wait(ctx); err != nil {
-		return nil, fmt.Errorf("%s: %s %s: rate limiter: %w", c.cfg.Provider, req.Method, req.Path, ctxErr(ctx, err))
+		if cerr := ctx.Err(); cerr != nil {
+			return nil, &contextError{provider: c.cfg.Provider, method: req.Method, path: req.Path,
+				during: "rate limiter wait", err: cerr}
+		}
+		return nil, fmt.Errorf("%s: %s %s: rate limiter: %w", c.cfg.Provider, req.Method, req.Path, err)
 	}
 	hreq, err := c.build(ctx, req, body)
 	if err != nil {
@@ -175,7 +198,7 @@ func (c *Client) once(ctx context.Context, req Request, body []byte) (*Response,
 	data, err := io.ReadAll(io.LimitReader(hresp.Body, MaxResponseBytes))
 	if err != nil {
 		if cerr := ctx.Err(); cerr != nil {
-			return nil, fmt.Errorf("%s: %s %s: %w", c.cfg.Provider, req.Method, req.Path, cerr)
+			return nil, c.ctxError(req, cerr, nil)
 		}
 		return nil, &TransportError{Provider: c.cfg.Provider, Method: req.Method, Path: req.Path, Err: scrub(err)}
 	}
@@ -220,7 +243,7 @@ func (c *Client) build(ctx context.Context, req Request, body []byte) (*http.Req
 // refused redirect, or a transport failure.
 func (c *Client) sendError(ctx context.Context, req Request, err error, start time.Time) error {
 	if cerr := ctx.Err(); cerr != nil {
-		return fmt.Errorf("%s: %s %s: %w", c.cfg.Provider, req.Method, req.Path, cerr)
+		return c.ctxError(req, cerr, nil)
 	}
 	c.log(req, 0, start)
 	if errors.Is(err, errDowngrade) {
@@ -259,13 +282,6 @@ func (c *Client) wait(ctx context.Context) error {
 func (c *Client) log(req Request, status int, start time.Time) {
 	c.cfg.Logger.Debug("api call", "provider", c.cfg.Provider, "method", req.Method, "path", req.Path,
 		"status", status, "duration", time.Since(start))
-}
-
-func ctxErr(ctx context.Context, err error) error {
-	if cerr := ctx.Err(); cerr != nil {
-		return cerr
-	}
-	return err
 }
 
 // scrub drops the *url.Error wrapper (which repeats the full URL) and keeps

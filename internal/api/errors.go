@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gpufleet/gpufleet/fleet"
@@ -57,4 +58,35 @@ func parseRetryAfter(v string, now time.Time) time.Duration {
 		return t.Sub(now)
 	}
 	return 0
+}
+
+// contextError is a call cut short by its context: cancelled, or past its
+// deadline, during an attempt, a limiter wait or a backoff. It unwraps to the
+// context's error and to the last answer or failure, when there was one (so
+// errors.Is finds both); its text names the call once.
+type contextError struct {
+	provider, method, path string
+	during                 string // "rate limiter wait", or "" for the call itself
+	err                    error  // ctx.Err()
+	last                   error  // the last attempt's error, nil when none
+}
+
+func (e *contextError) Error() string {
+	call := e.provider + ": " + e.method + " " + e.path + ": "
+	s := call
+	if e.during != "" {
+		s += e.during + ": "
+	}
+	s += e.err.Error()
+	if e.last != nil {
+		s += " (last error: " + strings.TrimPrefix(e.last.Error(), call) + ")"
+	}
+	return s
+}
+
+func (e *contextError) Unwrap() []error {
+	if e.last == nil {
+		return []error{e.err}
+	}
+	return []error{e.err, e.last}
 }
