@@ -109,7 +109,7 @@ type classRule struct {
 
 // classTable is the only place that reads Hot Aisle error text. The first
 // matching row wins. Sources: swagger responses and descriptions, see
-// hotaisle.md sections 2 and 6 (E11).
+// the Hot Aisle fact sheet (endpoints and example errors).
 var classTable = []classRule{
 	// VM limit answers 401 (sic): "Maximum VMs already provisioned for this team".
 	{401, 401, anyCall, "maximum vms", fleet.ErrQuotaExceeded},
