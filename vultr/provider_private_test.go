@@ -118,3 +118,17 @@ func TestProviderInstanceVPCsTeachesTheAddress(t *testing.T) {
 	assert.Equal(t, "10.6.96.3", insts[0].PrivateIP)
 	assert.Equal(t, 1, s.count("GET /v2/instances/"+vmID+"/vpcs"))
 }
+
+// The provider lists with no filter at all (the API takes one per request):
+// only per_page (and cursor) are sent.
+func TestProviderListsWithoutFilters(t *testing.T) {
+	c, mt := mockClient(t)
+	insts := record(t, mt, "GET", "/v2/instances", 200, `{"instances":[]}`)
+	metal := record(t, mt, "GET", "/v2/bare-metals", 200, `{"bare_metals":[]}`)
+	_, err := NewProvider(c).List(t.Context())
+	require.NoError(t, err)
+	require.Len(t, *insts, 1)
+	require.Len(t, *metal, 1)
+	assert.Equal(t, "per_page=500", (*insts)[0].Query)
+	assert.Equal(t, "per_page=500", (*metal)[0].Query)
+}
