@@ -206,7 +206,7 @@ func (p *instancesPage) meta() *Meta { return p.Meta }
 
 // CreateInstance deploys a VM (POST /v2/instances → 202, status "pending").
 // It is never retried: after a transport error, a 5xx or an answer without
-// the instance (an *api.DecodeError) the server may exist anyway, so look it
+// the instance (a *DecodeError) the server may exist anyway, so look it
 // up by label before creating again. Errors: a *APIError
 // (fleet.ErrNoCapacity when sold out, fleet.ErrInvalidRequest for
 // "Invalid plan chosen." such as a vbm-* plan), or a local
