@@ -193,7 +193,9 @@ func (c *Client) UpdateBareMetal(ctx context.Context, id string, u *BareMetalUpd
 
 // DeleteBareMetal destroys a server (DELETE → 204), retried on 429 and
 // transient failures; fleet.ErrNotFound means already gone, fleet.ErrLocked
-// and fleet.ErrNotActive are returned for the caller to retry later.
+// and fleet.ErrNotActive are returned for the caller to retry later, and
+// fleet.ErrDeletePending means an earlier delete was accepted (wait for the
+// 404).
 func (c *Client) DeleteBareMetal(ctx context.Context, id string) error {
 	if err := requireID("bare-metal", id); err != nil {
 		return err

@@ -219,7 +219,8 @@ func (c *Client) CreateInstance(ctx context.Context, req *InstanceCreate) (*Inst
 	return one[Instance](ctx, c, "POST", "/v2/instances", body, "instance", true)
 }
 
-// GetInstance reads one VM. A gone VM is fleet.ErrNotFound.
+// GetInstance reads one VM. A gone VM is fleet.ErrNotFound ("Invalid
+// instance ID", 404); one being destroyed may answer fleet.ErrDeletePending.
 func (c *Client) GetInstance(ctx context.Context, id string) (*Instance, error) {
 	if err := requireID("instance", id); err != nil {
 		return nil, err
@@ -254,8 +255,10 @@ func (c *Client) UpdateInstance(ctx context.Context, id string, u *InstanceUpdat
 // DeleteInstance destroys a VM (DELETE /v2/instances/{id} → 204); retried on
 // 429 and transient failures. Domain refusals are returned, not retried:
 // fleet.ErrNotActive while pending, fleet.ErrLocked for minutes after it
-// became active. fleet.ErrNotFound means already gone (also when a retried
-// attempt follows one whose answer was lost).
+// became active. fleet.ErrDeletePending ("Server is already pending
+// destruction") means an earlier delete was accepted: wait for
+// fleet.ErrNotFound, which means already gone (also when a retried attempt
+// follows one whose answer was lost).
 func (c *Client) DeleteInstance(ctx context.Context, id string) error {
 	if err := requireID("instance", id); err != nil {
 		return err
