@@ -148,7 +148,7 @@ func (m *Manager) placeable(spec Spec) error {
 		}
 		usable = append(usable, name)
 	}
-	return fmt.Errorf("gpufleet: fleet %s: cluster placement needs a VPC, and none of %v offers one: %w", spec.Name, usable, ErrVPCUnsupported)
+	return classed(ErrVPCUnsupported, "fleet %s: cluster placement needs a VPC, and none of %v offers one", spec.Name, usable)
 }
 
 // Delete records that a fleet is to be deleted: every instance is released
@@ -175,7 +175,7 @@ func (m *Manager) Delete(ctx context.Context, name string, opts ...ReleaseOption
 	defer m.intents.mu.Unlock()
 	applied, deleted := m.intents.fleetState(name)
 	if _, ok := m.fleets[name]; !ok && (!applied || deleted) {
-		return fmt.Errorf("gpufleet: fleet %s: %w", name, ErrNotFound)
+		return classed(ErrNotFound, "fleet %s", name)
 	}
 	m.intents.ops = append(m.intents.ops, intent{kind: intentDelete, name: name, policy: o.policy})
 	m.wake()
@@ -227,7 +227,7 @@ func (m *Manager) Release(ctx context.Context, instanceID string, opts ...Releas
 	defer m.mu.Unlock()
 	r := m.find(instanceID)
 	if r == nil || r.Instance.Status == StatusTerminated {
-		return time.Time{}, fmt.Errorf("gpufleet: instance %q (gone or unknown): %w", instanceID, ErrNotFound)
+		return time.Time{}, classed(ErrNotFound, "instance %q (gone or unknown)", instanceID)
 	}
 	policy := o.policy
 	if policy == "" {
@@ -263,7 +263,7 @@ func (m *Manager) mark(instanceID string, kind intentKind) error {
 	defer m.mu.Unlock()
 	r := m.find(instanceID)
 	if r == nil {
-		return fmt.Errorf("gpufleet: instance %s: %w", instanceID, ErrNotFound)
+		return classed(ErrNotFound, "instance %s", instanceID)
 	}
 	if st := r.Instance.Status; st != StatusIdle && st != StatusBusy {
 		return fmt.Errorf("gpufleet: instance %s is %s, not ready", instanceID, st)

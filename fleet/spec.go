@@ -110,7 +110,7 @@ func (s Spec) validate() error {
 		return fmt.Errorf("gpufleet: fleet %s: Nodes %d is over %d", s.Name, s.Nodes, MaxNodes)
 	}
 	if err := s.Requirements.Validate(); err != nil {
-		return fmt.Errorf("gpufleet: fleet %s: %w", s.Name, err)
+		return fmt.Errorf("gpufleet: fleet %s: %w", s.Name, unprefixed(err))
 	}
 	for i, k := range s.SSHKeys {
 		if err := validateAuthorizedKey(k); err != nil {

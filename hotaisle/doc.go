@@ -31,7 +31,10 @@
 // object ([VMSpecs.CPUs] is a *[CPU]); a bare-metal server's "cpus" is an
 // array ([BareMetalSpecs.CPUs] is a [CPUList]). Decoding is lenient: unknown
 // fields are ignored, optional fields may be absent, "" and null both mean
-// unset.
+// unset. It is strict about what each endpoint promises: a 2xx answer that
+// is not a JSON array where a list is due (an empty body, null, {}, an error
+// message sent with 200), or an object without its name (a VM, a server), is
+// a *[DecodeError], never an empty list or a nameless VM.
 //
 // # Errors
 //
@@ -40,7 +43,8 @@
 // package fleet (fleet.ErrNotFound, fleet.ErrMinReservation, ...). The
 // (status, message) patterns that select a class live in one table in
 // errors.go; no other code compares error text. A failure to reach the API
-// answers fleet.ErrUnavailable.
+// (*[TransportError]) answers fleet.ErrUnavailable. Error texts start with
+// "hotaisle: " once and end with the request id when the API sent one.
 //
 // # Retries, rate limit, timeouts
 //
@@ -48,7 +52,9 @@
 // 504 and connection failures, with capped jittered backoff bounded by the
 // call's context. POSTs (provision, reserve, add key) and PATCHes are never
 // retried: a 5xx can hide a success. All calls of one Client share one
-// client-side rate limiter (default [DefaultRateLimit] per second). A VM
+// client-side rate limiter (default [DefaultRateLimit] per second). Every
+// wait (limiter, Retry-After, backoff) runs on the Client's [Clock]: give
+// [WithClock] the clock of the fleet Manager and the simulator. A VM
 // DELETE blocks server-side until the VM is reset (about 20 s), so the
 // default HTTP client allows [DefaultTimeout] per attempt; a DELETE that timed
 // out is safe to repeat, and fleet.ErrNotFound on the repeat means "gone".
@@ -57,5 +63,6 @@
 //
 // The API key lives only in the closure that sets the Authorization header:
 // it never appears in a log line, an error, or the String, GoString or %v
-// output of a Client.
+// output of a Client. A redirect to another scheme, host or port is followed
+// without it, and a redirect from https to http is refused (*[RedirectError]).
 package hotaisle

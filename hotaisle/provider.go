@@ -3,9 +3,7 @@ package hotaisle
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
-	"time"
 
 	"github.com/gpufleet/gpufleet/fleet"
 )
@@ -24,6 +22,9 @@ type Provider struct {
 	offers  map[string]fleet.Offer // instance type → offer last built
 	loaded  map[string]bool        // "vm", "bm": types listed at least once
 	claimed map[string]bool        // VMs created here and not labelled yet
+	seen    map[string]bool        // VM names of the latest list and own creates since; nil before any list
+
+	listMu sync.Mutex // serialises the first list of ensureSeen
 }
 
 // ProviderOption configures a Provider.
@@ -78,15 +79,18 @@ func (p *Provider) Offers(ctx context.Context) ([]fleet.Offer, error) {
 // PATCH (the VM request has no description field), or reserves a bare-metal
 // server with the label in the request. The create call itself is never
 // retried. A VM provision that fails ambiguously (5xx, timeout) after
-// creating the VM is recovered by comparing VM lists before and after. A VM
-// whose label could not be written is still returned: the Manager tracks it
-// by name. Errors: those of ProvisionVM and ReserveBareMetal;
-// fleet.ErrInvalidRequest for a bare-metal offer without WithBareMetal or an
-// offer of another provider.
+// creating the VM is recovered by comparing the team's VMs with the names
+// this Provider has seen; no list is made before a provision
+// except the very first one of a Provider that never listed. A VM whose label
+// could not be written is still returned, with LabelError saying why: the
+// Manager tracks it by name and writes the label again later. The instance
+// returned always has an ID. Errors: those of ProvisionVM and
+// ReserveBareMetal; fleet.ErrInvalidRequest for a bare-metal offer without
+// WithBareMetal or an offer of another provider.
 func (p *Provider) Create(ctx context.Context, req fleet.CreateRequest) (fleet.Instance, error) {
 	for _, k := range req.SSHKeys {
 		if _, _, err := p.c.AddSSHKey(ctx, labelledKey(k, req.Label)); err != nil {
-			return fleet.Instance{}, fmt.Errorf("hotaisle: register SSH key: %w", err)
+			return fleet.Instance{}, err // POST /user/ssh_keys/ in its text says which call
 		}
 	}
 	switch specs := req.Offer.ProviderData.(type) {
@@ -94,7 +98,7 @@ func (p *Provider) Create(ctx context.Context, req fleet.CreateRequest) (fleet.I
 		return p.createVM(ctx, req, specs)
 	case BareMetalSpecs:
 		if !p.bareMetal {
-			return fleet.Instance{}, fmt.Errorf("hotaisle: bare metal is not enabled (WithBareMetal): %w", fleet.ErrInvalidRequest)
+			return fleet.Instance{}, invalid("bare metal is not enabled (WithBareMetal)")
 		}
 		bm, err := p.c.ReserveBareMetal(ctx, BareMetalReservation{Description: req.Label.String(), Specs: specs})
 		if err != nil {
@@ -106,30 +110,8 @@ func (p *Provider) Create(ctx context.Context, req fleet.CreateRequest) (fleet.I
 		p.fillOffer(&inst.Offer)
 		return inst, nil
 	default:
-		return fleet.Instance{}, fmt.Errorf("hotaisle: offer %s did not come from this provider: %w", req.Offer.InstanceType, fleet.ErrInvalidRequest)
+		return fleet.Instance{}, invalid("offer %s did not come from this provider", req.Offer.InstanceType)
 	}
-}
-
-// labelVM writes the label, retrying the (idempotent) PATCH a few times. It
-// runs detached from the caller's cancellation (bounded by a minute): the VM
-// exists and bills, and without its label it could not be found again.
-func (p *Provider) labelVM(ctx context.Context, name, label string) error {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-	defer cancel()
-	var err error
-	for attempt := range 3 {
-		if err = p.c.UpdateVM(ctx, name, VMUpdate{Description: label}); err == nil {
-			return nil
-		}
-		if ctx.Err() != nil {
-			break
-		}
-		select {
-		case <-time.After(time.Duration(attempt+1) * time.Second):
-		case <-ctx.Done():
-		}
-	}
-	return err
 }
 
 func (p *Provider) remember(name string, bareMetal bool) {
@@ -182,6 +164,7 @@ func (p *Provider) List(ctx context.Context) ([]fleet.Instance, error) {
 	if err != nil {
 		return nil, err
 	}
+	p.sawList(vms)
 	bms, err := p.c.ListBareMetal(ctx)
 	if err != nil {
 		return nil, err

@@ -29,9 +29,11 @@ type Provider struct {
 	regions []string
 
 	mu         sync.Mutex
-	metal      map[string]bool      // server id → bare metal, as seen
-	plans      map[string]Plan      // VM plan rows by id; nil until fetched
-	metalPlans map[string]MetalPlan // bare-metal plan rows by id; nil until fetched
+	metal      map[string]bool          // server id → bare metal, as seen
+	members    map[string]bool          // server ids known to be VPC members
+	attached   map[string]VPCAttachment // a member's attachment with its address, once read
+	plans      map[string]Plan          // VM plan rows by id; nil until fetched
+	metalPlans map[string]MetalPlan     // bare-metal plan rows by id; nil until fetched
 }
 
 // ProviderOption configures a Provider.
@@ -42,7 +44,7 @@ func WithRegions(ids ...string) ProviderOption { return func(p *Provider) { p.re
 
 // NewProvider returns the Vultr fleet.Provider over c.
 func NewProvider(c *Client, opts ...ProviderOption) *Provider {
-	p := &Provider{c: c, metal: map[string]bool{}}
+	p := &Provider{c: c, metal: map[string]bool{}, members: map[string]bool{}, attached: map[string]VPCAttachment{}}
 	for _, o := range opts {
 		o(p)
 	}
@@ -172,6 +174,9 @@ func (p *Provider) Create(ctx context.Context, req fleet.CreateRequest) (fleet.I
 			return fleet.Instance{}, err
 		}
 		p.remember(bm.ID, true)
+		if req.VPCID != "" {
+			p.markMember(bm.ID)
+		}
 		inst := bareMetalInstance(*bm)
 		inst.Offer = req.Offer
 		p.fillOffer(&inst.Offer)
@@ -189,6 +194,9 @@ func (p *Provider) Create(ctx context.Context, req fleet.CreateRequest) (fleet.I
 		return fleet.Instance{}, err
 	}
 	p.remember(in.ID, false)
+	if req.VPCID != "" {
+		p.markMember(in.ID)
+	}
 	inst := vmInstance(*in)
 	inst.Offer = req.Offer
 	p.fillOffer(&inst.Offer)
@@ -209,13 +217,18 @@ func (p *Provider) isMetal(id string) (metal, known bool) {
 }
 
 // Get reads an instance or a bare-metal server; fleet.ErrNotFound when gone.
-// Its Offer is filled from the cached plan rows (no plan call is made).
+// Its Offer is filled from the cached plan rows (no plan call is made). A
+// running VPC member whose answer has no internal address gets it from its
+// VPC attachments (one more call, once).
 func (p *Provider) Get(ctx context.Context, id string) (fleet.Instance, error) {
 	inst, err := p.get(ctx, id)
-	if err == nil {
-		p.fillOffer(&inst.Offer)
+	if err != nil {
+		return inst, err
 	}
-	return inst, err
+	p.fillOffer(&inst.Offer)
+	one := []fleet.Instance{inst}
+	p.fillPrivateIPs(ctx, one)
+	return one[0], nil
 }
 
 func (p *Provider) get(ctx context.Context, id string) (fleet.Instance, error) {
@@ -237,8 +250,9 @@ func (p *Provider) get(ctx context.Context, id string) (fleet.Instance, error) {
 }
 
 // List reads every instance and bare-metal server across all pages (two
-// paginated lists), labels parsed, offers filled from the cached plan rows
-// (fetched first when none are cached).
+// paginated lists, no filter), labels parsed, offers filled from the cached
+// plan rows (fetched first when none are cached), private
+// addresses as Get fills them.
 func (p *Provider) List(ctx context.Context) ([]fleet.Instance, error) {
 	var out []fleet.Instance
 	for in, err := range p.c.ListInstances(ctx, nil) {
@@ -259,14 +273,25 @@ func (p *Provider) List(ctx context.Context) ([]fleet.Instance, error) {
 	for i := range out {
 		p.fillOffer(&out[i].Offer)
 	}
+	p.fillPrivateIPs(ctx, out)
 	return out, nil
 }
 
 // Delete destroys a server. Expect fleet.ErrNotActive while it is pending and
-// fleet.ErrLocked for minutes after it becomes active: retry later. The
-// server is gone once Get answers fleet.ErrNotFound. opts.Force is ignored:
+// fleet.ErrLocked for minutes after it becomes active: retry later.
+// fleet.ErrDeletePending means an earlier delete was accepted and the server
+// is being destroyed: nothing to repeat. The server is gone once Get answers
+// fleet.ErrNotFound. opts.Force is ignored:
 // Vultr bills whole started hours and has no minimum to force.
 func (p *Provider) Delete(ctx context.Context, id string, _ fleet.DeleteOptions) error {
+	err := p.delete(ctx, id)
+	if err == nil || errors.Is(err, fleet.ErrNotFound) {
+		p.forget(id)
+	}
+	return err
+}
+
+func (p *Provider) delete(ctx context.Context, id string) error {
 	metal, known := p.isMetal(id)
 	if !known || !metal {
 		err := p.c.DeleteInstance(ctx, id)

@@ -85,23 +85,29 @@ func neutralVPC(v VPC) fleet.VPC {
 // caller confirms with InstanceVPCs and retries fleet.ErrAttachFailed and
 // fleet.ErrLocked; fleet.ErrVPCUnsupported is final for the plan.
 func (p *Provider) AttachVPC(ctx context.Context, id, vpcID string) error {
+	var err error
 	if metal, _ := p.isMetal(id); metal {
-		return p.c.AttachBareMetalVPC(ctx, id, vpcID)
+		err = p.c.AttachBareMetalVPC(ctx, id, vpcID)
+	} else {
+		err = p.c.AttachInstanceVPC(ctx, id, vpcID)
 	}
-	return p.c.AttachInstanceVPC(ctx, id, vpcID)
+	if err == nil {
+		p.markMember(id)
+	}
+	return err
 }
 
-// InstanceVPCs lists the VPC ids a server is attached to.
+// InstanceVPCs lists the VPC ids a server is attached to (and records the
+// server's VPC address for Get and List).
 func (p *Provider) InstanceVPCs(ctx context.Context, id string) ([]string, error) {
-	seq := p.c.ListInstanceVPCs(ctx, id)
-	if metal, _ := p.isMetal(id); metal {
-		seq = p.c.ListBareMetalVPCs(ctx, id)
+	metal, _ := p.isMetal(id)
+	atts, err := p.attachments(ctx, id, metal)
+	if err != nil {
+		return nil, err
 	}
-	var ids []string
-	for a, err := range seq {
-		if err != nil {
-			return nil, err
-		}
+	p.learn(id, atts)
+	ids := make([]string, 0, len(atts))
+	for _, a := range atts {
 		ids = append(ids, a.ID)
 	}
 	return ids, nil
