@@ -75,7 +75,12 @@ type Config struct {
 	// change). It must not block for long; it may call the Manager.
 	OnEvent func(Event)
 	// Clock is the source of time (default: the process clock). The offer
-	// catalog's TTL and every wait of the Manager follow it.
+	// catalog's TTL and every wait of the Manager follow it. Everything that
+	// waits in cloud time must share it: the provider clients
+	// (vultr.WithClock, hotaisle.WithClock: rate-limiter waits, Retry-After,
+	// retry backoff) and the simulator (sim.WithClock); otherwise the
+	// clients wait in wall time while the clouds run faster, and releases
+	// land late. The shim's SSH backoff runs on the wall clock.
 	Clock Clock
 	// Interval is the longest pause between two loop steps of Run, and the
 	// pause between listings of a provider that has work in flight
