@@ -47,7 +47,9 @@ func agentBinary(unitText, binary string) string {
 	return ""
 }
 
-func bSystemctl(sh *shell, args []string, std stdio, cc cmdCtx) int {
+// progSystemctl is systemctl VERB [--now] [-q] UNIT...
+func progSystemctl(c *call) int {
+	args, root := c.args, c.sh.root
 	var verb string
 	var units []string
 	now, quiet := false, false
@@ -58,7 +60,7 @@ func bSystemctl(sh *shell, args []string, std stdio, cc cmdCtx) int {
 		case a == "-q" || a == "--quiet":
 			quiet = true
 		case a == "--user":
-			fmt.Fprintln(std.err, "Failed to connect to bus: No medium found")
+			c.errf("%s\n", "Failed to connect to bus: No medium found")
 			return 1
 		case strings.HasPrefix(a, "-"):
 		case verb == "":
@@ -69,18 +71,18 @@ func bSystemctl(sh *shell, args []string, std stdio, cc cmdCtx) int {
 	}
 	switch verb {
 	case "daemon-reload", "daemon-reexec", "reset-failed":
-		if !cc.root {
-			fmt.Fprintf(std.err, "Failed to %s: Interactive authentication required.\n", verb)
+		if !root {
+			c.errf("Failed to %s: Interactive authentication required.\n", verb)
 			return 1
 		}
 		return 0
 	case "start", "restart", "try-restart", "reload-or-restart", "stop", "enable", "disable", "reload", "kill":
-		if !cc.root {
-			fmt.Fprintf(std.err, "Failed to %s %s: Interactive authentication required.\n", verb, strings.Join(units, " "))
+		if !root {
+			c.errf("Failed to %s %s: Interactive authentication required.\n", verb, strings.Join(units, " "))
 			return 1
 		}
 		for _, u := range units {
-			if st := sh.unitAction(verb, u, now, std); st != 0 {
+			if st := c.unitAction(verb, u, now); st != 0 {
 				return st
 			}
 		}
@@ -88,27 +90,28 @@ func bSystemctl(sh *shell, args []string, std stdio, cc cmdCtx) int {
 	case "is-active", "is-enabled", "status":
 		status := 0
 		for _, u := range units {
-			status = max(status, sh.unitQuery(verb, u, quiet, std))
+			status = max(status, c.unitQuery(verb, u, quiet))
 		}
 		return status
 	}
-	fmt.Fprintf(std.err, "Unknown command verb %s.\n", verb)
+	c.errf("Unknown command verb %s.\n", verb)
 	return 1
 }
 
-func (sh *shell) unitAction(verb, u string, now bool, std stdio) int {
-	text, ok := sh.h.unit(u)
+func (c *call) unitAction(verb, u string, now bool) int {
+	h := c.sh.x.h
+	text, ok := h.unit(u)
 	switch verb {
 	case "enable", "disable":
 		if !ok {
-			fmt.Fprintf(std.err, "Failed to %s unit: Unit file %s does not exist.\n", verb, u)
+			c.errf("Failed to %s unit: Unit file %s does not exist.\n", verb, u)
 			return 1
 		}
-		sh.h.mu.Lock()
-		sh.h.enabled[u] = verb == "enable"
-		sh.h.mu.Unlock()
+		h.mu.Lock()
+		h.enabled[u] = verb == "enable"
+		h.mu.Unlock()
 		if verb == "enable" {
-			fmt.Fprintf(std.err, "Created symlink /etc/systemd/system/multi-user.target.wants/%s → /etc/systemd/system/%s.\n", u, u)
+			c.errf("Created symlink /etc/systemd/system/multi-user.target.wants/%s → /etc/systemd/system/%s.\n", u, u)
 		}
 		if !now {
 			return 0
@@ -116,26 +119,26 @@ func (sh *shell) unitAction(verb, u string, now bool, std stdio) int {
 		verb = map[string]string{"enable": "start", "disable": "stop"}[verb]
 	}
 	if !ok {
-		fmt.Fprintf(std.err, "Failed to %s %s: Unit %s not found.\n", verb, u, u)
+		c.errf("Failed to %s %s: Unit %s not found.\n", verb, u, u)
 		return 5
 	}
-	bin := agentBinary(text, sh.h.agentSpec().Binary)
+	bin := agentBinary(text, h.agentSpec().Binary)
 	if bin == "" {
-		sh.h.mu.Lock()
-		defer sh.h.mu.Unlock()
+		h.mu.Lock()
+		defer h.mu.Unlock()
 		if verb == "stop" || verb == "kill" {
-			delete(sh.h.units, u)
+			delete(h.units, u)
 		} else if verb != "try-restart" && verb != "reload" {
-			sh.h.units[u] = "active"
+			h.units[u] = "active"
 		}
 		return 0
 	}
-	return sh.agentUnitAction(verb, u, bin, std)
+	return c.agentUnitAction(verb, u, bin)
 }
 
 // agentUnitAction runs start/restart/stop on the unit that runs the agent.
-func (sh *shell) agentUnitAction(verb, u, bin string, std stdio) int {
-	h := sh.h
+func (c *call) agentUnitAction(verb, u, bin string) int {
+	h := c.sh.x.h
 	h.mu.Lock()
 	p := h.proc
 	mine := p != nil && p.unit == u
@@ -167,11 +170,11 @@ func (sh *shell) agentUnitAction(verb, u, bin string, std stdio) int {
 		h.mu.Lock()
 		h.units[u] = "failed"
 		h.mu.Unlock()
-		fmt.Fprintf(std.err, "Job for %s failed because the control process exited with error code.\n"+
+		c.errf("Job for %s failed because the control process exited with error code.\n"+
 			"See \"systemctl status %s\" and \"journalctl -xeu %s\" for details.\n", u, u, u)
 		return 1
 	}
-	_, started := h.launchAgent(true, u, true, binPath)
+	_, started := h.launchAgent(true, u, true, binPath, 0)
 	h.mu.Lock()
 	if started {
 		delete(h.units, u)
@@ -180,7 +183,7 @@ func (sh *shell) agentUnitAction(verb, u, bin string, std stdio) int {
 	}
 	h.mu.Unlock()
 	if started {
-		*sh.detached = true
+		c.sh.x.detached.Store(true)
 	}
 	return 0
 }
@@ -198,24 +201,25 @@ func (h *Host) unitState(u string) string {
 	return "inactive"
 }
 
-func (sh *shell) unitQuery(verb, u string, quiet bool, std stdio) int {
-	_, exists := sh.h.unit(u)
-	state := sh.h.unitState(u)
+func (c *call) unitQuery(verb, u string, quiet bool) int {
+	h := c.sh.x.h
+	_, exists := h.unit(u)
+	state := h.unitState(u)
 	say := func(s string) {
 		if !quiet {
-			fmt.Fprintln(std.out, s)
+			c.outf("%s\n", s)
 		}
 	}
 	switch verb {
 	case "is-active":
 		say(state)
 	case "is-enabled":
-		sh.h.mu.Lock()
-		on := sh.h.enabled[u]
-		sh.h.mu.Unlock()
+		h.mu.Lock()
+		on := h.enabled[u]
+		h.mu.Unlock()
 		switch {
 		case !exists:
-			fmt.Fprintf(std.err, "Failed to get unit file state for %s: No such file or directory\n", u)
+			c.errf("Failed to get unit file state for %s: No such file or directory\n", u)
 			return 1
 		case on:
 			say("enabled")
@@ -225,7 +229,7 @@ func (sh *shell) unitQuery(verb, u string, quiet bool, std stdio) int {
 		return 1
 	default: // status
 		if !exists && state == "inactive" {
-			fmt.Fprintf(std.err, "Unit %s could not be found.\n", u)
+			c.errf("Unit %s could not be found.\n", u)
 			return 4
 		}
 		say(fmt.Sprintf("● %s\n     Loaded: loaded (/etc/systemd/system/%s)\n     Active: %s", u, u,
