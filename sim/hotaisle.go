@@ -5,7 +5,6 @@ import (
 	"crypto/subtle"
 	"net"
 	"net/http"
-	"net/url"
 	"path"
 	"strings"
 	"sync"
@@ -150,8 +149,10 @@ func NewHotAisle(opts ...Option) *HotAisle {
 	}
 	h.server.writeError = haWriteError
 	h.server.authorized = h.authorizedKey
+	h.server.pathOK = haPathOK
 	h.st = h.newState()
 	h.routesInit()
+	h.chaosFaultsHotAisle()
 	return h
 }
 
@@ -175,6 +176,9 @@ func (h *HotAisle) routesInit() {
 	h.route("GET "+vm+"state/", h.vmState)
 	h.route("POST "+vm+"start/", h.startVM)
 	h.route("POST "+vm+"stop/", h.stopVM)
+	h.route("POST "+vm+"shutdown/", h.shutdownVM)
+	h.route("POST "+vm+"reboot/", h.rebootVM)
+	h.route("POST "+vm+"hard-reset/", h.hardResetVM)
 	h.route("GET "+team+"bare_metal/", h.listBareMetal)
 	h.route("POST "+team+"bare_metal/", h.reserveBareMetal)
 	h.route("GET "+team+"bare_metal/available/", h.availableBareMetal)
@@ -184,49 +188,20 @@ func (h *HotAisle) routesInit() {
 	h.route("GET "+bm+"power/", h.bareMetalPower)
 }
 
-// route registers fn for pattern (which ends in "/"): the mux pattern gets
-// "{$}" so that it matches only that exact path, and the handler fills the
-// path values from the escaped path itself (a fingerprint may arrive with
-// "%2F" inside one segment).
+// route registers fn for pattern, which ends in "/" and matches only that
+// exact path; the wildcards' values are unescaped per segment (a
+// fingerprint may arrive with "%2F" inside one segment).
 func (h *HotAisle) route(pattern string, fn http.HandlerFunc) {
-	_, p, _ := strings.Cut(pattern, " ")
-	segs := strings.Split(p, "/")
-	h.handle(pattern+"{$}", func(w http.ResponseWriter, r *http.Request) {
-		es := strings.Split(r.URL.EscapedPath(), "/")
-		for i, seg := range segs {
-			if len(seg) > 2 && seg[0] == '{' && i < len(es) {
-				if v, err := url.PathUnescape(es[i]); err == nil {
-					r.SetPathValue(seg[1:len(seg)-1], v)
-				}
-			}
-		}
-		fn(w, r)
-	})
+	h.handle(pattern, false, fn)
 }
 
-// ServeHTTP serves the Hot Aisle API. A path that does not end in "/" or is
-// not clean ("//", "/./") answers 404 without reaching the router, so no
+// haPathOK reports whether the path ends in "/" and is clean ("//", "/./"
+// are not): the others answer 404 without reaching the router, so no
 // redirect is ever sent. Cleanliness is judged on the escaped path: a
 // fingerprint may hold "%2F%2F" inside one segment.
-func (h *HotAisle) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func haPathOK(r *http.Request) bool {
 	p := r.URL.EscapedPath()
-	if !strings.HasSuffix(p, "/") || (p != "/" && path.Clean(p)+"/" != p) {
-		call := Call{Time: h.clock.Now(), Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery,
-			Status: http.StatusNotFound}
-		haWriteError(w, http.StatusNotFound, "")
-		h.server.mu.Lock()
-		h.calls = append(h.calls, call)
-		h.server.mu.Unlock()
-		return
-	}
-	h.server.ServeHTTP(w, r)
-}
-
-// Client returns an *http.Client whose transport calls the fake in memory (no
-// sockets); any host reaches it, so a client left on the real base URL
-// https://admin.hotaisle.app/api works unchanged. Safe inside synctest.
-func (h *HotAisle) Client() *http.Client {
-	return &http.Client{Transport: &memTransport{h: h}}
+	return strings.HasSuffix(p, "/") && (p == "/" || path.Clean(p)+"/" == p)
 }
 
 // authorizedKey accepts "Authorization: Token <key>" and a bare key (as the

@@ -21,7 +21,8 @@ func TestHotAisleRoutes(t *testing.T) {
 		"GET /api/user/ssh_keys/", "POST /api/user/ssh_keys/", "DELETE /api/user/ssh_keys/{fingerprint}/",
 		"GET " + team + "virtual_machines/", "POST " + team + "virtual_machines/",
 		"GET " + team + "virtual_machines/available/", "GET " + vm, "PATCH " + vm, "DELETE " + vm,
-		"GET " + vm + "state/", "POST " + vm + "start/", "POST " + vm + "stop/",
+		"GET " + vm + "state/", "POST " + vm + "start/", "POST " + vm + "stop/", "POST " + vm + "shutdown/",
+		"POST " + vm + "reboot/", "POST " + vm + "hard-reset/",
 		"GET " + team + "bare_metal/", "POST " + team + "bare_metal/", "GET " + team + "bare_metal/available/",
 		"GET " + bm, "PATCH " + bm, "DELETE " + bm, "GET " + bm + "power/",
 	}

@@ -58,11 +58,11 @@ func (h *HotAisle) listBareMetal(w http.ResponseWriter, r *http.Request) {
 	if !h.teamOK(w, r, false) {
 		return
 	}
-	now := h.clock.Now()
+	lag, now := h.visibilityLag(r), h.clock.Now()
 	h.mu.Lock()
 	out := []haBMDetails{}
 	for _, s := range h.st.all {
-		if s.bare && s.deleted.IsZero() {
+		if s.bare && s.deleted.IsZero() && !haHidden(s, now, lag) {
 			out = append(out, s.bmDetails(now, h.st.installTime))
 		}
 	}
@@ -111,7 +111,7 @@ func (h *HotAisle) reserveBareMetal(w http.ResponseWriter, r *http.Request) {
 func (st *haState) assignBareMetal(spec HotAisleBareMetalSpecs, now time.Time) (*haServer, int, string) {
 	row := -1
 	for i, t := range st.bmTypes {
-		if t.Quantity > 0 && haMatchBareMetal(spec, t.Specs) {
+		if t.Quantity > 0 && !st.unlisted[t.Plan] && haMatchBareMetal(spec, t.Specs) {
 			row = i
 			break
 		}
@@ -120,7 +120,7 @@ func (st *haState) assignBareMetal(spec HotAisleBareMetalSpecs, now time.Time) (
 		return nil, http.StatusForbidden, "tenant limit exceeded"
 	}
 	if row < 0 {
-		return nil, http.StatusNotFound, "no available servers matching specifications"
+		return nil, http.StatusNotFound, haMsgNoBM
 	}
 	t := &st.bmTypes[row]
 	if !st.canAfford(now, float64(t.OnDemandPrice*t.MinimumReservationMinutes)/60) {
@@ -145,13 +145,18 @@ func haCloneBMSpecs(s HotAisleBareMetalSpecs) HotAisleBareMetalSpecs {
 }
 
 // bareMetal returns the live server of the request's {server}, or answers
-// 404 with msg.
+// 404 with msg (also to a read within the visibility lag of its
+// reservation).
 func (h *HotAisle) bareMetal(w http.ResponseWriter, r *http.Request, mutation bool, msg string) *haServer {
 	if !h.teamOK(w, r, mutation) {
 		return nil
 	}
+	lag, now := h.visibilityLag(r), h.clock.Now()
 	h.mu.Lock()
 	s := h.st.liveServer(r.PathValue("server"), true)
+	if s != nil && !mutation && haHidden(s, now, lag) {
+		s = nil
+	}
 	h.mu.Unlock()
 	if s == nil {
 		haWriteError(w, http.StatusNotFound, msg)
@@ -169,10 +174,14 @@ func (h *HotAisle) getBareMetal(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// bareMetalPower answers GET .../{server}/power/ with {"state": "On"}.
+// bareMetalPower answers GET .../{server}/power/ with {"state": "On"}
+// ("Off" after HaltOutOfBand).
 func (h *HotAisle) bareMetalPower(w http.ResponseWriter, r *http.Request) {
 	if s := h.bareMetal(w, r, false, ""); s != nil {
-		writeJSON(w, http.StatusOK, map[string]string{"state": "On"})
+		h.mu.Lock()
+		state := s.power()
+		h.mu.Unlock()
+		writeJSON(w, http.StatusOK, map[string]string{"state": state})
 	}
 }
 

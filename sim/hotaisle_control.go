@@ -60,10 +60,11 @@ func (h *HotAisle) removeHosts(s *haServer) {
 }
 
 // SetQuantity sets the Quantity of the catalog row named plan (VM or bare
-// metal); an unknown plan is an error.
+// metal), undoing SoldOutAfterListing; an unknown plan is an error.
 func (h *HotAisle) SetQuantity(plan string, n int64) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	delete(h.st.unlisted, plan)
 	for i := range h.st.vmTypes {
 		if h.st.vmTypes[i].Plan == plan {
 			h.st.vmTypes[i].Quantity = n
@@ -162,23 +163,17 @@ func (h *HotAisle) Outage(d time.Duration) {
 		Message: "Service Unavailable", Duration: d})
 }
 
-// DeleteOutOfBand removes the VM or bare-metal server named name at once, as
-// if someone released it behind the client's back (scenario S04): no
-// minimum-reservation check, billing ends now, SSH hosts go, the server
-// returns to the pool and the API answers 404 for it. An unknown name is an
-// error.
-func (h *HotAisle) DeleteOutOfBand(name string) error {
-	now := h.clock.Now()
-	h.mu.Lock()
-	s := h.st.live[name]
-	if s != nil {
-		h.st.closeBilling(s, now)
+// hasRow reports whether the catalog has a row named plan.
+func (st *haState) hasRow(plan string) bool {
+	for _, t := range st.vmTypes {
+		if t.Plan == plan {
+			return true
+		}
 	}
-	h.mu.Unlock()
-	if s == nil {
-		return fmt.Errorf("sim: hotaisle has no live server %q", name)
+	for _, t := range st.bmTypes {
+		if t.Plan == plan {
+			return true
+		}
 	}
-	h.removeHosts(s)
-	h.finishDelete(s)
-	return nil
+	return false
 }

@@ -33,6 +33,9 @@ type haState struct {
 	nextVM, nextBM, nextPort int
 	nextVMIP, nextBMIP       netip.Addr
 	spend                    haSpend
+	releasedIPs              []string        // VM addresses of deleted VMs, latest last
+	unlisted                 map[string]bool // rows sold out after listing (SoldOutAfterListing)
+	reuseIPs                 bool            // ReuseReleasedIPs
 }
 
 // haServer is one VM or bare-metal server of the team.
@@ -45,11 +48,13 @@ type haServer struct {
 	ip          string // VM: public address; bare metal: private address
 	sshIP       string // bare metal: the ssh_access front host
 	sshPort     int
-	host        string // VM: the hypervisor named by state/
-	state       string // VM: "running" or "shut off"
-	row         int    // catalog row the server came from (returned to it on delete)
-	priceCents  int64  // OnDemandPrice at provision
-	minMinutes  int64  // MinimumReservationMinutes at provision
+	host        string    // VM: the hypervisor named by state/
+	state       string    // VM: "running" or "shut off"
+	shutdownEnd time.Time // VM: "in shutdown" until then (a graceful shutdown)
+	off         bool      // bare metal: powered off (HaltOutOfBand)
+	row         int       // catalog row the server came from (returned to it on delete)
+	priceCents  int64     // OnDemandPrice at provision
+	minMinutes  int64     // MinimumReservationMinutes at provision
 	created     time.Time
 	billEnd     time.Time // when the release was accepted; zero while billing
 	deleted     time.Time // when the server left the team; zero while live
@@ -82,6 +87,7 @@ func (h *HotAisle) newState() *haState {
 		balanceCents: hs.balanceCents,
 		userRoleOnly: hs.userRoleOnly,
 		live:         map[string]*haServer{},
+		unlisted:     map[string]bool{},
 		nextVM:       1 + r.IntN(40),
 		nextBM:       1 + r.IntN(20),
 		nextPort:     22001 + r.IntN(20),
@@ -151,12 +157,39 @@ func (st *haState) countLive(bare bool) int {
 	return st.vms
 }
 
-// vmState is what GET .../{vm}/state/ says.
-func (s *haServer) vmState() string {
-	if s.deleting != nil {
+// vmState is what GET .../{vm}/state/ says at now.
+func (s *haServer) vmState(now time.Time) string {
+	switch {
+	case s.deleting != nil:
 		return "shut off"
+	case s.state == "shut off" && now.Before(s.shutdownEnd):
+		return "in shutdown"
 	}
 	return s.state
+}
+
+// power is the bare-metal power state ("On" or "Off").
+func (s *haServer) power() string {
+	if s.off {
+		return "Off"
+	}
+	return "On"
+}
+
+// haHidden reports whether a read with visibility lag does not see s yet.
+func haHidden(s *haServer, now time.Time, lag time.Duration) bool {
+	return lag > 0 && now.Sub(s.created) < lag
+}
+
+// takeVMIP gives a new VM its address: a released one first when
+// ReuseReleasedIPs is on, else the next fresh one.
+func (st *haState) takeVMIP() string {
+	if st.reuseIPs && len(st.releasedIPs) > 0 {
+		ip := st.releasedIPs[len(st.releasedIPs)-1]
+		st.releasedIPs = st.releasedIPs[:len(st.releasedIPs)-1]
+		return ip
+	}
+	return haTakeAddr(&st.nextVMIP)
 }
 
 // osStatus is the bare-metal os_install_status at now and when it last
@@ -198,6 +231,12 @@ func (h *HotAisle) Resources() []Resource {
 	return out
 }
 
+// LiveResources lists the live resources of kind (KindVirtualMachine,
+// KindBareMetal, KindSSHKey; "" for all), oldest first, read from the fake's
+// own state. A server counts as live until it left the team (a VM's DELETE
+// returned).
+func (h *HotAisle) LiveResources(kind string) []Resource { return LiveOf(h.Resources(), kind) }
+
 func haLiveState(deleted time.Time, state string) string {
 	if !deleted.IsZero() {
 		return "deleted"
@@ -212,7 +251,11 @@ func (s *haServer) resource(now time.Time, install time.Duration) Resource {
 		r.Kind = "bare_metal"
 		r.State, _ = s.osStatus(now, install)
 	} else {
-		r.State = s.vmState()
+		r.State = s.vmState(now)
+	}
+	r.Power = r.State
+	if s.bare {
+		r.Power = s.power()
 	}
 	r.State = haLiveState(s.deleted, r.State)
 	return r
@@ -224,8 +267,8 @@ func (h *HotAisle) Snapshot() Snapshot {
 }
 
 // Reset returns the fake to its state after NewHotAisle: no servers, no SSH
-// keys, the catalog, limits, balance and delays of the options, no faults, an
-// empty call log, names and addresses restarting from the seed. SSH hosts of
+// keys, the catalog, limits, balance and delays of the options, no faults
+// (armed or fired), chaos mode back at its seed, an empty call log, names and addresses restarting from the seed. SSH hosts of
 // the removed servers leave the network. A DELETE still blocking finishes
 // without effect.
 func (h *HotAisle) Reset() {
@@ -241,6 +284,5 @@ func (h *HotAisle) Reset() {
 	for _, a := range addrs {
 		h.net.RemoveHost(a)
 	}
-	h.ClearFaults()
-	h.ResetCalls()
+	h.resetPipeline()
 }

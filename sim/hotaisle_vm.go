@@ -58,10 +58,11 @@ func (h *HotAisle) listVMs(w http.ResponseWriter, r *http.Request) {
 	if !h.teamOK(w, r, false) {
 		return
 	}
+	lag, now := h.visibilityLag(r), h.clock.Now()
 	h.mu.Lock()
 	out := []haVMDetails{}
 	for _, s := range h.st.all {
-		if !s.bare && s.deleted.IsZero() {
+		if !s.bare && s.deleted.IsZero() && !haHidden(s, now, lag) {
 			out = append(out, s.vmDetails())
 		}
 	}
@@ -104,7 +105,7 @@ func (h *HotAisle) provisionVM(w http.ResponseWriter, r *http.Request) {
 func (st *haState) assignVM(spec HotAisleVMSpecs, now time.Time) (*haServer, int, string) {
 	row := -1
 	for i, t := range st.vmTypes {
-		if t.Quantity > 0 && haMatchVM(spec, t.Specs) {
+		if t.Quantity > 0 && !st.unlisted[t.Plan] && haMatchVM(spec, t.Specs) {
 			row = i
 			break
 		}
@@ -113,14 +114,14 @@ func (st *haState) assignVM(spec HotAisleVMSpecs, now time.Time) (*haServer, int
 		return nil, http.StatusUnauthorized, "Maximum VMs already provisioned for this team"
 	}
 	if row < 0 {
-		return nil, http.StatusNotFound, "No available virtual machine matching requested specifications"
+		return nil, http.StatusNotFound, haMsgNoVM
 	}
 	t := &st.vmTypes[row]
 	if !st.canAfford(now, float64(t.OnDemandPrice*t.MinimumReservationMinutes)/60) {
 		return nil, http.StatusPaymentRequired, "Insufficient balance to provision virtual machine"
 	}
 	t.Quantity--
-	s := &haServer{gen: st.gen, name: st.newVMName(), plan: t.Plan, ip: haTakeAddr(&st.nextVMIP),
+	s := &haServer{gen: st.gen, name: st.newVMName(), plan: t.Plan, ip: st.takeVMIP(),
 		state: "running", row: row, priceCents: t.OnDemandPrice, minMinutes: t.MinimumReservationMinutes,
 		created: now, sshAt: now.Add(st.sshDelay), vmSpecs: haCloneVMSpecs(t.Specs)}
 	s.host = haHostOf(s.name)
@@ -149,13 +150,18 @@ func haCloneVMSpecs(s HotAisleVMSpecs) HotAisleVMSpecs {
 	return s
 }
 
-// vm returns the live VM of the request's {vm}, or answers 404.
+// vm returns the live VM of the request's {vm}, or answers 404 (also to a
+// read within the visibility lag of the VM's provisioning).
 func (h *HotAisle) vm(w http.ResponseWriter, r *http.Request, mutation bool) *haServer {
 	if !h.teamOK(w, r, mutation) {
 		return nil
 	}
+	lag, now := h.visibilityLag(r), h.clock.Now()
 	h.mu.Lock()
 	s := h.st.liveServer(r.PathValue("vm"), false)
+	if s != nil && !mutation && haHidden(s, now, lag) {
+		s = nil
+	}
 	h.mu.Unlock()
 	if s == nil {
 		haWriteError(w, http.StatusNotFound, "")
@@ -172,13 +178,20 @@ func (h *HotAisle) getVM(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// haVMState is the spec's VirtualMachineState.
+type haVMState struct {
+	State string `json:"state"`
+	Host  string `json:"host"`
+}
+
 // vmState answers GET .../{vm}/state/: {"state": "running", "host": ...} at
 // once after provisioning ("shut off" after stop or while a DELETE resets
-// the VM).
+// the VM, "in shutdown" during a graceful shutdown).
 func (h *HotAisle) vmState(w http.ResponseWriter, r *http.Request) {
 	if s := h.vm(w, r, false); s != nil {
+		now := h.clock.Now()
 		h.mu.Lock()
-		body := map[string]string{"state": s.vmState(), "host": s.host}
+		body := haVMState{State: s.vmState(now), Host: s.host}
 		h.mu.Unlock()
 		writeJSON(w, http.StatusOK, body)
 	}
@@ -200,35 +213,6 @@ func (h *HotAisle) updateVM(w http.ResponseWriter, r *http.Request) {
 		h.mu.Lock()
 		s.description = *req.Description
 		h.mu.Unlock()
-	}
-	w.WriteHeader(http.StatusNoContent)
-}
-
-// startVM and stopVM answer POST .../{vm}/start/ and .../stop/ with 204:
-// stop ("pulling the power", billing continues) makes the state "shut off"
-// and sshd unreachable; start makes it "running" with sshd up after the SSH
-// delay again.
-func (h *HotAisle) startVM(w http.ResponseWriter, r *http.Request) { h.power(w, r, "running") }
-
-func (h *HotAisle) stopVM(w http.ResponseWriter, r *http.Request) { h.power(w, r, "shut off") }
-
-func (h *HotAisle) power(w http.ResponseWriter, r *http.Request, state string) {
-	s := h.vm(w, r, true)
-	if s == nil {
-		return
-	}
-	now := h.clock.Now()
-	h.mu.Lock()
-	changed := s.state != state && s.deleting == nil
-	if changed {
-		s.state = state
-		s.sshAt = now.Add(h.st.sshDelay)
-	}
-	h.mu.Unlock()
-	if changed && state == "running" {
-		h.addVMHost(s)
-	} else if changed {
-		h.removeHosts(s)
 	}
 	w.WriteHeader(http.StatusNoContent)
 }
@@ -316,6 +300,9 @@ func (h *HotAisle) finishDelete(s *haServer) {
 			st.bms--
 		} else {
 			st.vms--
+		}
+		if !s.bare {
+			st.releasedIPs = append(st.releasedIPs, s.ip)
 		}
 		if s.bare && s.row < len(st.bmTypes) {
 			st.bmTypes[s.row].Quantity++

@@ -13,6 +13,15 @@ type Call struct {
 	Fault  bool   // answered by an injected fault
 }
 
+// The kinds of Resource.
+const (
+	KindInstance       = "instance"        // a Vultr instance (VM or Cloud GPU)
+	KindBareMetal      = "bare_metal"      // a Vultr or Hot Aisle bare-metal server
+	KindVirtualMachine = "virtual_machine" // a Hot Aisle VM
+	KindVPC            = "vpc"             // a Vultr VPC
+	KindSSHKey         = "ssh_key"         // a registered SSH key
+)
+
 // Resource is a live or deleted resource of a fake, in provider-neutral terms.
 type Resource struct {
 	Kind        string   // "instance", "bare_metal", "vpc", "ssh_key", "virtual_machine"
@@ -24,12 +33,25 @@ type Resource struct {
 	Plan        string   // Vultr plan id; Hot Aisle offer ("vm-mi300x-2", "bm-mi300x-8")
 	Region      string   // Vultr region id; Hot Aisle "us-michigan-1"
 	State       string   // the provider's own status string at inspection time
+	Power       string   // servers: Vultr power_status ("running", "stopped"), Hot Aisle VM state ("running", "shut off", "in shutdown") or bare-metal power ("On", "Off"); "" for others
 	Created     time.Time
 	Deleted     time.Time // zero while live
 }
 
 // Live reports whether the resource has not been deleted.
 func (r Resource) Live() bool { return r.Deleted.IsZero() }
+
+// LiveOf returns the live resources of kind ("" for every kind) among rs,
+// in their order.
+func LiveOf(rs []Resource, kind string) []Resource {
+	var out []Resource
+	for _, r := range rs {
+		if r.Live() && (kind == "" || r.Kind == kind) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
 
 // Charge is one resource's entry in a fake's billing ledger.
 type Charge struct {

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"log/slog"
+	"time"
 )
 
 // Default credentials of the fakes. A client configured with these reaches the
@@ -20,14 +21,17 @@ const (
 type Option func(*settings)
 
 type settings struct {
-	apiKey   string
-	team     string
-	seed     uint64
-	clock    Clock
-	logger   *slog.Logger
-	network  *Network
-	vultr    []func(*vultrSettings)
-	hotaisle []func(*hotaisleSettings)
+	apiKey  string
+	team    string
+	seed    uint64
+	clock   Clock
+	logger  *slog.Logger
+	network *Network
+	chaos   *chaosConfig
+	// visibilityLag hides servers younger than it from reads (WithVisibilityLag).
+	visibilityLag time.Duration
+	vultr         []func(*vultrSettings)
+	hotaisle      []func(*hotaisleSettings)
 }
 
 func newSettings(opts []Option) *settings {
@@ -65,3 +69,13 @@ func WithLogger(l *slog.Logger) Option { return func(s *settings) { s.logger = l
 // WithNetwork makes the fake register its servers' SSH hosts on n, so that one
 // n.Dial reaches the hosts of several fakes. By default each fake has its own.
 func WithNetwork(n *Network) Option { return func(s *settings) { s.network = n } }
+
+// WithVisibilityLag makes the fake eventually consistent: a server created
+// less than d ago (cloud time) is missing from every list and its own GET
+// answers 404 (Vultr "Invalid instance-id." or "Invalid server."; Hot Aisle
+// "Not Found: Resource not found"), as if the API's read replicas lagged.
+// Mutations of the server work at once. Default 0 (off); a Fault's
+// VisibilityLag adds a lag to single calls.
+func WithVisibilityLag(d time.Duration) Option {
+	return func(s *settings) { s.visibilityLag = max(d, 0) }
+}

@@ -1,12 +1,12 @@
 package sim
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
 	"math/rand/v2"
 	"net/http"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,15 +17,15 @@ import (
 // one is refused in the provider's dialect with 413.
 const MaxBodyBytes = 1 << 20
 
-// server is the request pipeline shared by both fakes: route lookup, auth,
-// rate limit, faults, body limit, call log. Each fake embeds one and sets the
-// hooks.
+// server is the request pipeline shared by both fakes: route lookup (once),
+// auth, rate limit, faults and chaos, body limit, call log. Each fake embeds
+// one and sets the hooks.
 type server struct {
 	name   string
 	clock  Clock
-	mux    *http.ServeMux
-	routes map[string]bool // display patterns ("GET /api/user/")
-	public map[string]bool // display patterns that need no key
+	seed   uint64
+	router *serverRouter
+	lag    time.Duration // WithVisibilityLag: every read's lag
 
 	// writeError answers an error in the provider's dialect.
 	writeError func(w http.ResponseWriter, status int, msg string)
@@ -34,111 +34,89 @@ type server struct {
 	// limit, if set, is consulted for every authorized call; it returns false
 	// and the Retry-After to send when the call is over the rate limit.
 	limit func(r *http.Request) (ok bool, retryAfter time.Duration)
+	// pathOK, if set, vets the path before routing; false answers 404.
+	pathOK func(r *http.Request) bool
 
-	mu     sync.Mutex // guards faults, calls, rng
-	faults []*activeFault
-	calls  []Call
-	rng    *rand.Rand
+	mu          sync.Mutex // guards faults, faultSeq, fired, chaos, calls, rng, routes' counters
+	faults      []*activeFault
+	faultSeq    uint64
+	fired       []FiredFault
+	chaos       *chaosState
+	chaosFaults map[string][]Fault // provider refusals chaos mode may answer, by route
+	calls       callLog
+	rng         *rand.Rand
 }
 
 func newServer(name string, st *settings) *server {
-	return &server{
+	s := &server{
 		name:   name,
 		clock:  st.clock,
-		mux:    http.NewServeMux(),
-		routes: map[string]bool{},
-		public: map[string]bool{},
+		seed:   st.seed,
+		router: newServerRouter(),
+		lag:    st.visibilityLag,
 		rng:    rand.New(rand.NewPCG(st.seed, st.seed^0x9e3779b97f4a7c15)),
 	}
+	if st.chaos != nil {
+		s.chaos = &chaosState{chaosConfig: *st.chaos}
+	}
+	return s
 }
 
-type routeKey struct{}
-
-// handle registers h for pattern. A pattern ending in "/{$}" is listed (and
-// named by faults) without the "{$}".
-func (s *server) handle(pattern string, h http.HandlerFunc) {
-	s.mux.HandleFunc(pattern, h)
-	s.routes[displayRoute(pattern)] = true
+// handle registers h for pattern ("METHOD /path/{id}"); public routes need
+// no API key. The handler reads the wildcards with r.PathValue.
+func (s *server) handle(pattern string, public bool, h http.HandlerFunc) {
+	s.router.add(pattern, public, h)
 }
-
-// handlePublic registers a route that needs no API key.
-func (s *server) handlePublic(pattern string, h http.HandlerFunc) {
-	s.handle(pattern, h)
-	s.public[displayRoute(pattern)] = true
-}
-
-func displayRoute(pattern string) string { return strings.TrimSuffix(pattern, "{$}") }
 
 // Routes lists the served route patterns, sorted; these are the names a
 // Fault's Route may take.
-func (s *server) Routes() []string {
-	out := make([]string, 0, len(s.routes))
-	for r := range s.routes {
-		out = append(out, r)
-	}
-	sort.Strings(out)
-	return out
-}
+func (s *server) Routes() []string { return s.router.names() }
 
 // Calls returns a copy of the call log, oldest first.
 func (s *server) Calls() []Call {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return append([]Call(nil), s.calls...)
+	return s.calls.all()
 }
 
 // ResetCalls empties the call log.
 func (s *server) ResetCalls() {
 	s.mu.Lock()
-	s.calls = nil
+	s.calls = callLog{}
 	s.mu.Unlock()
 }
 
-// statusWriter records the status a handler wrote.
-type statusWriter struct {
-	http.ResponseWriter
-	status int
-}
-
-func (w *statusWriter) WriteHeader(code int) {
-	if w.status == 0 {
-		w.status = code
+// resetPipeline forgets faults, what fired, the call log and the routes'
+// counters, restarts chaos mode from its seed and rewinds the random source.
+func (s *server) resetPipeline() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.faults, s.fired, s.calls = nil, nil, callLog{}
+	for _, r := range s.router.byName {
+		r.seen = 0
 	}
-	w.ResponseWriter.WriteHeader(code)
-}
-
-func (w *statusWriter) Write(b []byte) (int, error) {
-	if w.status == 0 {
-		w.status = http.StatusOK
+	if s.chaos != nil {
+		s.chaos = &chaosState{chaosConfig: s.chaos.chaosConfig}
 	}
-	return w.ResponseWriter.Write(b)
+	s.rng = rand.New(rand.NewPCG(s.seed, s.seed^0x9e3779b97f4a7c15))
 }
 
-// discardWriter swallows a handler's answer (for AfterCommit faults).
-type discardWriter struct{ h http.Header }
-
-func (d *discardWriter) Header() http.Header         { return d.h }
-func (d *discardWriter) Write(b []byte) (int, error) { return len(b), nil }
-func (d *discardWriter) WriteHeader(int)             {}
-
-// ServeHTTP runs the pipeline: route, auth, rate limit, fault, handler.
+// ServeHTTP runs the pipeline: path check, route, auth, rate limit, faults,
+// handler.
 func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	call := Call{Time: s.clock.Now(), Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery}
 	sw := &statusWriter{ResponseWriter: w}
-	defer func() {
-		call.Status = sw.status
-		s.mu.Lock()
-		s.calls = append(s.calls, call)
-		s.mu.Unlock()
-	}()
-	_, pattern := s.mux.Handler(r)
-	route := displayRoute(pattern)
-	call.Route = route
-	if route == "" || !s.routes[route] {
+	defer s.logCall(&call, sw) // also after a dropped connection (a panic): status 0
+	var rt *serverRoute
+	if s.pathOK == nil || s.pathOK(r) {
+		rt = s.router.match(r)
+	}
+	if rt == nil {
 		s.writeError(sw, http.StatusNotFound, "")
 		return
 	}
-	if !s.public[route] && !s.authorized(r) {
+	call.Route = rt.display
+	if !rt.public && !s.authorized(r) {
 		s.writeError(sw, http.StatusUnauthorized, "")
 		return
 	}
@@ -149,21 +127,92 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	r.Body = http.MaxBytesReader(sw, r.Body, MaxBodyBytes)
-	f, reset := s.takeFault(route)
-	if f != nil {
-		call.Fault = true
-		if f.AfterCommit {
-			s.mux.ServeHTTP(&discardWriter{h: http.Header{}}, r)
-		}
-		if reset {
-			panic(http.ErrAbortHandler)
-		}
-		setRetryAfter(sw, f.RetryAfter)
-		s.writeError(sw, f.Status, f.Message)
+	if r.Method != http.MethodGet {
+		r.Body = http.MaxBytesReader(sw, r.Body, MaxBodyBytes)
+	}
+	s.mu.Lock()
+	plan := s.planFaults(rt, &call)
+	s.mu.Unlock()
+	if plan.empty() {
+		rt.h(sw, r)
 		return
 	}
-	s.mux.ServeHTTP(sw, r) // dispatch through the mux so r.PathValue is filled
+	s.serveFaulty(sw, r, rt, &plan)
+}
+
+func (s *server) logCall(call *Call, sw *statusWriter) {
+	call.Status = sw.status
+	s.mu.Lock()
+	s.calls.add(*call)
+	s.mu.Unlock()
+}
+
+// serveFaulty answers a call that faults apply to: the delay first, then
+// the handler (stale when lagging) or the fault's answer.
+func (s *server) serveFaulty(w *statusWriter, r *http.Request, rt *serverRoute, p *faultPlan) {
+	if p.latency > 0 {
+		_ = s.clock.Sleep(context.WithoutCancel(r.Context()), p.latency)
+	}
+	if p.lag > 0 {
+		r = r.WithContext(context.WithValue(r.Context(), lagKey{}, p.lag))
+	}
+	if !p.has {
+		rt.h(w, r)
+		return
+	}
+	f := &p.answer
+	if f.CutAfter > 0 {
+		serveCut(w, r, rt.h, f.CutAfter)
+		return
+	}
+	if f.AfterCommit {
+		rt.h(&discardWriter{h: http.Header{}}, r)
+	}
+	if p.reset {
+		panic(http.ErrAbortHandler)
+	}
+	setRetryAfter(w, f.RetryAfter)
+	switch {
+	case f.EmptyBody:
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Content-Length", "0")
+		w.WriteHeader(f.Status)
+	case f.Status < 300:
+		s.writeError(&statusOverride{ResponseWriter: w, status: f.Status}, http.StatusInternalServerError, f.Message)
+	default:
+		s.writeError(w, f.Status, f.Message)
+	}
+}
+
+// serveCut runs the handler, then sends its headers with the whole length,
+// the first n bytes of its body, and drops the connection.
+func serveCut(w http.ResponseWriter, r *http.Request, h http.HandlerFunc, n int) {
+	rec := &bufferWriter{h: http.Header{}}
+	h(rec, r)
+	for k, v := range rec.h {
+		w.Header()[k] = v
+	}
+	body := rec.body
+	if n >= len(body) {
+		w.WriteHeader(rec.code())
+		_, _ = w.Write(body)
+		return
+	}
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(rec.code())
+	_, _ = w.Write(body[:n])
+	_ = http.NewResponseController(w).Flush()
+	panic(http.ErrAbortHandler)
+}
+
+// lagKey carries a call's visibility lag in its context.
+type lagKey struct{}
+
+// visibilityLag is how stale the read r is: the fake's WithVisibilityLag
+// or the lag a fault gave the call, the longer.
+func (s *server) visibilityLag(r *http.Request) time.Duration {
+	d, _ := r.Context().Value(lagKey{}).(time.Duration)
+	return max(d, s.lag)
 }
 
 func setRetryAfter(w http.ResponseWriter, d time.Duration) {

@@ -9,12 +9,12 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// The pipeline dispatches through the mux, so handlers can read path values.
+// The pipeline routes once and fills the path values, unescaped per segment.
 func TestPipelineFillsPathValues(t *testing.T) {
 	s := newServer("test", newSettings(nil))
 	s.writeError = func(w http.ResponseWriter, status int, msg string) { w.WriteHeader(status) }
 	s.authorized = func(*http.Request) bool { return true }
-	s.handle("GET /things/{id}", func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, r.PathValue("id")) })
+	s.handle("GET /things/{id}", false, func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, r.PathValue("id")) })
 	resp, err := s.Client().Get("http://any.host/things/abc")
 	require.NoError(t, err)
 	defer resp.Body.Close()

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"strconv"
 	"syscall"
 )
 
@@ -81,8 +82,7 @@ func serve(h http.Handler, req *http.Request) (res roundTripResult) {
 			if p != http.ErrAbortHandler {
 				panic(p)
 			}
-			res = roundTripResult{err: &net.OpError{Op: "read", Net: "tcp",
-				Err: os.NewSyscallError("read", syscall.ECONNRESET)}}
+			res = aborted(rec)
 		}
 	}()
 	h.ServeHTTP(rec, req)
@@ -90,3 +90,31 @@ func serve(h http.Handler, req *http.Request) (res roundTripResult) {
 	resp.ContentLength = int64(rec.Body.Len())
 	return roundTripResult{resp: resp}
 }
+
+// aborted is what the client of a handler that dropped the connection sees:
+// a connection reset, or, when the answer's head was already sent (a cut
+// body), the answer with a body that ends early in io.ErrUnexpectedEOF.
+func aborted(rec *httptest.ResponseRecorder) roundTripResult {
+	if !rec.Flushed {
+		return roundTripResult{err: &net.OpError{Op: "read", Net: "tcp",
+			Err: os.NewSyscallError("read", syscall.ECONNRESET)}}
+	}
+	resp := rec.Result()
+	resp.ContentLength, _ = strconv.ParseInt(resp.Header.Get("Content-Length"), 10, 64)
+	resp.Body = &cutBody{r: bytes.NewReader(rec.Body.Bytes())}
+	return roundTripResult{resp: resp}
+}
+
+// cutBody yields the bytes received, then io.ErrUnexpectedEOF, as
+// net/http's client does for a body shorter than its Content-Length.
+type cutBody struct{ r *bytes.Reader }
+
+func (b *cutBody) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	if err == io.EOF {
+		err = io.ErrUnexpectedEOF
+	}
+	return n, err
+}
+
+func (b *cutBody) Close() error { return nil }

@@ -3,7 +3,6 @@ package sim
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"path"
@@ -91,6 +90,7 @@ func NewVultr(opts ...Option) *Vultr {
 	v.authorized = func(r *http.Request) bool { return r.Header.Get("Authorization") == "Bearer "+apiKey }
 	v.limit = v.allow
 	v.routesVultr()
+	v.chaosFaultsVultr()
 	return v
 }
 
@@ -189,13 +189,6 @@ func vultrRateKey(r *http.Request) string {
 		host = r.RemoteAddr
 	}
 	return "ip:" + host
-}
-
-// reseed restores the random source to its state at construction.
-func (v *Vultr) reseed() {
-	v.server.mu.Lock()
-	v.server.rng = rand.New(rand.NewPCG(v.seed, v.seed^0x9e3779b97f4a7c15))
-	v.server.mu.Unlock()
 }
 
 // randUint64 draws from the fake's seeded source.

@@ -22,7 +22,10 @@ func (v *Vultr) assignAddresses(srv *vultrServer, ipv6 bool) {
 	if !ok {
 		pre = [2]byte{45, 76}
 	}
-	for {
+	if ip, gw := v.reusableIP(srv.region); ip != "" {
+		srv.mainIP, srv.gateway = ip, gw
+	}
+	for srv.mainIP == "" {
 		x := v.randUint64()
 		c, d := byte(x), byte(2+(x>>8)%252)
 		ip := fmt.Sprintf("%d.%d.%d.%d", pre[0], pre[1], c, d)
@@ -32,7 +35,6 @@ func (v *Vultr) assignAddresses(srv *vultrServer, ipv6 bool) {
 		v.st.usedIPs[ip] = true
 		srv.mainIP = ip
 		srv.gateway = fmt.Sprintf("%d.%d.%d.1", pre[0], pre[1], c&^1)
-		break
 	}
 	if ipv6 {
 		x := v.randUint64()
@@ -42,6 +44,49 @@ func (v *Vultr) assignAddresses(srv *vultrServer, ipv6 bool) {
 	if srv.metal {
 		srv.macAddr = int64(v.randUint64()&0xffffffffff) | 0x020000000000
 	}
+}
+
+// reusableIP returns the main_ip and gateway of the most recently released
+// server of region (gone, its address not taken again), when
+// ReuseReleasedIPs is on. Callers hold v.mu.
+func (v *Vultr) reusableIP(region string) (ip, gateway string) {
+	if !v.st.reuseIPs {
+		return "", ""
+	}
+	now := v.clock.Now()
+	rel := v.st.released
+	for i := len(rel) - 1; i >= 0; i-- {
+		old := rel[i]
+		if old.region != region || !old.gone(now) || v.ipHeld(old.mainIP, now) {
+			continue
+		}
+		v.st.released = append(rel[:i:i], rel[i+1:]...)
+		return old.mainIP, old.gateway
+	}
+	return "", ""
+}
+
+// ipHeld reports whether a server not yet gone has main_ip ip. Callers
+// hold v.mu.
+func (v *Vultr) ipHeld(ip string, now time.Time) bool {
+	for _, l := range v.st.lists {
+		l.purge(now)
+		if len(l.by["main_ip="+ip]) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// ReuseReleasedIPs makes servers created from now on (on true) take the
+// main_ip of the most recently destroyed server of their region once it is
+// gone, as Vultr hands released addresses to new servers: the new server's
+// SSH host has a new host key at the old address, so a client pinning host
+// keys by address sees a mismatch. false restores fresh addresses.
+func (v *Vultr) ReuseReleasedIPs(on bool) {
+	v.mu.Lock()
+	v.st.reuseIPs = on
+	v.unlock()
 }
 
 // newVPC creates a VPC; subnet "" and mask 0 mean auto-assign a /20 in
@@ -62,6 +107,7 @@ func (v *Vultr) newVPC(region, desc, subnet string, mask int, now time.Time) *vu
 	vpc := &vultrVPC{seq: v.st.next(), id: v.newUUID(), region: region, desc: desc,
 		subnet: subnet, mask: mask, created: now, nextHost: 3}
 	v.st.vpcs[vpc.id] = vpc
+	v.st.vpcList = append(v.st.vpcList, vpc)
 	return vpc
 }
 

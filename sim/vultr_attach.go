@@ -44,7 +44,7 @@ func (v *Vultr) listServerVPCs(w http.ResponseWriter, r *http.Request, metal boo
 		rows[i] = vultrVPCInfoJSON{ID: a.vpc.id, MacAddress: a.mac, IPAddress: a.ip}
 	}
 	v.unlock()
-	vultrServePage(w, r, "vpcs", rows, nil)
+	vultrServePage(w, r, "vpcs", rows)
 }
 
 // vultrDecodeVPCReq reads {"vpc_id": "…"}, answering 400 when it is missing.

@@ -72,7 +72,7 @@ func (v *Vultr) createServer(w http.ResponseWriter, r *http.Request, metal bool)
 		return
 	}
 	v.commitServer(srv, req, vpcs, now)
-	writeJSON(w, http.StatusAccepted, map[string]any{srv.kind(): v.view(srv, now, true)})
+	writeJSON(w, http.StatusAccepted, v.answer(srv, now, true))
 }
 
 // checkCreate validates req and returns the server to create (without id,
@@ -148,7 +148,7 @@ func (v *Vultr) checkPlace(srv *vultrServer) *vultrCreateErr {
 		return vultrBadRequest("Plan is not offered in the selected region.")
 	}
 	if !v.planAvailable(srv.plan, srv.region) {
-		return vultrBadRequest("Plan is not available in the selected region.")
+		return vultrBadRequest(vultrMsgSoldOut)
 	}
 	return nil
 }
@@ -254,7 +254,9 @@ func (v *Vultr) commitServer(srv *vultrServer, req vultrCreateReq, vpcs []*vultr
 		}
 		srv.attachments = append(srv.attachments, v.newAttachment(vpc, now))
 	}
+	srv.committed = v.clock.Now()
 	v.st.servers[srv.id] = srv
+	v.st.list(srv.metal).add(srv)
 	v.registerHost(srv, srv.created)
 }
 

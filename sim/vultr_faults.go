@@ -113,23 +113,22 @@ func (v *Vultr) SoldOut(plan, region string) error {
 	return v.setSoldOut(plan, region, true)
 }
 
-// Restock undoes SoldOut.
+// Restock undoes SoldOut and SoldOutAfterListing.
 func (v *Vultr) Restock(plan, region string) error {
 	return v.setSoldOut(plan, region, false)
 }
 
 func (v *Vultr) setSoldOut(plan, region string, out bool) error {
+	if err := v.checkPlanRegion(plan, region); err != nil {
+		return err
+	}
 	v.mu.Lock()
 	defer v.unlock()
-	_, vm := v.cfg.catalog.plan(plan)
-	_, bm := v.cfg.catalog.metalPlan(plan)
-	if _, ok := v.cfg.catalog.region(region); !ok || !(vm || bm) {
-		return fmt.Errorf("sim: vultr catalog has no plan %q or region %q", plan, region)
-	}
 	if out {
 		v.st.soldOut[plan+"@"+region] = true
 	} else {
 		delete(v.st.soldOut, plan+"@"+region)
+		delete(v.st.listed, plan+"@"+region)
 	}
 	return nil
 }

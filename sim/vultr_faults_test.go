@@ -55,7 +55,8 @@ func TestVultrInjectUnknownRoute(t *testing.T) {
 	v := NewVultr()
 	assert.Error(t, v.Inject(Fault{Route: "POST /v2/instance"}))
 	assert.Error(t, v.Inject(Fault{Route: "GET /v2/vpc2"}))
-	assert.Error(t, v.Inject(Fault{Route: "POST /v2/instances", Status: 200}))
+	assert.Error(t, v.Inject(Fault{Route: "POST /v2/instances", Status: 302}))
+	assert.NoError(t, v.Inject(Fault{Route: "POST /v2/instances", Status: 200}), "a 2xx carrying an error body")
 	assert.NoError(t, v.Inject(Fault{Route: "GET /v2/regions/{id}/availability"}))
 }
 

@@ -22,6 +22,12 @@ func (v *Vultr) Resources() []Resource {
 	return v.resources(v.clock.Now())
 }
 
+// LiveResources lists the live resources of kind (KindInstance,
+// KindBareMetal, KindVPC, KindSSHKey; "" for all), oldest first, read from
+// the fake's own state: what an invariant check compares with what a client
+// believes. A server counts as live until its DELETE is accepted.
+func (v *Vultr) LiveResources(kind string) []Resource { return LiveOf(v.Resources(), kind) }
+
 type vultrSortable struct {
 	seq uint64
 	r   Resource
@@ -37,7 +43,8 @@ func (v *Vultr) resources(now time.Time) []Resource {
 			state = "destroying"
 		}
 		all = append(all, vultrSortable{s.seq, Resource{Kind: s.kind(), ID: s.id, Name: s.hostname, Label: s.label,
-			Tags: slices.Clone(s.tags), Plan: s.plan, Region: s.region, State: state, Created: s.created, Deleted: s.deleted}})
+			Tags: slices.Clone(s.tags), Plan: s.plan, Region: s.region, State: state, Power: s.powerStatus(),
+			Created: s.created, Deleted: s.deleted}})
 	}
 	for _, x := range v.st.vpcs {
 		all = append(all, vultrSortable{x.seq, Resource{Kind: "vpc", ID: x.id, Description: x.desc,
@@ -139,10 +146,10 @@ func (v *Vultr) Snapshot() Snapshot {
 	return Snapshot{Time: now, Resources: v.resources(now), Calls: calls, Ledger: v.ledger(now)}
 }
 
-// Reset forgets every server, VPC, SSH key, call, fault, rate-limit bucket
-// and runtime setting (SoldOut, SetTiming, LockWindow, DetachLag …), removes
-// the SSH hosts, and rewinds the random source to the seed. Options given to
-// NewVultr stay.
+// Reset forgets every server, VPC, SSH key, call, fault (armed and fired),
+// rate-limit bucket and runtime setting (SoldOut, SetTiming, LockWindow,
+// DetachLag …), removes the SSH hosts, and rewinds the random source and
+// chaos mode to their seeds. Options given to NewVultr stay.
 func (v *Vultr) Reset() {
 	v.mu.Lock()
 	for _, s := range v.st.servers {
@@ -150,9 +157,7 @@ func (v *Vultr) Reset() {
 	}
 	v.st = newVultrState()
 	v.unlock()
-	v.ClearFaults()
-	v.ResetCalls()
-	v.reseed()
+	v.resetPipeline()
 }
 
 // VultrSeed describes a server to plant with SeedServer. The plan decides
@@ -196,20 +201,4 @@ func (v *Vultr) SeedVPC(region, description string) (string, error) {
 		return "", errors.New("sim: vultr: " + msg)
 	}
 	return v.newVPC(region, description, "", 0, v.clock.Now()).id, nil
-}
-
-// DestroyOutOfBand deletes a server behind the client's back (scenario S04):
-// from now on GET answers 404, billing stops, the SSH host goes; its VPC
-// attachments linger as after a DELETE. It fails for an unknown or already
-// deleted server.
-func (v *Vultr) DestroyOutOfBand(id string) error {
-	v.mu.Lock()
-	defer v.unlock()
-	srv := v.st.servers[id]
-	if srv == nil || srv.destroying() {
-		return vultrErrNoServer(id)
-	}
-	srv.timing.Destroy = 0
-	v.destroy(srv, v.clock.Now())
-	return nil
 }

@@ -2,7 +2,7 @@ package sim
 
 import (
 	"net/http"
-	"sort"
+	"slices"
 	"strings"
 
 	"golang.org/x/crypto/ssh"
@@ -45,6 +45,7 @@ func (v *Vultr) createKey(w http.ResponseWriter, r *http.Request) {
 	k := &vultrKey{seq: v.st.next(), id: v.newUUID(), name: *req.Name,
 		key: strings.TrimSpace(*req.SSHKey), created: v.clock.Now()}
 	v.st.keys[k.id] = k
+	v.st.keyList = append(v.st.keyList, k)
 	writeJSON(w, http.StatusCreated, map[string]any{"ssh_key": vultrKeyView(k)})
 }
 
@@ -61,19 +62,13 @@ func (v *Vultr) lookupKey(w http.ResponseWriter, r *http.Request) *vultrKey {
 // listKeys serves GET /v2/ssh-keys, oldest first, paginated.
 func (v *Vultr) listKeys(w http.ResponseWriter, r *http.Request) {
 	v.mu.Lock()
-	var list []*vultrKey
-	for _, k := range v.st.keys {
-		if k.deleted.IsZero() {
-			list = append(list, k)
-		}
-	}
-	sort.Slice(list, func(i, j int) bool { return list[i].seq < list[j].seq })
-	views := make([]vultrKeyJSON, len(list))
-	for i, k := range list {
-		views[i] = vultrKeyView(k)
-	}
+	list := v.st.keyList
+	page, ok := vultrPage(w, r, "ssh_keys", len(list), func(i int) uint64 { return list[i].seq },
+		func(i int) vultrKeyJSON { return vultrKeyView(list[i]) })
 	v.unlock()
-	vultrServePage(w, r, "ssh_keys", views, func(i int) uint64 { return list[i].seq })
+	if ok {
+		writeJSON(w, http.StatusOK, page)
+	}
 }
 
 // getKey serves GET /v2/ssh-keys/{id}.
@@ -120,6 +115,7 @@ func (v *Vultr) deleteKey(w http.ResponseWriter, r *http.Request) {
 	defer v.unlock()
 	if k := v.lookupKey(w, r); k != nil {
 		k.deleted = v.clock.Now()
+		v.st.keyList = slices.DeleteFunc(v.st.keyList, func(x *vultrKey) bool { return x == k })
 		w.WriteHeader(http.StatusNoContent)
 	}
 }

@@ -2,8 +2,10 @@ package sim
 
 import (
 	"encoding/base64"
+	"encoding/json"
 	"net/http"
 	"net/url"
+	"sort"
 	"strconv"
 	"strings"
 )
@@ -67,13 +69,11 @@ func vultrCursor(dir string, key uint64) string {
 }
 
 // vultrPaginate bounds the page of n items (sorted by key) the request asks
-// for and answers its meta.
+// for and answers its meta: a binary search finds the cursor's position.
 func vultrPaginate(p vultrPageReq, n int, key func(i int) uint64) (lo, hi int, meta vultrMeta) {
 	meta.Total = n
 	if p.hasPos {
-		for lo < n && key(lo) < p.start {
-			lo++
-		}
+		lo = sort.Search(n, func(i int) bool { return key(i) >= p.start })
 	}
 	hi = min(lo+p.perPage, n)
 	if hi < n {
@@ -85,19 +85,60 @@ func vultrPaginate(p vultrPageReq, n int, key func(i int) uint64) (lo, hi int, m
 	return lo, hi, meta
 }
 
-// vultrServePage answers a paginated list under name ("plans", "instances",
-// …), or a 400 for a bad per_page or cursor. key gives item i's position key
-// (nil: its index).
-func vultrServePage[T any](w http.ResponseWriter, r *http.Request, name string, items []T, key func(i int) uint64) {
+// vultrListJSON is the body of a paginated list: the items under name
+// (written by MarshalJSON) and meta.
+type vultrListJSON[T any] struct {
+	name  string
+	items []T
+	meta  vultrMeta
+}
+
+// MarshalJSON writes {"<name>": [...], "meta": {...}}.
+func (l vultrListJSON[T]) MarshalJSON() ([]byte, error) {
+	items, err := json.Marshal(l.items)
+	if err != nil {
+		return nil, err
+	}
+	meta, err := json.Marshal(l.meta)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]byte, 0, len(items)+len(meta)+len(l.name)+16)
+	out = append(out, `{"`...)
+	out = append(out, l.name...)
+	out = append(out, `":`...)
+	out = append(out, items...)
+	out = append(out, `,"meta":`...)
+	out = append(out, meta...)
+	return append(out, '}'), nil
+}
+
+// vultrPage renders the page of a list the request asks for: n items
+// sorted by key, render(i) giving item i (called for the page's items
+// only). A bad per_page or cursor is answered 400 and reported false.
+// Callers rendering shared state hold v.mu.
+func vultrPage[T any](w http.ResponseWriter, r *http.Request, name string, n int, key func(int) uint64,
+	render func(int) T) (vultrListJSON[T], bool) {
 	p, msg := parseVultrPage(r.URL.Query())
 	if msg != "" {
 		writeVultrError(w, http.StatusBadRequest, msg)
-		return
+		return vultrListJSON[T]{}, false
 	}
 	if key == nil {
 		key = func(i int) uint64 { return uint64(i) }
 	}
-	lo, hi, meta := vultrPaginate(p, len(items), key)
-	page := append([]T{}, items[lo:hi]...)
-	writeJSON(w, http.StatusOK, map[string]any{name: page, "meta": meta})
+	lo, hi, meta := vultrPaginate(p, n, key)
+	page := make([]T, 0, hi-lo)
+	for i := lo; i < hi; i++ {
+		page = append(page, render(i))
+	}
+	return vultrListJSON[T]{name: name, items: page, meta: meta}, true
+}
+
+// vultrServePage answers a paginated list of items (position key: the
+// index), or a 400 for a bad per_page or cursor.
+func vultrServePage[T any](w http.ResponseWriter, r *http.Request, name string, items []T) {
+	if l, ok := vultrPage(w, r, name, len(items), nil, func(i int) T { return items[i] }); ok {
+		writeJSON(w, http.StatusOK, l)
+	}
 }

@@ -2,9 +2,7 @@ package sim
 
 import (
 	"net/http"
-	"net/url"
 	"slices"
-	"strings"
 )
 
 // routesVultr registers the served routes (vultr.md §2).
@@ -50,28 +48,9 @@ func (v *Vultr) routesVultr() {
 	v.route("DELETE /v2/ssh-keys/{id}", false, v.deleteKey)
 }
 
-// route registers fn for pattern (public: no key needed). The pipeline
-// calls handlers found with ServeMux.Handler, which does not fill path
-// values, so the wrapper fills them from the pattern's {name} segments.
+// route registers fn for pattern (public: no key needed).
 func (v *Vultr) route(pattern string, public bool, fn http.HandlerFunc) {
-	_, p, _ := strings.Cut(pattern, " ")
-	segs := strings.Split(p, "/")
-	h := func(w http.ResponseWriter, r *http.Request) {
-		es := strings.Split(r.URL.EscapedPath(), "/")
-		for i, seg := range segs {
-			if len(seg) > 2 && seg[0] == '{' && i < len(es) {
-				if val, err := url.PathUnescape(es[i]); err == nil {
-					r.SetPathValue(seg[1:len(seg)-1], val)
-				}
-			}
-		}
-		fn(w, r)
-	}
-	if public {
-		v.handlePublic(pattern, h)
-	} else {
-		v.handle(pattern, h)
-	}
+	v.handle(pattern, public, fn)
 }
 
 // validType checks the type filter of /v2/plans and availability.
@@ -97,7 +76,7 @@ func (v *Vultr) listPlans(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	v.unlock()
-	vultrServePage(w, r, "plans", plans, nil)
+	vultrServePage(w, r, "plans", plans)
 }
 
 // listMetalPlans serves GET /v2/plans-metal (public).
@@ -105,7 +84,7 @@ func (v *Vultr) listMetalPlans(w http.ResponseWriter, r *http.Request) {
 	v.mu.Lock()
 	plans := slices.Clone(v.cfg.catalog.MetalPlans)
 	v.unlock()
-	vultrServePage(w, r, "plans_metal", plans, nil)
+	vultrServePage(w, r, "plans_metal", plans)
 }
 
 // listRegions serves GET /v2/regions (public).
@@ -113,7 +92,7 @@ func (v *Vultr) listRegions(w http.ResponseWriter, r *http.Request) {
 	v.mu.Lock()
 	regions := slices.Clone(v.cfg.catalog.Regions)
 	v.unlock()
-	vultrServePage(w, r, "regions", regions, nil)
+	vultrServePage(w, r, "regions", regions)
 }
 
 // availability serves GET /v2/regions/{id}/availability?type= (public, no
@@ -145,5 +124,6 @@ func (v *Vultr) availability(w http.ResponseWriter, r *http.Request) {
 // planAvailable reports whether plan can be deployed in region now.
 // Callers hold v.mu.
 func (v *Vultr) planAvailable(plan, region string) bool {
-	return !v.cfg.catalog.soldOut(plan, region) && !v.st.soldOut[plan+"@"+region]
+	key := plan + "@" + region
+	return !v.cfg.catalog.soldOut(plan, region) && !v.st.soldOut[key] && !v.st.listed[key]
 }

@@ -2,8 +2,6 @@ package sim
 
 import (
 	"net/http"
-	"slices"
-	"sort"
 	"time"
 )
 
@@ -19,12 +17,29 @@ const (
 	vultrPendingDestroy  = "Server is pending destruction"
 )
 
+// Vultr messages of the list filter rule and of servers deleted in the
+// console.
+const (
+	// vultrMsgOneFilter answers a list with more than one of label, tag,
+	// region and main_ip (govultr issue #220).
+	vultrMsgOneFilter = "Only one filter per request is allowed."
+	// vultrMsgInvalidID answers any call naming a server deleted in the
+	// console, with 400 (terraform-provider-vultr issue #177).
+	vultrMsgInvalidID = "invalid instance ID"
+)
+
 // lookup finds the live server of the route's kind named by {id}, or answers
-// 404 with notFound ("" for the kind's message) and returns nil.
-// Callers hold v.mu.
+// 404 with notFound ("" for the kind's message) and returns nil. A server
+// DestroyOutOfBand chose to answer 400 "invalid instance ID" does so; a read
+// (GET) within the call's visibility lag of the server's creation answers
+// 404 as if the server did not exist yet. Callers hold v.mu.
 func (v *Vultr) lookup(w http.ResponseWriter, r *http.Request, metal bool, now time.Time, notFound string) *vultrServer {
 	srv := v.st.servers[r.PathValue("id")]
-	if srv == nil || srv.metal != metal || srv.gone(now) {
+	if srv != nil && srv.metal == metal && srv.gone(now) && srv.invalidID {
+		writeVultrError(w, http.StatusBadRequest, vultrMsgInvalidID)
+		return nil
+	}
+	if srv == nil || srv.metal != metal || srv.gone(now) || v.hidden(r, srv, now) {
 		if notFound == "" {
 			notFound = vultrMsgNoInstance
 			if metal {
@@ -35,6 +50,15 @@ func (v *Vultr) lookup(w http.ResponseWriter, r *http.Request, metal bool, now t
 		return nil
 	}
 	return srv
+}
+
+// hidden reports whether a read does not see srv yet (visibility lag).
+func (v *Vultr) hidden(r *http.Request, srv *vultrServer, now time.Time) bool {
+	if r.Method != http.MethodGet {
+		return false
+	}
+	lag := v.visibilityLag(r)
+	return lag > 0 && now.Sub(srv.created) < lag
 }
 
 // vultrRefuse answers 500 "Unable to <op>: …" when srv cannot be mutated at now:
@@ -58,43 +82,82 @@ func vultrRefuse(w http.ResponseWriter, srv *vultrServer, now time.Time, op, pen
 	return true
 }
 
-// listServers serves GET /v2/instances and /v2/bare-metals with the label,
-// tag, region and main_ip filters, oldest first, paginated.
+// vultrFilters are the list filters of GET /v2/instances and
+// /v2/bare-metals.
+var vultrFilters = []string{"label", "tag", "region", "main_ip"}
+
+// listServers serves GET /v2/instances and /v2/bare-metals, oldest first,
+// paginated, with at most one of the label, tag, region and main_ip
+// filters (two or more answer 400 "Only one filter per request is
+// allowed."). A page costs O(page + log n): the servers are indexed per
+// filter value.
 func (v *Vultr) listServers(w http.ResponseWriter, r *http.Request, metal bool) {
 	q := r.URL.Query()
+	filter := ""
+	for _, f := range vultrFilters {
+		if q.Has(f) {
+			if filter != "" {
+				writeVultrError(w, http.StatusBadRequest, vultrMsgOneFilter)
+				return
+			}
+			filter = f
+		}
+	}
 	v.mu.Lock()
 	now := v.clock.Now()
-	var list []*vultrServer
-	for _, s := range v.st.servers {
-		if s.metal != metal || s.gone(now) ||
-			(q.Has("label") && s.label != q.Get("label")) ||
-			(q.Has("tag") && !slices.Contains(s.tags, q.Get("tag"))) ||
-			(q.Has("region") && s.region != q.Get("region")) ||
-			(q.Has("main_ip") && (!s.active(now) || s.mainIP != q.Get("main_ip"))) {
-			continue
-		}
-		list = append(list, s)
+	l := v.st.list(metal)
+	l.purge(now)
+	all := l.all
+	var keep func(*vultrServer) bool
+	if filter != "" {
+		all = l.by[filter+"="+q.Get(filter)]
 	}
-	sort.Slice(list, func(i, j int) bool { return list[i].seq < list[j].seq })
-	views := make([]any, len(list))
-	for i, s := range list {
-		views[i] = v.view(s, now, false)
+	if filter == "main_ip" {
+		keep = func(s *vultrServer) bool { return s.active(now) }
 	}
-	v.unlock()
+	vis := visibleOf(all, now, v.visibilityLag(r), keep)
 	name := "instances"
 	if metal {
 		name = "bare_metals"
 	}
-	vultrServePage(w, r, name, views, func(i int) uint64 { return list[i].seq })
+	page, ok := vultrPage(w, r, name, vis.len(), func(i int) uint64 { return vis.at(i).seq },
+		func(i int) any { return v.view(vis.at(i), now, false) })
+	v.unlock()
+	if ok {
+		writeJSON(w, http.StatusOK, page)
+	}
+}
+
+// vultrInstanceAnswer and vultrMetalAnswer wrap one server as GET, create
+// and update answer it.
+type vultrInstanceAnswer struct {
+	Instance vultrInstanceJSON `json:"instance"`
+}
+
+type vultrMetalAnswer struct {
+	BareMetal vultrMetalJSON `json:"bare_metal"`
+}
+
+// answer wraps the server's view under its kind's key.
+func (v *Vultr) answer(srv *vultrServer, now time.Time, password bool) any {
+	if srv.metal {
+		return vultrMetalAnswer{vultrMetalView(srv, now, password)}
+	}
+	return vultrInstanceAnswer{vultrInstanceView(srv, now, password)}
 }
 
 // getServer serves GET /v2/instances/{id} and /v2/bare-metals/{id}.
 func (v *Vultr) getServer(w http.ResponseWriter, r *http.Request, metal bool) {
 	v.mu.Lock()
-	defer v.unlock()
 	now := v.clock.Now()
-	if srv := v.lookup(w, r, metal, now, ""); srv != nil {
-		writeJSON(w, http.StatusOK, map[string]any{srv.kind(): v.view(srv, now, false)})
+	srv := v.lookup(w, r, metal, now, "")
+	var body any
+	if srv != nil {
+		body = v.answer(srv, now, false)
+	}
+	v.unlock()
+	if srv != nil {
+		writeJSON(w, http.StatusOK, body)
 	}
 }
 
@@ -122,10 +185,14 @@ func (v *Vultr) deleteServer(w http.ResponseWriter, r *http.Request, metal bool)
 	}
 }
 
-// destroy marks srv deleted at now. Callers hold v.mu.
+// destroy marks srv deleted at now: it leaves the lists once gone, and its
+// main_ip may then be reused. Callers hold v.mu.
 func (v *Vultr) destroy(srv *vultrServer, now time.Time) {
 	srv.deleted = now
 	v.removeHost(srv)
+	l := v.st.list(srv.metal)
+	l.dying = append(l.dying, srv)
+	v.st.released = append(v.st.released, srv)
 }
 
 // power serves POST …/{id}/halt, /start and /reboot: 204, refused while

@@ -21,12 +21,28 @@ type vultrState struct {
 	soldOut  map[string]bool // "plan@region" sold out at runtime
 	rules    []vultrTimingRule
 	detach   time.Duration // DetachLag
+
+	lists    [2]*vultrList   // listed instances [0] and bare metal [1]
+	vpcList  []*vultrVPC     // live VPCs by seq
+	keyList  []*vultrKey     // live SSH keys by seq
+	released []*vultrServer  // destroyed servers whose main_ip may be reused
+	reuseIPs bool            // ReuseReleasedIPs
+	listed   map[string]bool // "plan@region" sold out but still listed (SoldOutAfterListing)
 }
 
 func newVultrState() *vultrState {
 	return &vultrState{servers: map[string]*vultrServer{}, vpcs: map[string]*vultrVPC{},
 		keys: map[string]*vultrKey{}, usedIPs: map[string]bool{}, subnets: map[string]bool{},
-		limiters: map[string]*rate.Limiter{}, soldOut: map[string]bool{}}
+		limiters: map[string]*rate.Limiter{}, soldOut: map[string]bool{},
+		lists: [2]*vultrList{newVultrList(), newVultrList()}, listed: map[string]bool{}}
+}
+
+// list is the index of listed servers of the kind.
+func (st *vultrState) list(metal bool) *vultrList {
+	if metal {
+		return st.lists[1]
+	}
+	return st.lists[0]
 }
 
 func (st *vultrState) next() uint64 { st.seq++; return st.seq }
@@ -51,6 +67,8 @@ type vultrServer struct {
 	userScheme, userData         string
 	features                     []string
 	created, deleted             time.Time
+	committed                    time.Time // when the API stored it (created, unless seeded with an age)
+	invalidID                    bool      // gone: answer 400 "invalid instance ID" (DestroyOutOfBand)
 	timing                       VultrTiming
 	mainIP, gateway, v6Net, v6IP string
 	macAddr                      int64
@@ -164,17 +182,24 @@ func (s *vultrServer) visibleAttachments(now time.Time) []*vultrAttachment {
 	return out
 }
 
-// internalIP is the address in the first attached VPC once active.
+// internalIP is the address in the attached VPC once active; with two or
+// more VPCs attached the API leaves it blank ("If instance have few private
+// networks - internal_ip contains empty string", terraform-provider-vultr
+// #173).
 func (s *vultrServer) internalIP(now time.Time) string {
 	if !s.active(now) {
 		return ""
 	}
+	ip := ""
 	for _, a := range s.attachments {
 		if a.detached.IsZero() {
-			return a.ip
+			if ip != "" {
+				return ""
+			}
+			ip = a.ip
 		}
 	}
-	return ""
+	return ip
 }
 
 // vultrKey is a registered SSH key.

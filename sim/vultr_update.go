@@ -44,12 +44,7 @@ func (v *Vultr) updateServer(w http.ResponseWriter, r *http.Request, metal bool)
 		writeVultrError(w, st, msg)
 		return
 	}
-	if req.Label != nil {
-		srv.label = *req.Label
-	}
-	if req.Tags != nil {
-		srv.tags = append([]string{}, (*req.Tags)...)
-	}
+	v.relabel(srv, req.Label, req.Tags)
 	if req.UserData != nil {
 		srv.userData = *req.UserData
 	}
@@ -61,7 +56,20 @@ func (v *Vultr) updateServer(w http.ResponseWriter, r *http.Request, metal bool)
 		vpc, _, _ := v.checkAttach(srv, id, now)
 		v.applyAttach(srv, vpc, now)
 	}
-	writeJSON(w, http.StatusAccepted, map[string]any{srv.kind(): v.view(srv, now, false)})
+	writeJSON(w, http.StatusAccepted, v.answer(srv, now, false))
+}
+
+// relabel sets the server's label and tags (nil leaves one unchanged) and
+// moves it in the list indexes. Callers hold v.mu.
+func (v *Vultr) relabel(srv *vultrServer, label *string, tags *[]string) {
+	old := vultrFilterKeys(srv)
+	if label != nil {
+		srv.label = *label
+	}
+	if tags != nil {
+		srv.tags = append([]string{}, (*tags)...)
+	}
+	v.st.list(srv.metal).relabel(srv, old)
 }
 
 // checkUpdate validates a PATCH before anything changes. Callers hold v.mu.

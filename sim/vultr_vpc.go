@@ -3,6 +3,7 @@ package sim
 import (
 	"net/http"
 	"net/netip"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -77,19 +78,13 @@ func (v *Vultr) lookupVPC(w http.ResponseWriter, r *http.Request) *vultrVPC {
 // listVPCs serves GET /v2/vpcs, oldest first, paginated.
 func (v *Vultr) listVPCs(w http.ResponseWriter, r *http.Request) {
 	v.mu.Lock()
-	var list []*vultrVPC
-	for _, x := range v.st.vpcs {
-		if x.deleted.IsZero() {
-			list = append(list, x)
-		}
-	}
-	sort.Slice(list, func(i, j int) bool { return list[i].seq < list[j].seq })
-	views := make([]vultrVPCJSON, len(list))
-	for i, x := range list {
-		views[i] = vultrVPCView(x)
-	}
+	list := v.st.vpcList
+	page, ok := vultrPage(w, r, "vpcs", len(list), func(i int) uint64 { return list[i].seq },
+		func(i int) vultrVPCJSON { return vultrVPCView(list[i]) })
 	v.unlock()
-	vultrServePage(w, r, "vpcs", views, func(i int) uint64 { return list[i].seq })
+	if ok {
+		writeJSON(w, http.StatusOK, page)
+	}
 }
 
 // getVPC serves GET /v2/vpcs/{id}.
@@ -160,6 +155,7 @@ func (v *Vultr) deleteVPC(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	vpc.deleted = now
+	v.st.vpcList = slices.DeleteFunc(v.st.vpcList, func(x *vultrVPC) bool { return x == vpc })
 	w.WriteHeader(http.StatusNoContent)
 }
 
@@ -199,5 +195,8 @@ func (v *Vultr) listVPCAttachments(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	v.unlock()
-	vultrServePage(w, r, "attachments", rows, func(i int) uint64 { return ms[i].seq })
+	if page, ok := vultrPage(w, r, "attachments", len(rows), func(i int) uint64 { return ms[i].seq },
+		func(i int) vultrAttachmentJSON { return rows[i] }); ok {
+		writeJSON(w, http.StatusOK, page)
+	}
 }

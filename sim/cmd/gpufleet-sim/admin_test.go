@@ -56,7 +56,7 @@ func TestAdminAPIHotAisle(t *testing.T) {
 	status, _ = adminDo(t, srv, "GET", vms, tok, "")
 	assert.Equal(t, 200, status, "Times: 1 used up")
 
-	for _, bad := range []string{`{"route": "GET /nope"}`, `{"times": 1}`, `{"route": "*", "status": 200}`,
+	for _, bad := range []string{`{"route": "GET /nope"}`, `{"times": 1}`, `{"route": "*", "status": 302}`,
 		`{"route": "*", "duration": "soon"}`, `{"route": "*", "colour": "red"}`, `not json`} {
 		status, data = adminDo(t, srv, "POST", "/_sim/faults", "", bad)
 		assert.Equal(t, 400, status, bad)
