@@ -11,7 +11,7 @@ import (
 // same comment: written next to its expansion in parentheses, "dstack
 // server (DS)" or "DS (dstack server)".
 var knownAbbreviations = words(`
-	API APIs HTTP HTTPS URL URLs JSON TCP UDP IP IPs IPv4 IPv6 DNS TLS SSH
+	API APIs HTTP HTTPS URL URLs JSON TCP UDP IP IPs IPv4 IPv6 DNS TLS SSH SHA
 	CPU CPUs GPU GPUs VRAM RAM NVMe SSD SATA OS ID IDs UUID UUIDs
 	VM VMs VPC VPCs CIDR MAC NIC USD US GB GiB MB MiB TB KB
 	GET POST PUT PATCH DELETE HEAD OK EOF PID
