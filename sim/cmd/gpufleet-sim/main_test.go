@@ -2,7 +2,9 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"strings"
@@ -73,4 +75,13 @@ func TestRunServesBothFakes(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("run did not stop")
 	}
+}
+
+// -h prints what the program is and exits 0, like the examples.
+func TestHelpExitsZero(t *testing.T) {
+	var out, errOut bytes.Buffer
+	err := run(t.Context(), []string{"-h"}, &out, &errOut)
+	assert.Equal(t, 0, exitCode(err, &errOut))
+	assert.Contains(t, out.String()+errOut.String(), "gpufleet-sim serves fakes")
+	assert.Equal(t, 2, exitCode(errors.New("bad flag"), &errOut))
 }
