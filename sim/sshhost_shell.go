@@ -12,11 +12,12 @@ package sim
 // umask, source, eval and trap strings) are routed to the host's versions
 // or checked first (sshhost_shell_guard.go).
 //
-// Background jobs get a pid from the host when they start, so $! names the
-// agent a job starts (a pid file written with `echo $!` holds the agent's
-// pid); on a fake host they never block (sleep returns at once, stdin is
-// empty, an agent keeps running in the host, not in the job), and each shell
-// waits for its jobs before it exits.
+// A background job gets a pid from the host, so $! names the agent the job
+// starts (a pid file written with `echo $!` holds the agent's pid). On a
+// fake host a job never blocks (sleep returns at once, stdin is empty, an
+// agent keeps running in the host, not in the job), so the job runs to its
+// end before the shell goes on: the order is deterministic and no goroutine
+// outlives a command.
 //
 // Limitations: the working directory is the login user's home for the
 // whole exec (cd elsewhere fails); process substitution and coproc are
@@ -58,7 +59,6 @@ type execState struct {
 
 	mu       sync.Mutex
 	forked   []int                  // pids of the background jobs started
-	disowned map[int]bool           // background pids given to disown
 	captures map[string]*syncBuffer // outputs of pipelines' left sides
 }
 
@@ -87,7 +87,7 @@ type shellRun struct {
 // and returns its exit status and whether it started a detached agent.
 func runExec(s *session, cmd string, in *recStdin, stdout, stderr io.Writer) (int, bool) {
 	h := s.host
-	x := &execState{h: h, sess: s, stdin: in, disowned: map[int]bool{}, captures: map[string]*syncBuffer{}}
+	x := &execState{h: h, sess: s, stdin: in, captures: map[string]*syncBuffer{}}
 	sh := shellEnv{x: x, root: h.cfg.User == "root"}
 	env := []string{"HOME=" + h.home(), "USER=" + h.cfg.User, "LOGNAME=" + h.cfg.User,
 		"SHELL=/bin/bash", "PATH=" + defaultPath}
@@ -143,15 +143,8 @@ func (sh shellEnv) run(ctx context.Context, r shellRun) int {
 	} else if status == 2 && !isExit(err) {
 		fmt.Fprintf(r.stderr, "%s: %v\n", r.name, err)
 	}
-	if ctx.Err() == nil {
-		_ = runner.Run(ctx, waitJobs) // the jobs never block: this returns at once
-	}
 	return status
 }
-
-// waitJobs ends a shell: it waits for the shell's background jobs without
-// running the EXIT trap a second time.
-var waitJobs = mustParse("trap - EXIT; wait")
 
 func mustParse(src string) *syntax.File {
 	f, err := syntax.NewParser().Parse(strings.NewReader(src), "")
