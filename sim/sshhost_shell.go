@@ -122,7 +122,7 @@ func (sh shellEnv) run(ctx context.Context, r shellRun) int {
 		stdin = r.stdin // an *os.File: the interpreter starts no copy
 	}
 	runner, err := interp.New(
-		interp.Env(expand.ListEnviron(env...)),
+		interp.Env(hostEnviron{Environ: expand.ListEnviron(env...), h: sh.x.h}),
 		func(rn *interp.Runner) error { rn.Dir = r.dir; return nil }, // not interp.Dir: it stats the process's files
 		interp.StdIO(stdin, r.stdout, r.stderr),
 		interp.Params(params...),
@@ -202,6 +202,29 @@ func environ(env expand.Environ, overrides map[string]string, unset map[string]b
 		out = append(out, k+"="+v)
 	}
 	return out
+}
+
+// hostEnviron answers ~NAME from the host (the interpreter would read the
+// process's user database): root's and the login user's homes; another
+// name stays unexpanded.
+type hostEnviron struct {
+	expand.Environ
+	h *Host
+}
+
+func (e hostEnviron) Get(name string) expand.Variable {
+	user, ok := strings.CutPrefix(name, "HOME ")
+	if !ok {
+		return e.Environ.Get(name)
+	}
+	home := "~" + user
+	switch user {
+	case "root":
+		home = "/root"
+	case e.h.cfg.User:
+		home = e.h.home()
+	}
+	return expand.Variable{Set: true, Kind: expand.String, Str: home}
 }
 
 // recStdin is the session's stdin; it records what commands consume.

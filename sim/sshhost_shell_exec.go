@@ -117,7 +117,9 @@ func (c *call) run() int {
 	if len(c.args) == 0 {
 		return 0
 	}
-	if n, ok := strings.CutPrefix(c.args[0], internal); ok {
+	if c.args[0] == internal+"rule" { // a builtin with a scripted outcome
+		c.args = c.args[1:]
+	} else if n, ok := strings.CutPrefix(c.args[0], internal); ok {
 		c.args[0] = n
 	}
 	h := c.sh.x.h

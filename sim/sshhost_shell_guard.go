@@ -13,8 +13,9 @@ package sim
 //     [[ -n "$(__sim_testp -x F)" ]], the host's test printing "y" when true;
 //   - the builtins test, [, cd, pushd, popd, type, command -v, kill,
 //     disown, umask and ulimit run the host's versions; read -s is refused
-//     (it reads the process's terminal); pwd -P is pwd; wait PID waits for
-//     every job; eval, source and trap strings are rewritten like scripts;
+//     (it reads the process's terminal); pwd -P is pwd; wait PID is wait
+//     (jobs have ended already); eval, source and trap strings are rewritten
+//     like scripts;
 //   - `x | y` runs x into an in-memory capture, then y from it (see
 //     rewritePipe);
 //   - a builtin that a scripted outcome (Host.OnCommand) matches runs it.
@@ -229,7 +230,13 @@ func (sh shellEnv) callHandler(ctx context.Context, args []string) ([]string, er
 		return rewritten(strings.Join(rest, " "), "eval"), nil
 	case name == "source" || name == ".":
 		return sh.source(ctx, rest)
-	case name == "trap" && len(rest) >= 2 && rest[0] != "-" && !strings.HasPrefix(rest[0], "-"):
+	case name == "trap":
+		if len(rest) > 0 && rest[0] == "--" {
+			rest = rest[1:]
+		}
+		if len(rest) < 2 || strings.HasPrefix(rest[0], "-") {
+			return args, nil // trap -p, trap -l, trap - SIG, trap SIG
+		}
 		src, err := rewriteSource(rest[0])
 		if err != nil {
 			return to(internal+"refuse", "trap: "+err.Error()), nil

@@ -42,6 +42,7 @@ func TestSSHShellLanguage(t *testing.T) {
 			{cmd: "printf 'l1\\nl2\\n' > f; while read l; do echo got $l; done < f", out: "got l1\ngot l2\n"},
 			{cmd: ". ./lib.sh; greet you; echo $FROM; source lib.sh", out: "hello you\nlib\n"},
 			{cmd: "trap 'echo bye' EXIT; echo hi", out: "hi\nbye\n"},
+			{cmd: "trap -- '[[ -x /bin/sh ]] || echo no-sh' EXIT", out: "no-sh\n"},
 			{cmd: "( exit 3 ); echo $? ${NOPE:-default} ${#HOME}", out: "3 default 14\n"},
 			{cmd: "set -e; false | true; echo survives; true | false; echo not reached", out: "survives\n", exit: 1},
 			{cmd: "set -o pipefail; false | true", exit: 1},
@@ -60,6 +61,7 @@ func TestSSHShellLanguage(t *testing.T) {
 			{cmd: "test 1 -lt 2 -a \\( abc = abc -o x = y \\) && [ ! -z x ]", out: ""},
 			{cmd: "cat <(echo x)", exit: 2},
 			{cmd: "cd /tmp", exit: 1},
+			{cmd: "echo ~ ~root ~hotaisle/x ~nobody", out: "/home/hotaisle /root /home/hotaisle/x ~nobody\n"},
 		}
 		start := time.Now()
 		for _, tc := range cases {
