@@ -19,10 +19,16 @@ package sim
 // end before the shell goes on: the order is deterministic and no goroutine
 // outlives a command.
 //
+// A pipeline runs its left side into an in-memory capture, then its right
+// side from it (sshhost_shell_guard.go says why).
+//
 // Limitations: the working directory is the login user's home for the
 // whole exec (cd elsewhere fails); process substitution and coproc are
 // refused; at the top level the shell's own read and mapfile see no stdin
-// (commands such as cat, tee and sh -s do).
+// (commands such as cat, tee and sh -s do); wait PID answers 0. Inside a
+// testing/synctest bubble, a command that sleeps before reading more than
+// 64 KiB of redirected input holds the bubble's clock (the interpreter
+// hands stdin over as an operating-system pipe, whose writer then blocks).
 
 import (
 	"context"
@@ -30,6 +36,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -110,13 +117,13 @@ func (sh shellEnv) run(ctx context.Context, r shellRun) int {
 		fmt.Fprintf(r.stderr, "%s: %v\n", r.name, err)
 		return 2
 	}
-	env := append(r.env, varShellPD+"="+strconv.Itoa(sh.x.h.newPID()))
 	uid := "1000"
 	if sh.root {
 		uid = "0"
 	}
-	env = append(env, "UID="+uid, "EUID="+uid, "GID="+uid)
-	params := append(append(r.flags, "--"), r.params...)
+	env := slices.Concat(r.env, []string{varShellPD + "=" + strconv.Itoa(sh.x.h.newPID()),
+		"UID=" + uid, "EUID=" + uid, "GID=" + uid})
+	params := slices.Concat(r.flags, []string{"--"}, r.params)
 	var stdin io.Reader
 	if r.stdin != nil {
 		stdin = r.stdin // an *os.File: the interpreter starts no copy
@@ -172,8 +179,8 @@ func exitStatus(err error) int {
 	return 2
 }
 
-// environ returns the exported variables of env as NAME=value, with
-// overrides (an empty value with unset deletes) and the background marker.
+// environ returns the exported variables of env as NAME=value for a new
+// shell, with overrides and unsets (env, sudo) and the background marker.
 func environ(env expand.Environ, overrides map[string]string, unset map[string]bool, clear bool, bgPID int) []string {
 	vals := map[string]string{}
 	if !clear {
@@ -190,12 +197,13 @@ func environ(env expand.Environ, overrides map[string]string, unset map[string]b
 	for k, v := range overrides {
 		vals[k] = v
 	}
-	delete(vals, varBgPID)
+	for k := range vals {
+		if strings.HasPrefix(k, internal) { // a new shell has its own
+			delete(vals, k)
+		}
+	}
 	if bgPID != 0 {
 		vals[varBgPID] = strconv.Itoa(bgPID)
-	}
-	if v := env.Get(varLastBg); v.IsSet() {
-		vals[varLastBg] = v.String()
 	}
 	out := make([]string, 0, len(vals))
 	for k, v := range vals {
