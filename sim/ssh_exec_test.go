@@ -149,6 +149,11 @@ func TestSSHScriptedOutcomes(t *testing.T) {
 			assert.Equal(t, want, exit)
 		}
 
+		h.OnCommand("echo scripted", func(cmd string, stdin []byte) (string, string, int) { return "", "no\n", 4 })
+		_, errOut, exit = run(t, c, "echo scripted builtin", "")
+		assert.Equal(t, 4, exit, "a builtin can be scripted too")
+		assert.Equal(t, "no\n", errOut)
+
 		h.OnCommandFunc(func(cmd string) bool { return strings.HasPrefix(cmd, "docker ") },
 			func(cmd string, stdin []byte) (string, string, int) { return "got " + string(stdin), "", 0 })
 		out, _, exit := run(t, c, "sudo docker login --password-stdin", "secret")

@@ -1,26 +1,21 @@
 package sim
 
 import (
-	"context"
 	"errors"
-	"io"
 	"io/fs"
-	"os"
 	"path"
 	"sort"
 	"strings"
 	"time"
-
-	"mvdan.cc/sh/v3/interp"
 )
 
-// The fake hosts' file system: files and directories in the host's memory
-// (Host.files, Host.dirs), with one mode bit, executable. A non-root user
-// may write only under its home directory, /tmp, /var/tmp and /dev/shm.
-// /run/systemd/system exists exactly when the host runs systemd. The shell's
-// redirections, tests and globs reach it through the interpreter's open,
-// stat and read-directory handlers below; nothing reads or writes the
-// process's own files.
+// The fake hosts' file system: files and directories in the host's memory,
+// with one mode bit, executable. A non-root user may write only under its
+// home directory, /tmp, /var/tmp and /dev/shm. /run/systemd/system exists
+// exactly when the host runs systemd. The shell's redirections, tests and
+// globs reach it through the interpreter's handlers
+// (sshhost_fs_handlers.go); nothing reads or writes the process's own
+// files.
 
 var (
 	errNoEnt  = errors.New("No such file or directory") //nolint:staticcheck // the text sh prints
@@ -278,14 +273,18 @@ func (h *Host) readDir(p string) ([]fs.DirEntry, error) {
 	}
 	prefix := strings.TrimSuffix(p, "/") + "/"
 	var names []string
-	for _, m := range []map[string]bool{h.dirs, keysOf(h.files)} {
-		for k := range m {
-			if rest, ok := strings.CutPrefix(k, prefix); ok && rest != "" && !strings.Contains(rest, "/") {
-				names = append(names, k)
-			}
+	child := func(k string) {
+		if rest, ok := strings.CutPrefix(k, prefix); ok && rest != "" && !strings.Contains(rest, "/") {
+			names = append(names, k)
 		}
 	}
-	if p == "/run/systemd" && h.systemd {
+	for k := range h.dirs {
+		child(k)
+	}
+	for k := range h.files {
+		child(k)
+	}
+	if p == parentDir(systemdDir) && h.systemd {
 		names = append(names, systemdDir)
 	}
 	sort.Strings(names)
@@ -296,135 +295,3 @@ func (h *Host) readDir(p string) ([]fs.DirEntry, error) {
 	}
 	return out, nil
 }
-
-func keysOf(m map[string]*file) map[string]bool {
-	out := make(map[string]bool, len(m))
-	for k := range m {
-		out[k] = true
-	}
-	return out
-}
-
-// The interpreter's handlers. Paths come relative to the shell's directory.
-
-func (sh shellEnv) absIn(dir, p string) string {
-	if p != "" && !strings.HasPrefix(p, "/") {
-		p = dir + "/" + p
-	}
-	return sh.x.h.abs(p)
-}
-
-// open is the interpreter's OpenHandler: redirections, $(<file) and
-// source. Writes are checked with the shell's privileges when the file is
-// opened and land in the host's file as they are written.
-func (sh shellEnv) open(ctx context.Context, name string, flag int, _ os.FileMode) (io.ReadWriteCloser, error) {
-	hc := interp.HandlerCtx(ctx)
-	p := sh.absIn(hc.Dir, name)
-	switch p {
-	case "/dev/null":
-		return nullFile{}, nil
-	case "/dev/stdout":
-		return writeOnly{hc.Stdout}, nil
-	case "/dev/stderr":
-		return writeOnly{hc.Stderr}, nil
-	}
-	write := flag&(os.O_WRONLY|os.O_RDWR) != 0
-	if key, ok := strings.CutPrefix(p, pipeDir); ok {
-		return sh.x.capture(key, write)
-	}
-	h := sh.x.h
-	if !write {
-		data, err := h.readFile(p)
-		if err != nil {
-			return nil, &os.PathError{Op: "sh: cannot open", Path: name, Err: err}
-		}
-		return pipeReader(data)
-	}
-	if err := h.writeFile(p, nil, sh.root, flag&os.O_TRUNC == 0); err != nil {
-		return nil, &os.PathError{Op: "sh: cannot create", Path: name, Err: err}
-	}
-	return &hostFile{h: h, path: p}, nil
-}
-
-// stat is the interpreter's StatHandler (test -e, -d, -f, -s, [[ ]] and cd).
-func (sh shellEnv) stat(_ context.Context, name string, _ bool) (fs.FileInfo, error) {
-	if info, ok := sh.x.h.stat(name); ok {
-		return info, nil
-	}
-	return nil, &os.PathError{Op: "stat", Path: name, Err: fs.ErrNotExist}
-}
-
-// readDir is the interpreter's ReadDirHandler2 (globs).
-func (sh shellEnv) readDir(_ context.Context, name string) ([]fs.DirEntry, error) {
-	entries, err := sh.x.h.readDir(name)
-	if err != nil {
-		return nil, &os.PathError{Op: "readdir", Path: name, Err: err}
-	}
-	return entries, nil
-}
-
-// hostFile is a file of the host opened for writing: every Write appends
-// to it.
-type hostFile struct {
-	h    *Host
-	path string
-}
-
-func (f *hostFile) Read([]byte) (int, error) { return 0, errors.New("bad file descriptor") }
-func (f *hostFile) Close() error             { return nil }
-
-func (f *hostFile) Write(p []byte) (int, error) {
-	if err := f.h.writeFile(f.path, p, true, true); err != nil {
-		return 0, err
-	}
-	return len(p), nil
-}
-
-// pipeDir holds the captures of rewritten pipelines (see rewritePipe).
-const pipeDir = "/dev/sim-pipe/"
-
-// capture opens a pipeline's capture: for writing it starts empty; reading
-// takes it.
-func (x *execState) capture(key string, write bool) (io.ReadWriteCloser, error) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	if write {
-		b := &syncBuffer{}
-		x.captures[key] = b
-		return writeOnly{b}, nil
-	}
-	b := x.captures[key]
-	delete(x.captures, key)
-	if b == nil {
-		return pipeReader(nil)
-	}
-	return pipeReader([]byte(b.String()))
-}
-
-// pipeReader returns a file that reads data: the interpreter gives a
-// command's stdin as an *os.File (an operating-system pipe, no file), and
-// when given one it starts no copy of its own. The writer ends when data is
-// written or the reader is closed (the interpreter closes it after the
-// command).
-func pipeReader(data []byte) (*os.File, error) {
-	r, w, err := os.Pipe()
-	if err != nil {
-		return nil, err
-	}
-	go func() {
-		_, _ = w.Write(data)
-		_ = w.Close()
-	}()
-	return r, nil
-}
-
-type writeOnly struct{ io.Writer }
-
-func (writeOnly) Read([]byte) (int, error) { return 0, errors.New("bad file descriptor") }
-func (writeOnly) Close() error             { return nil }
-
-type nullFile struct{}
-
-func (nullFile) Read([]byte) (int, error)    { return 0, io.EOF }
-func (nullFile) Write(p []byte) (int, error) { return len(p), nil }
-func (nullFile) Close() error                { return nil }

@@ -11,7 +11,7 @@ import (
 // agent runs the agent binary. In the foreground it blocks until the agent
 // dies or the session ends (tied to the session). In a background job it
 // returns at once; the agent is detached (it survives the session) under
-// nohup or setsid or once disowned, else tied to the session. A launch while
+// nohup or setsid, else tied to the session until disowned. A launch while
 // the agent runs is counted and exits 1 ("address already in use").
 func (c *call) agent() int {
 	x, h := c.sh.x, c.sh.x.h
@@ -26,15 +26,13 @@ func (c *call) agent() int {
 	}
 	spec := h.agentSpec()
 	cmdline := strings.Join(append([]string{p}, c.args[1:]...), " ")
-	x.mu.Lock()
-	detached := c.bgPID != 0 && (c.sh.detach || x.disowned[c.bgPID])
+	detached := c.bgPID != 0 && c.sh.detach
 	proc, started := h.launchAgent(detached, "", c.sh.root, cmdline, c.bgPID)
 	if started && detached {
 		x.detached.Store(true)
 	} else if started {
 		x.sess.tie(proc)
 	}
-	x.mu.Unlock()
 	if !started {
 		c.errf("listen tcp 127.0.0.1:%d: bind: address already in use\n", spec.Port)
 		return 1
@@ -51,34 +49,26 @@ func (c *call) agent() int {
 	}
 }
 
-// progDisown detaches the agent of the given background pids (default
-// $!; -a: every job) from the session, now or when the job starts it.
+// progDisown detaches the agents of the given background pids (default
+// $!; -a: every job of the exec) from the session.
 func progDisown(c *call) int {
 	x := c.sh.x
 	var pids []int
-	all := false
 	for _, a := range c.args[1:] {
-		switch {
-		case a == "-a":
-			all = true
-		case strings.HasPrefix(a, "-"):
-		default:
-			if pid, ok := atoiPID(a); ok {
-				pids = append(pids, pid)
-			}
+		if a == "-a" {
+			x.mu.Lock()
+			pids = append(pids, x.forked...)
+			x.mu.Unlock()
+		} else if pid, ok := atoiPID(a); ok {
+			pids = append(pids, pid)
 		}
 	}
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	if all {
-		pids = append(pids, x.forked...)
-	} else if len(c.args) == 1 {
+	if len(c.args) == 1 {
 		if pid, ok := atoiPID(c.hc.Env.Get(varLastBg).String()); ok {
 			pids = append(pids, pid)
 		}
 	}
 	for _, pid := range pids {
-		x.disowned[pid] = true
 		if x.sess.untiePID(pid) {
 			x.detached.Store(true)
 		}

@@ -12,16 +12,23 @@ package sim
 // umask, source, eval and trap strings) are routed to the host's versions
 // or checked first (sshhost_shell_guard.go).
 //
-// Background jobs get a pid from the host when they start, so $! names the
-// agent a job starts (a pid file written with `echo $!` holds the agent's
-// pid); on a fake host they never block (sleep returns at once, stdin is
-// empty, an agent keeps running in the host, not in the job), and each shell
-// waits for its jobs before it exits.
+// A background job gets a pid from the host, so $! names the agent the job
+// starts (a pid file written with `echo $!` holds the agent's pid). On a
+// fake host a job never blocks (sleep returns at once, stdin is empty, an
+// agent keeps running in the host, not in the job), so the job runs to its
+// end before the shell goes on: the order is deterministic and no goroutine
+// outlives a command.
+//
+// A pipeline runs its left side into an in-memory capture, then its right
+// side from it (sshhost_shell_guard.go says why).
 //
 // Limitations: the working directory is the login user's home for the
 // whole exec (cd elsewhere fails); process substitution and coproc are
 // refused; at the top level the shell's own read and mapfile see no stdin
-// (commands such as cat, tee and sh -s do).
+// (commands such as cat, tee and sh -s do); wait PID answers 0. Inside a
+// testing/synctest bubble, a command that sleeps before reading more than
+// 64 KiB of redirected input holds the bubble's clock (the interpreter
+// hands stdin over as an operating-system pipe, whose writer then blocks).
 
 import (
 	"context"
@@ -29,6 +36,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -58,7 +66,6 @@ type execState struct {
 
 	mu       sync.Mutex
 	forked   []int                  // pids of the background jobs started
-	disowned map[int]bool           // background pids given to disown
 	captures map[string]*syncBuffer // outputs of pipelines' left sides
 }
 
@@ -87,7 +94,7 @@ type shellRun struct {
 // and returns its exit status and whether it started a detached agent.
 func runExec(s *session, cmd string, in *recStdin, stdout, stderr io.Writer) (int, bool) {
 	h := s.host
-	x := &execState{h: h, sess: s, stdin: in, disowned: map[int]bool{}, captures: map[string]*syncBuffer{}}
+	x := &execState{h: h, sess: s, stdin: in, captures: map[string]*syncBuffer{}}
 	sh := shellEnv{x: x, root: h.cfg.User == "root"}
 	env := []string{"HOME=" + h.home(), "USER=" + h.cfg.User, "LOGNAME=" + h.cfg.User,
 		"SHELL=/bin/bash", "PATH=" + defaultPath}
@@ -110,19 +117,19 @@ func (sh shellEnv) run(ctx context.Context, r shellRun) int {
 		fmt.Fprintf(r.stderr, "%s: %v\n", r.name, err)
 		return 2
 	}
-	env := append(r.env, varShellPD+"="+strconv.Itoa(sh.x.h.newPID()))
 	uid := "1000"
 	if sh.root {
 		uid = "0"
 	}
-	env = append(env, "UID="+uid, "EUID="+uid, "GID="+uid)
-	params := append(append(r.flags, "--"), r.params...)
+	env := slices.Concat(r.env, []string{varShellPD + "=" + strconv.Itoa(sh.x.h.newPID()),
+		"UID=" + uid, "EUID=" + uid, "GID=" + uid})
+	params := slices.Concat(r.flags, []string{"--"}, r.params)
 	var stdin io.Reader
 	if r.stdin != nil {
 		stdin = r.stdin // an *os.File: the interpreter starts no copy
 	}
 	runner, err := interp.New(
-		interp.Env(expand.ListEnviron(env...)),
+		interp.Env(hostEnviron{Environ: expand.ListEnviron(env...), h: sh.x.h}),
 		func(rn *interp.Runner) error { rn.Dir = r.dir; return nil }, // not interp.Dir: it stats the process's files
 		interp.StdIO(stdin, r.stdout, r.stderr),
 		interp.Params(params...),
@@ -143,15 +150,8 @@ func (sh shellEnv) run(ctx context.Context, r shellRun) int {
 	} else if status == 2 && !isExit(err) {
 		fmt.Fprintf(r.stderr, "%s: %v\n", r.name, err)
 	}
-	if ctx.Err() == nil {
-		_ = runner.Run(ctx, waitJobs) // the jobs never block: this returns at once
-	}
 	return status
 }
-
-// waitJobs ends a shell: it waits for the shell's background jobs without
-// running the EXIT trap a second time.
-var waitJobs = mustParse("trap - EXIT; wait")
 
 func mustParse(src string) *syntax.File {
 	f, err := syntax.NewParser().Parse(strings.NewReader(src), "")
@@ -179,8 +179,8 @@ func exitStatus(err error) int {
 	return 2
 }
 
-// environ returns the exported variables of env as NAME=value, with
-// overrides (an empty value with unset deletes) and the background marker.
+// environ returns the exported variables of env as NAME=value for a new
+// shell, with overrides and unsets (env, sudo) and the background marker.
 func environ(env expand.Environ, overrides map[string]string, unset map[string]bool, clear bool, bgPID int) []string {
 	vals := map[string]string{}
 	if !clear {
@@ -197,18 +197,42 @@ func environ(env expand.Environ, overrides map[string]string, unset map[string]b
 	for k, v := range overrides {
 		vals[k] = v
 	}
-	delete(vals, varBgPID)
+	for k := range vals {
+		if strings.HasPrefix(k, internal) { // a new shell has its own
+			delete(vals, k)
+		}
+	}
 	if bgPID != 0 {
 		vals[varBgPID] = strconv.Itoa(bgPID)
-	}
-	if v := env.Get(varLastBg); v.IsSet() {
-		vals[varLastBg] = v.String()
 	}
 	out := make([]string, 0, len(vals))
 	for k, v := range vals {
 		out = append(out, k+"="+v)
 	}
 	return out
+}
+
+// hostEnviron answers ~NAME from the host (the interpreter would read the
+// process's user database): root's and the login user's homes; another
+// name stays unexpanded.
+type hostEnviron struct {
+	expand.Environ
+	h *Host
+}
+
+func (e hostEnviron) Get(name string) expand.Variable {
+	user, ok := strings.CutPrefix(name, "HOME ")
+	if !ok {
+		return e.Environ.Get(name)
+	}
+	home := "~" + user
+	switch user {
+	case "root":
+		home = "/root"
+	case e.h.cfg.User:
+		home = e.h.home()
+	}
+	return expand.Variable{Set: true, Kind: expand.String, Str: home}
 }
 
 // recStdin is the session's stdin; it records what commands consume.

@@ -33,6 +33,7 @@ import (
 	"io"
 	"os"
 	"path"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -116,14 +117,26 @@ func (c *call) run() int {
 	if len(c.args) == 0 {
 		return 0
 	}
-	if n, ok := strings.CutPrefix(c.args[0], internal); ok {
+	if c.args[0] == internal+"rule" { // a builtin with a scripted outcome
+		c.args = c.args[1:]
+	} else if n, ok := strings.CutPrefix(c.args[0], internal); ok {
 		c.args[0] = n
 	}
-	name := path.Base(c.args[0])
+	h := c.sh.x.h
+	name := c.args[0]
+	if strings.Contains(name, "/") { // a file of the host, or a program in a bin directory
+		p := c.file(name)
+		name = path.Base(p)
+		switch _, f := h.lookPath(p); {
+		case f != nil && name == h.agentSpec().Binary:
+			return c.agent()
+		case f != nil || !slices.Contains(binDirs, path.Dir(p)) || !inUsrBin(name):
+			return c.external()
+		}
+	}
 	if w := wrappers[name]; w != nil {
 		return w(c)
 	}
-	h := c.sh.x.h
 	switch name {
 	case "sh", "bash", "dash":
 		return c.shell()
@@ -137,8 +150,8 @@ func (c *call) run() int {
 	if p := programs[name]; p != nil && c.available(name) {
 		return p(c)
 	}
-	if interp.IsBuiltin(name) && !strings.Contains(c.args[0], "/") {
-		c.builtinErr = c.hc.Builtin(c.ctx, c.args)
+	if interp.IsBuiltin(name) {
+		c.builtinErr = c.hc.Builtin(c.ctx, append([]string{name}, c.args[1:]...))
 		return builtinRan
 	}
 	return c.external()

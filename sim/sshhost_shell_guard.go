@@ -6,16 +6,16 @@ package sim
 //
 //   - process substitution (it makes a FIFO among the process's files) and
 //     coproc are refused;
-//   - `cmd &` first asks the host for a pid (`__sim_lastbg=$(__sim_fork)`)
-//     and runs `{ __sim_bg=$__sim_lastbg; cmd; } &`: $! (rewritten to
-//     $__sim_lastbg) is that pid, and the commands of the job know they run
-//     in the background; $$ reads the shell's pid from the host;
+//   - `cmd &` asks the host for a pid and runs cmd to its end in a subshell
+//     with the background's rules (see rewriteJob); $! (rewritten to
+//     $__sim_lastbg) is that pid, and $$ the shell's pid from the host;
 //   - [[ -r/-w/-x/-O/-G F ]] (the process's access(2) and user) become
 //     [[ -n "$(__sim_testp -x F)" ]], the host's test printing "y" when true;
 //   - the builtins test, [, cd, pushd, popd, type, command -v, kill,
 //     disown, umask and ulimit run the host's versions; read -s is refused
-//     (it reads the process's terminal); pwd -P is pwd; wait PID waits for
-//     every job; eval, source and trap strings are rewritten like scripts;
+//     (it reads the process's terminal); pwd -P is pwd; wait PID is wait
+//     (jobs have ended already); eval, source and trap strings are rewritten
+//     like scripts;
 //   - `x | y` runs x into an in-memory capture, then y from it (see
 //     rewritePipe);
 //   - a builtin that a scripted outcome (Host.OnCommand) matches runs it.
@@ -100,11 +100,11 @@ func rewrite(f *syntax.File) error {
 	if bad != nil {
 		return bad
 	}
-	for _, st := range jobs {
-		rewriteJob(st)
-	}
 	for _, st := range pipes {
 		rewritePipe(st)
+	}
+	for _, st := range jobs {
+		rewriteJob(st)
 	}
 	for _, t := range tests {
 		x, ok := t.X.(*syntax.Word)
@@ -118,17 +118,29 @@ func rewrite(f *syntax.File) error {
 	return nil
 }
 
-// rewriteJob turns `cmd &` into
-// `{ __sim_lastbg=$(__sim_fork); { __sim_bg=$__sim_lastbg; cmd; } & }`.
+// jobTemplate is what `J &` becomes: the job gets a pid from the host,
+// then runs to its end in a subshell that knows it is in the background
+// (see rewriteJob).
+const jobTemplate = `{ ` + varLastBg + `=$(` + internal + `fork); ( ` + varBgPID + `=$` + varLastBg + `; __sim_J ) || :; }`
+
+// rewriteJob runs the background job st in the foreground, in a subshell
+// with the background's rules (no stdin, sleep returns at once, an agent
+// keeps running in the host): on a fake host a job never blocks, so it
+// ends before the shell goes on, deterministically (kill -0 $! right after
+// `agent &` finds the agent), and the interpreter starts no goroutine.
 func rewriteJob(st *syntax.Stmt) {
-	job := &syntax.Stmt{Cmd: st.Cmd, Negated: st.Negated, Redirs: st.Redirs}
-	mark := &syntax.Stmt{Cmd: &syntax.CallExpr{Assigns: []*syntax.Assign{{Name: lit(varBgPID),
-		Value: word(&syntax.ParamExp{Param: lit(varLastBg)})}}}}
-	fork := &syntax.Stmt{Cmd: &syntax.CallExpr{Assigns: []*syntax.Assign{{Name: lit(varLastBg),
-		Value: word(&syntax.CmdSubst{Stmts: []*syntax.Stmt{{Cmd: &syntax.CallExpr{
-			Args: []*syntax.Word{word(lit(internal + "fork"))}}}}})}}}}
-	bg := &syntax.Stmt{Cmd: &syntax.Block{Stmts: []*syntax.Stmt{mark, job}}, Background: true}
-	st.Cmd = &syntax.Block{Stmts: []*syntax.Stmt{fork, bg}}
+	f := mustParse(jobTemplate)
+	job := &syntax.Stmt{Cmd: st.Cmd, Negated: st.Negated}
+	syntax.Walk(f, func(node syntax.Node) bool {
+		if b, ok := node.(*syntax.BinaryCmd); ok && b.Op == syntax.OrStmt {
+			b.X.Redirs = st.Redirs
+			sub := b.X.Cmd.(*syntax.Subshell)
+			sub.Stmts[len(sub.Stmts)-1] = job
+			return false
+		}
+		return true
+	})
+	st.Cmd = f.Stmts[0].Cmd
 	st.Negated, st.Background, st.Disown, st.Redirs = false, false, false, nil
 }
 
@@ -142,7 +154,7 @@ var pipeSeq atomic.Int64
 const pipeTemplate = `{ __sim_ps@N=0; __sim_py@N=0; __sim_pf@N=0; [[ -o pipefail ]] && __sim_pf@N=1
 ( __sim_X ) >"@CAPTURE" @ALL|| __sim_ps@N=$?
 { __sim_Y; } <"@CAPTURE" || __sim_py@N=$?
-(exit $(( __sim_py@N ? __sim_py@N : __sim_pf@N * __sim_ps@N ))); }`
+(exit $(( __sim_py@N + (__sim_py@N == 0) * __sim_pf@N * __sim_ps@N ))); }` // no ?: (the interpreter reads 127 ? a : b as false)
 
 // rewritePipe runs the pipeline st one side after the other through an
 // in-memory capture (see pipeTemplate): the interpreter's pipelines use
@@ -218,7 +230,13 @@ func (sh shellEnv) callHandler(ctx context.Context, args []string) ([]string, er
 		return rewritten(strings.Join(rest, " "), "eval"), nil
 	case name == "source" || name == ".":
 		return sh.source(ctx, rest)
-	case name == "trap" && len(rest) >= 2 && rest[0] != "-" && !strings.HasPrefix(rest[0], "-"):
+	case name == "trap":
+		if len(rest) > 0 && rest[0] == "--" {
+			rest = rest[1:]
+		}
+		if len(rest) < 2 || strings.HasPrefix(rest[0], "-") {
+			return args, nil // trap -p, trap -l, trap - SIG, trap SIG
+		}
 		src, err := rewriteSource(rest[0])
 		if err != nil {
 			return to(internal+"refuse", "trap: "+err.Error()), nil

@@ -49,18 +49,18 @@ func agentBinary(unitText, binary string) string {
 
 // progSystemctl is systemctl VERB [--now] [-q] UNIT...
 func progSystemctl(c *call) int {
-	args, root := c.args, c.sh.root
+	root := c.sh.root
 	var verb string
 	var units []string
 	now, quiet := false, false
-	for _, a := range args[1:] {
+	for _, a := range c.args[1:] {
 		switch {
 		case a == "--now":
 			now = true
 		case a == "-q" || a == "--quiet":
 			quiet = true
 		case a == "--user":
-			c.errf("%s\n", "Failed to connect to bus: No medium found")
+			c.errf("Failed to connect to bus: No medium found\n")
 			return 1
 		case strings.HasPrefix(a, "-"):
 		case verb == "":
