@@ -58,6 +58,10 @@ type Instance struct {
 	Status         Status
 	ProviderStatus string // the provider's own words ("pending", "active/ok", "running")
 
+	// Stopped is set when the provider says the machine is powered off (Vultr
+	// power_status "stopped"; Hot Aisle VM state "shut off"): it still bills.
+	Stopped bool
+
 	PublicIP  string
 	PrivateIP string // VPC or private address, "" when none
 	VPCID     string // the VPC it is attached to, "" when none

@@ -108,3 +108,24 @@ type SSHKeyProvider interface {
 	// DeleteSSHKey removes a key; ErrNotFound when already gone.
 	DeleteSSHKey(ctx context.Context, id string) error
 }
+
+// KindLister is the optional capability of a provider to list one kind of
+// instance alone (VMs, or bare metal), so that a Manager watching only one
+// kind makes one paged list instead of two. Labels are parsed as in List.
+type KindLister interface {
+	ListKind(ctx context.Context, bareMetal bool) ([]Instance, error)
+}
+
+// Labeler is the optional capability of a provider to write an instance's
+// label again (Vultr label and tags; Hot Aisle description), used when a
+// label was lost out of band or its write failed after a create.
+type Labeler interface {
+	SetLabel(ctx context.Context, id string, label Label) error
+}
+
+// Restarter is the optional capability of a provider to power a stopped
+// instance on again (Vultr POST …/start, Hot Aisle POST …/start/), used by
+// Policy.OnStopped = OnStoppedRestart.
+type Restarter interface {
+	Start(ctx context.Context, id string) error
+}

@@ -137,7 +137,8 @@ func (p *Provider) Get(ctx context.Context, name string) (fleet.Instance, error)
 			inst := p.vmInstance(*vm)
 			if st, serr := p.c.GetVMState(ctx, name); serr == nil {
 				inst.ProviderStatus = st.State
-				if st.State != VMRunning {
+				inst.Stopped = st.State == VMShutOff
+				if st.State != VMRunning && !inst.Stopped {
 					inst.Status = fleet.StatusProvisioning
 				}
 			}
@@ -160,14 +161,29 @@ func (p *Provider) Get(ctx context.Context, name string) (fleet.Instance, error)
 // were built yet (a fresh Provider adopting after a lost Store), the types
 // are listed once for their price and minimum reservation.
 func (p *Provider) List(ctx context.Context) ([]fleet.Instance, error) {
-	vms, err := p.c.ListVMs(ctx)
-	if err != nil {
-		return nil, err
+	return p.list(ctx, true, true)
+}
+
+// ListKind lists only VMs (bareMetal false) or only bare-metal servers
+// (true): one call (fleet.KindLister).
+func (p *Provider) ListKind(ctx context.Context, bareMetal bool) ([]fleet.Instance, error) {
+	return p.list(ctx, !bareMetal, bareMetal)
+}
+
+func (p *Provider) list(ctx context.Context, listVMs, listMetal bool) ([]fleet.Instance, error) {
+	var vms []VM
+	var bms []BareMetal
+	var err error
+	if listVMs {
+		if vms, err = p.c.ListVMs(ctx); err != nil {
+			return nil, err
+		}
+		p.sawList(vms)
 	}
-	p.sawList(vms)
-	bms, err := p.c.ListBareMetal(ctx)
-	if err != nil {
-		return nil, err
+	if listMetal {
+		if bms, err = p.c.ListBareMetal(ctx); err != nil {
+			return nil, err
+		}
 	}
 	p.loadTypes(ctx, vms, bms)
 	out := make([]fleet.Instance, 0, len(vms)+len(bms))

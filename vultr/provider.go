@@ -157,10 +157,7 @@ func (p *Provider) Create(ctx context.Context, req fleet.CreateRequest) (fleet.I
 		return fleet.Instance{}, err
 	}
 	label := req.Label.String()
-	tags := []string{TagFleet, TagFleet + "-" + req.Label.Fleet}
-	if req.Label.Owner != "" {
-		tags = append(tags, TagFleet+"-owner-"+req.Label.Owner)
-	}
+	tags := labelTags(req.Label)
 	userData := CloudConfig(req.SSHKeys)
 	host := strings.ReplaceAll(label, ".", "-")
 	var vpcs []string
@@ -254,20 +251,34 @@ func (p *Provider) get(ctx context.Context, id string) (fleet.Instance, error) {
 // plan rows (fetched first when none are cached), private
 // addresses as Get fills them.
 func (p *Provider) List(ctx context.Context) ([]fleet.Instance, error) {
+	return p.list(ctx, true, true)
+}
+
+// ListKind lists only VMs (bareMetal false) or only bare metal (true), one
+// paged list instead of two (fleet.KindLister); otherwise as List.
+func (p *Provider) ListKind(ctx context.Context, bareMetal bool) ([]fleet.Instance, error) {
+	return p.list(ctx, !bareMetal, bareMetal)
+}
+
+func (p *Provider) list(ctx context.Context, vms, metal bool) ([]fleet.Instance, error) {
 	var out []fleet.Instance
-	for in, err := range p.c.ListInstances(ctx, nil) {
-		if err != nil {
-			return nil, err
+	if vms {
+		for in, err := range p.c.ListInstances(ctx, nil) {
+			if err != nil {
+				return nil, err
+			}
+			p.remember(in.ID, false)
+			out = append(out, vmInstance(in))
 		}
-		p.remember(in.ID, false)
-		out = append(out, vmInstance(in))
 	}
-	for bm, err := range p.c.ListBareMetals(ctx, nil) {
-		if err != nil {
-			return nil, err
+	if metal {
+		for bm, err := range p.c.ListBareMetals(ctx, nil) {
+			if err != nil {
+				return nil, err
+			}
+			p.remember(bm.ID, true)
+			out = append(out, bareMetalInstance(bm))
 		}
-		p.remember(bm.ID, true)
-		out = append(out, bareMetalInstance(bm))
 	}
 	p.loadPlans(ctx, out)
 	for i := range out {
@@ -300,4 +311,14 @@ func (p *Provider) delete(ctx context.Context, id string) error {
 		}
 	}
 	return p.c.DeleteBareMetal(ctx, id)
+}
+
+// labelTags are the tags a labelled server carries: "gpufleet",
+// "gpufleet-<fleet>" and, in label format 2, "gpufleet-owner-<owner>".
+func labelTags(l fleet.Label) []string {
+	tags := []string{TagFleet, TagFleet + "-" + l.Fleet}
+	if l.Owner != "" {
+		tags = append(tags, TagFleet+"-owner-"+l.Owner)
+	}
+	return tags
 }

@@ -36,6 +36,7 @@ func vmInstance(in Instance) fleet.Instance {
 	if ip, ok := in.PrivateIP(); ok {
 		inst.PrivateIP = ip
 	}
+	inst.Stopped = in.PowerStatus == "stopped"
 	labelled(&inst, in.Label)
 	return inst
 }
@@ -58,6 +59,7 @@ func bareMetalInstance(bm BareMetal) fleet.Instance {
 	if ip, ok := bm.PrivateIP(); ok {
 		inst.PrivateIP = ip
 	}
+	inst.Stopped = bm.PowerStatus == "stopped"
 	labelled(&inst, bm.Label)
 	return inst
 }
