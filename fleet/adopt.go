@@ -67,7 +67,6 @@ func (m *Manager) adoptUntracked(provider string, o *observation, now time.Time)
 		}
 		m.track(seen, seen.RequestID, now)
 	}
-	m.claimOrphans(now)
 }
 
 func foreignMessage(owner string) string {
@@ -87,6 +86,7 @@ func (m *Manager) track(seen Instance, key string, now time.Time) *InstanceRecor
 		r.CreatedUnknown = true
 	}
 	m.insts[key] = r
+	m.seen[key] = now
 	m.setStatus(r, StatusProvisioning, "found by label", now)
 	f := m.fleets[seen.Fleet]
 	switch {

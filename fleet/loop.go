@@ -143,6 +143,7 @@ func (m *Manager) step(ctx context.Context) int {
 	m.drainResults(now)
 	if ctx.Err() == nil {
 		m.listDue(now)
+		m.claimOrphans(now)
 		m.checkDeadlines(now)
 		m.releaseIdle(now)
 		m.startAgents(now)
@@ -184,15 +185,15 @@ func (m *Manager) untilNext() time.Duration {
 		}
 	}
 	for _, r := range m.insts {
-		if t := r.Termination; t != nil && r.Instance.Status == StatusTerminating {
-			early(maxTime(t.NotBefore, t.NextAttempt))
+		if t := r.Termination; t != nil && r.Instance.Status == StatusTerminating && r.Instance.ID != "" {
+			if t.Accepted.IsZero() {
+				early(m.deleteAt(r))
+			} else {
+				early(t.NextAttempt)
+			}
 		}
 	}
-	for name, t := range m.nextList {
-		if m.needsList(name) {
-			early(t)
-		}
-	}
+	early(m.nextDue())
 	d := next.Sub(now)
 	if d < time.Second {
 		d = time.Second

@@ -133,7 +133,8 @@ type Manager struct {
 
 	tasks     taskSet
 	obs       map[string]*observation // latest listing per provider
-	nextList  map[string]time.Time
+	seen      map[string]time.Time // request id → when a listing last covered it
+	keysDirty map[string]bool      // a create registered SSH keys since the last key listing
 	scanned   map[string]bool // listed once since start (every kind)
 	offersErr error
 	offersAt  time.Time
@@ -232,7 +233,7 @@ func (m *Manager) initMaps() {
 	m.fleets, m.insts = map[string]*FleetRecord{}, map[string]*InstanceRecord{}
 	m.dirtyF, m.dirtyI, m.goneF, m.goneI = map[string]bool{}, map[string]bool{}, map[string]bool{}, map[string]bool{}
 	m.tasks = newTaskSet()
-	m.obs, m.nextList, m.scanned = map[string]*observation{}, map[string]time.Time{}, map[string]bool{}
+	m.obs, m.seen, m.scanned, m.keysDirty = map[string]*observation{}, map[string]time.Time{}, map[string]bool{}, map[string]bool{}
 	m.reported, m.orphanVPCs, m.deletedVPCs = map[string]bool{}, map[string]*VPCRecord{}, map[string]time.Time{}
 	m.fleetRetry, m.fleetFails, m.avoid = map[string]time.Time{}, map[string]int{}, map[string]time.Time{}
 	m.agentCancel, m.ownKeys, m.keyObs = map[string]context.CancelFunc{}, map[string]int{}, map[string][]SSHKey{}

@@ -13,86 +13,10 @@ type observation struct {
 	byID   map[string]Instance
 	byReq  map[string]Instance // labelled ones, by request id
 	list   []Instance
-	vpcs   []VPC
-	vpcsOK bool
 }
 
-// listDue starts a listing of every provider that is due: one with work
-// (a fleet, a record that may bill, an orphan VPC), or not yet listed since
-// the Manager started (so that a Manager with an empty Store finds what its
-// owner left). m.mu held.
-func (m *Manager) listDue(now time.Time) {
-	for _, name := range m.order {
-		if now.Before(m.nextList[name]) || m.busy("list/"+name) || !m.needsList(name) {
-			continue
-		}
-		m.nextList[name] = now.Add(m.cfg.Interval)
-		p := m.providers[name]
-		vp, _ := p.(VPCProvider)
-		wantVPCs := vp != nil && (!m.scanned[name] || m.wantVPCs(name))
-		kp := keyProvider(p)
-		wantKeys := kp != nil && m.wantKeys(name)
-		m.launch("list/"+name, taskList, m.pol.CallTimeout, func(ctx context.Context) func(time.Time) {
-			list, err := p.List(ctx)
-			var vpcs []VPC
-			var keys []SSHKey
-			var verr, kerr error
-			if err == nil && wantVPCs {
-				vpcs, verr = vp.ListVPCs(ctx)
-			}
-			if err == nil && wantKeys {
-				keys, kerr = kp.ListSSHKeys(ctx)
-			}
-			return func(now time.Time) {
-				m.applyList(name, list, err, wantVPCs, vpcs, verr, now)
-				if err == nil && wantKeys && kerr == nil {
-					m.observeKeys(name, keys, now)
-				}
-			}
-		})
-	}
-}
-
-// needsList reports whether provider name has anything to watch. m.mu held.
-func (m *Manager) needsList(name string) bool {
-	if !m.scanned[name] {
-		return true
-	}
-	for _, f := range m.fleets {
-		if !f.Deleting || f.VPC != nil {
-			return true
-		}
-	}
-	for _, r := range m.insts {
-		if r.Instance.Provider == name && (r.Instance.Status.Active() || r.CreateUncertain) {
-			return true
-		}
-	}
-	for _, v := range m.orphanVPCs {
-		if v.VPC.Provider == name {
-			return true
-		}
-	}
-	return m.ownKeys[name] > 0
-}
-
-// wantVPCs reports whether VPCs of provider name matter now. m.mu held.
-func (m *Manager) wantVPCs(name string) bool {
-	for _, v := range m.orphanVPCs {
-		if v.VPC.Provider == name {
-			return true
-		}
-	}
-	for _, f := range m.fleets {
-		if f.Spec.Placement == PlacementCluster || f.VPC != nil {
-			return true
-		}
-	}
-	return false
-}
-
-// applyList applies one provider listing. m.mu held.
-func (m *Manager) applyList(name string, list []Instance, err error, wantVPCs bool, vpcs []VPC, verr error, now time.Time) {
+// applyList applies one provider listing of the kinds it covered. m.mu held.
+func (m *Manager) applyList(name string, list []Instance, err error, kinds kindSet, now time.Time) {
 	if err != nil {
 		m.event(Event{Type: EventProviderUnavailable, Provider: name, Err: err.Error(), Message: "listing instances failed; nothing is concluded from it"})
 		return
@@ -104,19 +28,12 @@ func (m *Manager) applyList(name string, list []Instance, err error, wantVPCs bo
 			o.byReq[inst.RequestID] = inst
 		}
 	}
-	if wantVPCs && verr == nil {
-		o.vpcs, o.vpcsOK = vpcs, true
-	} else if wantVPCs {
-		m.event(Event{Type: EventProviderUnavailable, Provider: name, Err: verr.Error(), Message: "listing VPCs failed; nothing is concluded from it"})
-	}
 	m.obs[name] = o
-	if !wantVPCs || o.vpcsOK {
-		m.scanned[name] = true
-	}
 	for _, r := range m.insts {
-		if r.Instance.Provider != name {
+		if r.Instance.Provider != name || (r.Instance.Offer.InstanceType != "" && !kinds.covers(r.Instance.Offer)) {
 			continue
 		}
+		m.seen[r.Instance.RequestID] = now
 		switch {
 		case r.Instance.ID == "":
 			m.resolveUncertain(r, o, now)
@@ -127,15 +44,21 @@ func (m *Manager) applyList(name string, list []Instance, err error, wantVPCs bo
 		default:
 			if seen, ok := o.byID[r.Instance.ID]; ok {
 				m.observeInstance(r, seen, now)
-			} else {
+			} else if r.Termination == nil {
 				m.confirmGone(r, now)
 			}
 		}
 	}
 	m.adoptUntracked(name, o, now)
-	if o.vpcsOK {
-		m.observeVPCs(name, o.vpcs, now)
+}
+
+// applyVPCList applies one listing of a provider's VPCs. m.mu held.
+func (m *Manager) applyVPCList(name string, vpcs []VPC, err error, now time.Time) {
+	if err != nil {
+		m.event(Event{Type: EventProviderUnavailable, Provider: name, Err: err.Error(), Message: "listing VPCs failed; nothing is concluded from it"})
+		return
 	}
+	m.observeVPCs(name, vpcs, now)
 }
 
 // confirmGone asks the provider for an instance its list did not show:
@@ -184,6 +107,10 @@ func (m *Manager) observeInstance(r *InstanceRecord, seen Instance, now time.Tim
 		inst.Offer, changed = seen.Offer, true
 	}
 	if changed {
+		m.dirtyI[inst.RequestID] = true
+	}
+	if seen.Running() && r.RunningSince.IsZero() && r.Termination != nil {
+		r.RunningSince = now // the delete lock runs from here
 		m.dirtyI[inst.RequestID] = true
 	}
 	switch inst.Status {

@@ -163,8 +163,9 @@ func (m *Manager) offersFor(ctx context.Context, f *FleetRecord, now time.Time) 
 	}
 	offers, fresh := m.catalog.peek(req)
 	if !fresh && !m.busy("offers") && (m.offersAt.IsZero() || now.Sub(m.offersAt) >= time.Minute) {
+		used := m.providersInUse()
 		m.launch("offers", taskCall, catalogFetchTimeout, func(ctx context.Context) func(time.Time) {
-			_, err := m.catalog.Offers(ctx, Requirements{})
+			_, err := m.catalog.Offers(ctx, Requirements{Providers: used})
 			return func(now time.Time) { m.offersErr, m.offersAt = err, now }
 		})
 	}
@@ -182,6 +183,20 @@ func (m *Manager) offersFor(ctx context.Context, f *FleetRecord, now time.Time) 
 		return nil, false
 	}
 	return offers, true
+}
+
+// providersInUse names the providers some fleet may create on. m.mu held.
+func (m *Manager) providersInUse() []string {
+	var out []string
+	for _, name := range m.order {
+		for _, f := range m.fleets {
+			if !f.Deleting && (len(f.Spec.Requirements.Providers) == 0 || containsFold(f.Spec.Requirements.Providers, name)) {
+				out = append(out, name)
+				break
+			}
+		}
+	}
+	return out
 }
 
 // anchor is where a cluster fleet lives: its first member's offer, or its
@@ -378,7 +393,7 @@ func (m *Manager) createResult(reqID string, inst Instance, vpcID string, err er
 	case err == nil && inst.ID != "":
 		m.created(r, inst, vpcID, now)
 		if f := m.fleets[fleet]; f != nil && len(f.Spec.SSHKeys) > 0 && keyProvider(m.providers[provider]) != nil {
-			m.ownKeys[provider] = max(m.ownKeys[provider], 1) // keys registered: list them from now on
+			m.keysDirty[provider] = true // keys registered: list them
 		}
 		if r.Termination != nil {
 			return // released while the call was under way: the release goes on

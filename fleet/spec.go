@@ -153,7 +153,7 @@ func (p Policy) validate() error {
 		"TerminationAlertAfter": p.TerminationAlertAfter, "CompatGiveUp": p.CompatGiveUp, "OrphanGrace": p.OrphanGrace,
 		"CreateLookupGrace": p.CreateLookupGrace, "HourlyReleaseMargin": p.HourlyReleaseMargin,
 		"MinuteReleaseMargin": p.MinuteReleaseMargin, "CreateTimeout": p.CreateTimeout, "CallTimeout": p.CallTimeout,
-		"VisibilityGrace": p.VisibilityGrace, "HistoryRetention": p.HistoryRetention} {
+		"VisibilityGrace": p.VisibilityGrace, "HistoryRetention": p.HistoryRetention, "DriftCheckInterval": p.DriftCheckInterval} {
 		if d < 0 {
 			return fmt.Errorf("gpufleet: Policy.%s must not be negative", name)
 		}
@@ -236,6 +236,10 @@ type Policy struct {
 	// gets miss is taken as not yet visible rather than gone (3 min): new
 	// servers can be missing from lists and answer 404 for a while.
 	VisibilityGrace time.Duration
+	// DriftCheckInterval is how often a running instance's provider listing
+	// is read to notice drift: stopped, deleted or relabelled out of band
+	// (10 min). One listing serves every instance of a provider and kind.
+	DriftCheckInterval time.Duration
 	// HistoryRetention is how long terminated records are kept (for
 	// Instances and reports) before they are pruned (24 h).
 	HistoryRetention time.Duration
@@ -276,5 +280,6 @@ func (p Policy) withDefaults() Policy {
 	}
 	def(&p.VisibilityGrace, 3*time.Minute)
 	def(&p.HistoryRetention, 24*time.Hour)
+	def(&p.DriftCheckInterval, 10*time.Minute)
 	return p
 }

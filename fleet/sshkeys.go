@@ -13,20 +13,6 @@ func keyProvider(p Provider) SSHKeyProvider {
 	return kp
 }
 
-// wantKeys reports whether provider name's SSH keys must be listed: once
-// after start, then while this owner's keys are there or a fleet has keys. m.mu held.
-func (m *Manager) wantKeys(name string) bool {
-	if !m.scanned[name] || m.ownKeys[name] > 0 {
-		return true
-	}
-	for _, f := range m.fleets {
-		if len(f.Spec.SSHKeys) > 0 {
-			return true
-		}
-	}
-	return false
-}
-
 // neededKeys returns the public keys (base64 part) the owner's fleets
 // need, leaving out fleet except ("" for none). m.mu held.
 func (m *Manager) neededKeys(except string) map[string]bool {

@@ -11,6 +11,10 @@ import (
 // this long after is attempted again.
 const reDeleteAfter = 5 * time.Minute
 
+// confirmAfter: an accepted release is checked with a Get this long after
+// (Vultr destroys a server within a minute of the accepted delete).
+const confirmAfter = time.Minute
+
 // launchReleases starts the delete calls that are due, as many as
 // Policy.Parallelism allows; records that never got a resource are closed
 // here. Each delete is followed by a Get, and only ErrNotFound closes a
@@ -29,14 +33,15 @@ func (m *Manager) launchReleases(now time.Time) {
 			}
 			continue // uncertain: the create's answer or the label lookup decides
 		}
-		if now.Before(t.NotBefore) || now.Before(t.NextAttempt) || m.busy("delete/"+reqID) {
+		if m.busy("delete/"+reqID) || m.busy("get/"+reqID) || m.free(taskCall) <= 0 {
 			continue
 		}
-		if !t.Accepted.IsZero() && now.Sub(t.Accepted) < reDeleteAfter {
-			continue // accepted: the next list confirms it gone
+		if !t.Accepted.IsZero() {
+			m.confirmRelease(r, now)
+			continue
 		}
-		if m.free(taskCall) <= 0 {
-			return
+		if now.Before(m.deleteAt(r)) {
+			continue
 		}
 		p, id, force := m.providers[r.Instance.Provider], r.Instance.ID, t.Force
 		m.launch("delete/"+reqID, taskCall, m.pol.CallTimeout, func(ctx context.Context) func(time.Time) {
@@ -55,6 +60,53 @@ func (m *Manager) launchReleases(now time.Time) {
 	}
 }
 
+// deleteAt is the earliest time a delete of r is worth attempting: its
+// reservation window and backoff, and the offer's delete lock (no attempt
+// while the provider is known to refuse it: before running, and for
+// Offer.DeleteLock after). A server that never runs is deleted from its
+// provisioning deadline on. m.mu held.
+func (m *Manager) deleteAt(r *InstanceRecord) time.Time {
+	t, o := r.Termination, r.Instance.Offer
+	at := maxTime(t.NotBefore, t.NextAttempt)
+	switch {
+	case !r.RunningSince.IsZero():
+		at = maxTime(at, r.RunningSince.Add(o.DeleteLock))
+	case o.DeleteNeedsRunning:
+		at = maxTime(at, r.Instance.Created.Add(m.provisionTimeout(o)))
+	}
+	return at
+}
+
+// confirmRelease checks, with a Get, that an accepted release has taken
+// effect: first a minute after it was accepted, then with backoff; a
+// release still not gone after reDeleteAfter is attempted again. m.mu held.
+func (m *Manager) confirmRelease(r *InstanceRecord, now time.Time) {
+	t := r.Termination
+	if now.Before(t.NextAttempt) {
+		return
+	}
+	if now.Sub(t.Accepted) >= reDeleteAfter {
+		t.Accepted, t.NextAttempt = time.Time{}, time.Time{}
+		m.dirtyI[r.Instance.RequestID] = true
+		return
+	}
+	reqID, id, p := r.Instance.RequestID, r.Instance.ID, m.providers[r.Instance.Provider]
+	m.launch("get/"+reqID, taskCall, m.pol.CallTimeout, func(ctx context.Context) func(time.Time) {
+		_, err := p.Get(ctx, id)
+		return func(now time.Time) {
+			r := m.insts[reqID]
+			if r == nil || r.Instance.Status != StatusTerminating || r.Termination == nil || r.Instance.ID != id {
+				return
+			}
+			if errors.Is(err, ErrNotFound) {
+				m.markGone(r, now)
+				return
+			}
+			r.Termination.NextAttempt = now.Add(time.Minute)
+		}
+	})
+}
+
 // releaseResult applies one delete outcome. m.mu held.
 func (m *Manager) releaseResult(r *InstanceRecord, err error, goneNow bool, now time.Time) {
 	t := r.Termination
@@ -63,6 +115,7 @@ func (m *Manager) releaseResult(r *InstanceRecord, err error, goneNow bool, now 
 	switch {
 	case err == nil, errors.Is(err, ErrDeletePending):
 		t.Accepted, t.LastError = now, ""
+		t.NextAttempt = now.Add(confirmAfter)
 		if goneNow {
 			m.markGone(r, now)
 		}

@@ -235,11 +235,17 @@ func (p *Provider) get(ctx context.Context, id string) (fleet.Instance, error) {
 		if err == nil {
 			return vmInstance(*in), nil
 		}
+		if known && errors.Is(err, fleet.ErrNotFound) {
+			p.forget(id)
+		}
 		if known || !errors.Is(err, fleet.ErrNotFound) {
 			return fleet.Instance{}, err
 		}
 	}
 	bm, err := p.c.GetBareMetal(ctx, id)
+	if errors.Is(err, fleet.ErrNotFound) {
+		p.forget(id)
+	}
 	if err != nil {
 		return fleet.Instance{}, err
 	}
@@ -296,8 +302,8 @@ func (p *Provider) list(ctx context.Context, vms, metal bool) ([]fleet.Instance,
 // Vultr bills whole started hours and has no minimum to force.
 func (p *Provider) Delete(ctx context.Context, id string, _ fleet.DeleteOptions) error {
 	err := p.delete(ctx, id)
-	if err == nil || errors.Is(err, fleet.ErrNotFound) {
-		p.forget(id)
+	if errors.Is(err, fleet.ErrNotFound) {
+		p.forget(id) // after an accepted delete the kind is kept: the Gets that confirm it need it
 	}
 	return err
 }
