@@ -133,9 +133,9 @@ type Manager struct {
 
 	tasks     taskSet
 	obs       map[string]*observation // latest listing per provider
-	seen      map[string]time.Time // request id → when a listing last covered it
-	keysDirty map[string]bool      // a create registered SSH keys since the last key listing
-	scanned   map[string]bool // listed once since start (every kind)
+	seen      map[string]time.Time    // request id → when a listing last covered it
+	keysDirty map[string]bool         // a create registered SSH keys since the last key listing
+	scanned   map[string]bool         // listed once since start (every kind)
 	offersErr error
 	offersAt  time.Time
 

@@ -9,10 +9,10 @@ import (
 
 // observation is what one provider listed last.
 type observation struct {
-	at     time.Time
-	byID   map[string]Instance
-	byReq  map[string]Instance // labelled ones, by request id
-	list   []Instance
+	at    time.Time
+	byID  map[string]Instance
+	byReq map[string]Instance // labelled ones, by request id
+	list  []Instance
 }
 
 // applyList applies one provider listing of the kinds it covered. m.mu held.
