@@ -89,12 +89,16 @@ func (m *Manager) wake() {
 }
 
 // Apply records a fleet's desired state; the loop acts on it at its next
-// step (Run wakes at once). Changed requirements or placement apply to
+// step (Run wakes at once). It reads the offer catalog (cached) to refuse
+// requirements no offer could ever meet. Changed requirements or placement apply to
 // instances created from then on; existing members stay (release them to
 // replace them). Applying again also resumes a stalled fleet and gives back
-// a fleet's private key after a restart. Returns an error for an invalid
-// spec (see Spec), a provider name that is not configured, a fleet being
-// deleted, or ErrClosed.
+// a fleet's private key after a restart. Returns an error answering
+// ErrInvalidSpec for a spec that can never be met (see Spec; a provider
+// name that is not configured; a GPU model, vendor, region or instance type
+// no catalog knows, named with the nearest known ones; MinNodes over
+// Nodes), ErrVPCUnsupported for cluster placement no configured provider
+// supports, an error for a fleet being deleted, or ErrClosed.
 func (m *Manager) Apply(ctx context.Context, spec Spec) error {
 	if m.closed.Load() {
 		return ErrClosed
@@ -103,15 +107,21 @@ func (m *Manager) Apply(ctx context.Context, spec Spec) error {
 		return err
 	}
 	if err := spec.validate(); err != nil {
-		return err
+		return invalidSpec(err)
 	}
 	if err := ValidateLabelFits(m.owner, spec.Name); err != nil {
-		return err
+		return invalidSpec(err)
 	}
 	for _, name := range spec.Requirements.Providers {
 		if !containsFold(m.order, name) {
-			return fmt.Errorf("gpufleet: fleet %s: provider %q is not configured (have %v)", spec.Name, name, m.order)
+			return invalidSpec(fmt.Errorf("gpufleet: fleet %s: provider %q is not configured (have %v)", spec.Name, name, m.order))
 		}
+	}
+	cctx, cancel := context.WithTimeout(ctx, m.pol.CallTimeout)
+	err := m.checkKnown(cctx, spec)
+	cancel()
+	if err != nil {
+		return invalidSpec(err)
 	}
 	if spec.Placement == "" {
 		spec.Placement = PlacementAny

@@ -147,6 +147,8 @@ func (m *Manager) step(ctx context.Context) int {
 		m.checkDeadlines(now)
 		m.releaseIdle(now)
 		m.startAgents(now)
+		m.checkAgents(now)
+		m.fixLabels(now)
 		m.launchReleases(now)
 		m.reconcileVPCs(now)
 		m.collectOrphanVPCs(now)

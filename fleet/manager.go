@@ -158,6 +158,12 @@ type Manager struct {
 	keyObs         map[string][]SSHKey
 	keyRetry       map[string]time.Time
 	keyFails       map[string]int
+	agentChecked   map[string]time.Time // request id → last agent check
+	relabel        map[string]bool      // request id → its listed label differs from the record
+	labelNext      map[string]time.Time
+	providerHold   map[string]time.Time // provider → no creates before (account-level refusal)
+	holdFails      map[string]int
+	offerOK        map[string]bool // offer key → a create of it succeeded
 
 	evMu      sync.Mutex // guards pending
 	deliverMu sync.Mutex // one delivering goroutine at a time
@@ -238,6 +244,8 @@ func (m *Manager) initMaps() {
 	m.fleetRetry, m.fleetFails, m.avoid = map[string]time.Time{}, map[string]int{}, map[string]time.Time{}
 	m.agentCancel, m.ownKeys, m.keyObs = map[string]context.CancelFunc{}, map[string]int{}, map[string][]SSHKey{}
 	m.keyRetry, m.keyFails = map[string]time.Time{}, map[string]int{}
+	m.agentChecked, m.relabel, m.labelNext = map[string]time.Time{}, map[string]bool{}, map[string]time.Time{}
+	m.providerHold, m.holdFails, m.offerOK = map[string]time.Time{}, map[string]int{}, map[string]bool{}
 	m.agentNext, m.keyedAgents, m.abandoned = map[string]time.Time{}, map[string]Agent{}, map[string]bool{}
 	m.keyMissing, m.keyMissingSaid, m.deadlineMisses = map[string]bool{}, map[string]bool{}, map[string]int{}
 }

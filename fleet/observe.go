@@ -109,6 +109,12 @@ func (m *Manager) observeInstance(r *InstanceRecord, seen Instance, now time.Tim
 	if changed {
 		m.dirtyI[inst.RequestID] = true
 	}
+	if m.labelWrong(r, seen) && !m.relabel[inst.RequestID] {
+		m.relabel[inst.RequestID] = true
+	}
+	if seen.Stopped {
+		m.stoppedOutOfBand(r, now)
+	}
 	if seen.Running() && r.RunningSince.IsZero() && r.Termination != nil {
 		r.RunningSince = now // the delete lock runs from here
 		m.dirtyI[inst.RequestID] = true

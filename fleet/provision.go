@@ -65,7 +65,11 @@ func (m *Manager) planCreates(ctx context.Context, now time.Time) []*InstanceRec
 			if m.free(taskCreate)-len(out) <= 0 {
 				return out
 			}
-			out = append(out, m.newPending(f, offers[0], now))
+			o := offers[0]
+			if !m.offerOK[o.Key()] && m.creating(o.Key(), out) {
+				break // an offer not yet proven since start: one create at a time, so a stale catalog costs one refusal
+			}
+			out = append(out, m.newPending(f, o, now))
 			if waitVPC {
 				break
 			}
@@ -81,6 +85,21 @@ func (m *Manager) fleetNames() []string {
 	}
 	slices.Sort(names)
 	return names
+}
+
+// creating reports whether a create of offer key is under way or planned. m.mu held.
+func (m *Manager) creating(key string, planned []*InstanceRecord) bool {
+	for _, r := range planned {
+		if r.Instance.Offer.Key() == key {
+			return true
+		}
+	}
+	for _, r := range m.insts {
+		if r.Instance.ID == "" && r.CreateUncertain && m.busy("create/"+r.Instance.RequestID) && r.Instance.Offer.Key() == key {
+			return true
+		}
+	}
+	return false
 }
 
 // members returns a fleet's records that count towards its size (creates
@@ -263,7 +282,7 @@ func (m *Manager) shrink(live []*InstanceRecord, n int, f *FleetRecord, now time
 func (m *Manager) withoutAvoided(fleet string, offers []Offer, now time.Time) []Offer {
 	out := offers[:0:0]
 	for _, o := range offers {
-		if _, ok := m.providers[o.Provider]; ok && !m.avoided(fleet, o, now) {
+		if _, ok := m.providers[o.Provider]; ok && !m.avoided(fleet, o, now) && !now.Before(m.providerHold[o.Provider]) {
 			out = append(out, o)
 		}
 	}
@@ -412,16 +431,49 @@ func (m *Manager) createResult(reqID string, inst Instance, vpcID string, err er
 		m.event(Event{Type: EventCreateUncertain, Fleet: fleet, Provider: provider, InstanceID: reqID, Err: err.Error(),
 			Message: "the create may have happened; looking it up by label before any new create"})
 	default:
-		if !errors.Is(err, ErrRateLimited) {
+		switch {
+		case accountRefusal(err):
+			m.holdProvider(provider, err, now)
+		case !errors.Is(err, ErrRateLimited):
 			m.avoidOffer(fleet, r.Instance.Offer, now.Add(soldOutPenalty))
+			delete(m.offerOK, r.Instance.Offer.Key())
 		}
 		m.dropPending(reqID)
 		m.event(Event{Type: EventOfferSkipped, Fleet: fleet, Provider: provider, Message: r.Instance.Offer.String(), Err: err.Error()})
 	}
 }
 
+// accountRefusal reports whether a create was refused for the whole
+// account (key, permission, quota or instance limit, balance), not for one
+// offer: no other offer of the provider would do better.
+func accountRefusal(err error) bool {
+	for _, class := range []error{ErrUnauthorized, ErrForbidden, ErrQuotaExceeded, ErrInsufficientBalance} {
+		if errors.Is(err, class) {
+			return true
+		}
+	}
+	return false
+}
+
+// holdProvider stops a provider's creates after an account-level refusal,
+// backing off from 5 minutes to an hour; one alert per spell. m.mu held.
+func (m *Manager) holdProvider(provider string, err error, now time.Time) {
+	m.holdFails[provider]++
+	until := now.Add(backoff(m.holdFails[provider], 10*time.Minute, time.Hour))
+	if until.After(m.providerHold[provider]) {
+		m.providerHold[provider] = until
+	}
+	if m.holdFails[provider] == 1 {
+		m.event(Event{Type: EventCreatesRefused, Provider: provider, Err: err.Error(), At: until,
+			Message: "the account refused a create; no creates on this provider until the next try, backing off up to an hour"})
+	}
+}
+
 // created fills r from a successful create. m.mu held.
 func (m *Manager) created(r *InstanceRecord, inst Instance, vpcID string, now time.Time) {
+	delete(m.holdFails, r.Instance.Provider)
+	delete(m.providerHold, r.Instance.Provider)
+	m.offerOK[r.Instance.Offer.Key()] = true
 	r.CreateUncertain = false
 	r.Instance.ID, r.Instance.ProviderStatus = inst.ID, inst.ProviderStatus
 	r.Instance.PublicIP, r.Instance.PrivateIP, r.Instance.SSH = inst.PublicIP, inst.PrivateIP, inst.SSH

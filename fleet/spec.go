@@ -106,6 +106,9 @@ func (s Spec) validate() error {
 	if s.Nodes < 0 || s.MinNodes < 0 || s.IdleTimeout < 0 {
 		return fmt.Errorf("gpufleet: fleet %s: Nodes, MinNodes and IdleTimeout must not be negative", s.Name)
 	}
+	if s.MinNodes > s.Nodes {
+		return fmt.Errorf("gpufleet: fleet %s: MinNodes %d is over Nodes %d", s.Name, s.MinNodes, s.Nodes)
+	}
 	if s.Nodes > MaxNodes {
 		return fmt.Errorf("gpufleet: fleet %s: Nodes %d is over %d", s.Name, s.Nodes, MaxNodes)
 	}
@@ -153,7 +156,8 @@ func (p Policy) validate() error {
 		"TerminationAlertAfter": p.TerminationAlertAfter, "CompatGiveUp": p.CompatGiveUp, "OrphanGrace": p.OrphanGrace,
 		"CreateLookupGrace": p.CreateLookupGrace, "HourlyReleaseMargin": p.HourlyReleaseMargin,
 		"MinuteReleaseMargin": p.MinuteReleaseMargin, "CreateTimeout": p.CreateTimeout, "CallTimeout": p.CallTimeout,
-		"VisibilityGrace": p.VisibilityGrace, "HistoryRetention": p.HistoryRetention, "DriftCheckInterval": p.DriftCheckInterval} {
+		"VisibilityGrace": p.VisibilityGrace, "HistoryRetention": p.HistoryRetention, "DriftCheckInterval": p.DriftCheckInterval,
+		"AgentCheckInterval": p.AgentCheckInterval} {
 		if d < 0 {
 			return fmt.Errorf("gpufleet: Policy.%s must not be negative", name)
 		}
@@ -166,7 +170,12 @@ func (p Policy) validate() error {
 	default:
 		return fmt.Errorf("gpufleet: Policy.Release: unknown release policy %q", p.Release)
 	}
-	if p.VPCAttachAttempts < 0 || p.Parallelism < 0 || p.MaxDeadlineMisses < 0 || p.MaxConcurrentCreates < 0 {
+	switch p.OnStopped {
+	case "", OnStoppedReplace, OnStoppedRestart:
+	default:
+		return fmt.Errorf("gpufleet: Policy.OnStopped: unknown value %q", p.OnStopped)
+	}
+	if p.VPCAttachAttempts < 0 || p.Parallelism < 0 || p.MaxDeadlineMisses < 0 || p.MaxConcurrentCreates < 0 || p.AgentCheckFailures < 0 {
 		return fmt.Errorf("gpufleet: Policy counts must not be negative")
 	}
 	return nil
@@ -240,6 +249,14 @@ type Policy struct {
 	// is read to notice drift: stopped, deleted or relabelled out of band
 	// (10 min). One listing serves every instance of a provider and kind.
 	DriftCheckInterval time.Duration
+	// OnStopped says what to do with an instance stopped out of band
+	// (OnStoppedReplace by default).
+	OnStopped OnStopped
+	// AgentCheckInterval is how often a ready instance's agent is checked
+	// (5 min); AgentCheckFailures failed checks in a row (3) release and
+	// replace the instance, each failure restarting the agent first.
+	AgentCheckInterval time.Duration
+	AgentCheckFailures int
 	// HistoryRetention is how long terminated records are kept (for
 	// Instances and reports) before they are pruned (24 h).
 	HistoryRetention time.Duration
@@ -281,5 +298,12 @@ func (p Policy) withDefaults() Policy {
 	def(&p.VisibilityGrace, 3*time.Minute)
 	def(&p.HistoryRetention, 24*time.Hour)
 	def(&p.DriftCheckInterval, 10*time.Minute)
+	def(&p.AgentCheckInterval, 5*time.Minute)
+	if p.AgentCheckFailures <= 0 {
+		p.AgentCheckFailures = 3
+	}
+	if p.OnStopped == "" {
+		p.OnStopped = OnStoppedReplace
+	}
 	return p
 }

@@ -69,12 +69,14 @@ type InstanceRecord struct {
 	RunningSince time.Time // the provider first said running
 	IdleSince    time.Time // ready, or last MarkIdle
 	AgentTries   int
-	VPCTries     int       // "Unable to attach VPC" failures (bounded by VPCAttachAttempts)
-	VPCAttempts  int       // every attach attempt, for the backoff
-	VPCNext      time.Time // no attach attempt before this
-	VPCDone      bool      // attached and confirmed, or given up with a warning
-	Orphan       bool      // labelled, but no fleet claims it
-	OrphanSince  time.Time
+	// AgentCheckFails counts failed agent checks in a row after ready.
+	AgentCheckFails int
+	VPCTries        int       // "Unable to attach VPC" failures (bounded by VPCAttachAttempts)
+	VPCAttempts     int       // every attach attempt, for the backoff
+	VPCNext         time.Time // no attach attempt before this
+	VPCDone         bool      // attached and confirmed, or given up with a warning
+	Orphan          bool      // labelled, but no fleet claims it
+	OrphanSince     time.Time
 }
 
 // Store keeps the Manager's records so that a restarted Manager resumes
