@@ -85,13 +85,14 @@ func (m *Manager) track(seen Instance, key string, now time.Time) *InstanceRecor
 		r.Instance.Created = now
 		r.CreatedUnknown = true
 	}
-	m.insts[key] = r
+	m.addRecord(r)
 	m.seen[key] = now
 	m.setStatus(r, StatusProvisioning, "found by label", now)
 	f := m.fleets[seen.Fleet]
 	switch {
 	case f == nil:
 		r.Orphan, r.OrphanSince = true, now
+		delete(m.counts, seen.Fleet)
 		m.event(Event{Type: EventOrphanFound, Fleet: seen.Fleet, Provider: seen.Provider, InstanceID: seen.ID,
 			At: now.Add(m.pol.OrphanGrace), Message: fmt.Sprintf("labelled for fleet %q which this Manager does not have; released after %s unless claimed", seen.Fleet, m.pol.OrphanGrace)})
 	case f.Deleting:
@@ -116,6 +117,7 @@ func (m *Manager) claimOrphans(now time.Time) {
 		}
 		if f := m.fleets[r.Instance.Fleet]; f != nil && !f.Deleting {
 			r.Orphan = false
+			delete(m.counts, r.Instance.Fleet)
 			m.dirtyI[r.Instance.RequestID] = true
 			m.event(Event{Type: EventInstanceAdopted, Fleet: r.Instance.Fleet, Provider: r.Instance.Provider, InstanceID: r.Instance.ID, Message: "its fleet was applied"})
 			continue

@@ -69,6 +69,9 @@ func (m *Manager) restarted(reqID string, err error, now time.Time) {
 // replaced. A failed check also asks the provider whether the machine was
 // stopped (Hot Aisle lists do not say). m.mu held.
 func (m *Manager) checkAgents(now time.Time) {
+	if m.cfg.Agent == nil {
+		return
+	}
 	for _, r := range m.insts {
 		id := r.Instance.RequestID
 		if (r.Instance.Status != StatusIdle && r.Instance.Status != StatusBusy) || r.Termination != nil ||

@@ -144,7 +144,7 @@ func (m *Manager) agentFor(fleet string) Agent {
 // startAgents starts the agent on booting instances, one task per
 // instance, retried with backoff until the agent deadline. m.mu held.
 func (m *Manager) startAgents(now time.Time) {
-	for _, r := range m.sortedRecords() {
+	for _, r := range m.insts {
 		id := r.Instance.RequestID
 		if r.Instance.Status != StatusBooting || r.Termination != nil || m.busy("agent/"+id) || now.Before(m.agentNext[id]) {
 			continue

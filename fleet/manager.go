@@ -126,6 +126,8 @@ type Manager struct {
 	loaded bool
 	fleets map[string]*FleetRecord
 	insts  map[string]*InstanceRecord // by request id
+	byFleet map[string]map[string]*InstanceRecord // fleet → request id → record
+	counts  map[string]int                        // fleet → members, cached; dropped on any change
 	dirtyF map[string]bool
 	dirtyI map[string]bool
 	goneF  map[string]bool // fleets to delete from the store
@@ -236,7 +238,8 @@ func NewManager(cfg Config) (*Manager, error) {
 }
 
 func (m *Manager) initMaps() {
-	m.fleets, m.insts = map[string]*FleetRecord{}, map[string]*InstanceRecord{}
+	m.fleets, m.insts, m.byFleet = map[string]*FleetRecord{}, map[string]*InstanceRecord{}, map[string]map[string]*InstanceRecord{}
+	m.counts = map[string]int{}
 	m.dirtyF, m.dirtyI, m.goneF, m.goneI = map[string]bool{}, map[string]bool{}, map[string]bool{}, map[string]bool{}
 	m.tasks = newTaskSet()
 	m.obs, m.seen, m.scanned, m.keysDirty = map[string]*observation{}, map[string]time.Time{}, map[string]bool{}, map[string]bool{}
@@ -323,11 +326,22 @@ func (m *Manager) Fleets() []Spec {
 func (m *Manager) Instances(fleet string) []Instance {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	var out []Instance
-	for _, r := range m.sortedRecords() {
-		if r.Instance.Fleet == fleet || (fleet == "" && r.Orphan) {
-			out = append(out, cloneInst(r.Instance))
+	var recs []*InstanceRecord
+	if fleet != "" {
+		for _, r := range m.byFleet[fleet] {
+			recs = append(recs, r)
 		}
+	} else {
+		for _, r := range m.insts {
+			if r.Instance.Fleet == "" || r.Orphan {
+				recs = append(recs, r)
+			}
+		}
+	}
+	sortRecords(recs)
+	out := make([]Instance, 0, len(recs))
+	for _, r := range recs {
+		out = append(out, cloneInst(r.Instance))
 	}
 	return out
 }

@@ -102,19 +102,41 @@ func (m *Manager) creating(key string, planned []*InstanceRecord) bool {
 	return false
 }
 
-// members returns a fleet's records that count towards its size (creates
-// under way included, so nothing is created twice), oldest first. m.mu held.
+// isMember reports whether r counts towards its fleet's size (creates
+// under way included, so nothing is created twice).
+func isMember(r *InstanceRecord) bool {
+	return !r.Orphan && r.Termination == nil && r.Instance.Status != StatusTerminated
+}
+
+// members returns a fleet's records that count towards its size, oldest
+// first. m.mu held.
 func (m *Manager) members(fleet string) []*InstanceRecord {
 	var live []*InstanceRecord
-	for _, r := range m.sortedRecords() {
-		if r.Instance.Fleet == fleet && !r.Orphan && r.Termination == nil && r.Instance.Status != StatusTerminated {
+	for _, r := range m.byFleet[fleet] {
+		if isMember(r) {
 			live = append(live, r)
 		}
 	}
+	sortRecords(live)
 	return live
 }
 
-func (m *Manager) fleetHasMember(fleet string) bool { return len(m.members(fleet)) > 0 }
+// memberCount is len(members(fleet)) without sorting. m.mu held.
+func (m *Manager) memberCount(fleet string) int {
+	if n, ok := m.counts[fleet]; ok {
+		return n
+	}
+	n := 0
+	for _, r := range m.byFleet[fleet] {
+		if isMember(r) {
+			n++
+		}
+	}
+	m.counts[fleet] = n
+	return n
+}
+
+func (m *Manager) fleetHasMember(fleet string) bool { return m.memberCount(fleet) > 0 }
 
 // vpcFirst reports whether a cluster fleet's members will share a VPC:
 // its first member (or, before one exists, any configured provider) can
@@ -136,16 +158,15 @@ func (m *Manager) vpcFirst(fleet string) bool {
 // surplus reports whether fleet has more members than it wants. m.mu held.
 func (m *Manager) surplus(fleet string) bool {
 	f := m.fleets[fleet]
-	return f != nil && len(m.members(fleet)) > f.Spec.Nodes
+	return f != nil && m.memberCount(fleet) > f.Spec.Nodes
 }
 
 // fleetNeed shrinks a fleet with too many members, takes back members whose
 // release still waits for its window, and returns how many to create. m.mu held.
 func (m *Manager) fleetNeed(f *FleetRecord, now time.Time) int {
-	live := m.members(f.Spec.Name)
-	need := f.Spec.Nodes - len(live)
+	need := f.Spec.Nodes - m.memberCount(f.Spec.Name)
 	if need < 0 {
-		m.shrink(live, -need, f, now)
+		m.shrink(m.members(f.Spec.Name), -need, f, now)
 		return 0
 	}
 	if need > 0 {
@@ -192,7 +213,8 @@ func (m *Manager) offersFor(ctx context.Context, f *FleetRecord, now time.Time) 
 		return nil, false // wait for the catalog
 	}
 	err := m.offersErr
-	if a := m.anchor(f); a != nil && f.Spec.Placement == PlacementCluster {
+	if f.Spec.Placement != PlacementCluster {
+	} else if a := m.anchor(f); a != nil {
 		offers = preferType(offers, a.InstanceType)
 	}
 	all := len(offers)
@@ -239,7 +261,14 @@ func (m *Manager) anchor(f *FleetRecord) *Offer {
 // creating new ones. It returns how many it took back. m.mu held.
 func (m *Manager) reclaim(fleet string, n int, now time.Time) int {
 	taken := 0
-	for _, r := range m.sortedRecords() {
+	var cands []*InstanceRecord
+	for _, r := range m.byFleet[fleet] {
+		if r.Termination != nil && r.Instance.Status == StatusTerminating {
+			cands = append(cands, r)
+		}
+	}
+	sortRecords(cands)
+	for _, r := range cands {
 		t := r.Termination
 		if taken == n || r.Instance.Fleet != fleet || t == nil || r.Instance.Status != StatusTerminating ||
 			t.Attempts > 0 || !t.Accepted.IsZero() || !now.Before(t.NotBefore) || m.busy("delete/"+r.Instance.RequestID) ||
@@ -247,6 +276,7 @@ func (m *Manager) reclaim(fleet string, n int, now time.Time) int {
 			continue
 		}
 		r.Termination = nil
+		delete(m.counts, fleet)
 		switch {
 		case !r.Instance.Ready.IsZero():
 			r.IdleSince = now
@@ -330,7 +360,7 @@ func (m *Manager) newPending(f *FleetRecord, o Offer, now time.Time) *InstanceRe
 	if f.VPC != nil && !f.VPC.Deleting && f.VPC.VPC.Provider == o.Provider && f.VPC.VPC.ID != "" {
 		r.Instance.VPCID = f.VPC.VPC.ID
 	}
-	m.insts[r.Instance.RequestID] = r
+	m.addRecord(r)
 	m.setStatus(r, StatusPending, "creating", now)
 	if o.SlowProvisioning {
 		m.event(Event{Type: EventSlowProvisioning, Fleet: f.Spec.Name, Provider: o.Provider, InstanceID: r.Instance.RequestID,
@@ -378,7 +408,7 @@ func (m *Manager) createNotWanted(ctx context.Context, reqID string) string {
 	m.intents.mu.Lock()
 	_, deleted := m.intents.fleetState(r.Instance.Fleet)
 	for _, op := range m.intents.ops {
-		if op.kind == intentApply && op.spec.Name == r.Instance.Fleet && op.spec.Nodes < len(m.members(r.Instance.Fleet)) {
+		if op.kind == intentApply && op.spec.Name == r.Instance.Fleet && op.spec.Nodes < m.memberCount(r.Instance.Fleet) {
 			deleted = true
 		}
 	}
@@ -391,7 +421,7 @@ func (m *Manager) createNotWanted(ctx context.Context, reqID string) string {
 
 // dropPending forgets a pending record whose create call was never made. m.mu held.
 func (m *Manager) dropPending(reqID string) {
-	delete(m.insts, reqID)
+	m.removeRecord(reqID)
 	delete(m.dirtyI, reqID)
 	m.goneI[reqID] = true
 }

@@ -60,6 +60,7 @@ func (m *Manager) requestRelease(r *InstanceRecord, reason string, policy Releas
 		}
 	}
 	r.Termination = t
+	delete(m.counts, inst.Fleet)
 	r.Busy = false
 	m.cancelAgent(inst.RequestID)
 	m.setStatus(r, StatusTerminating, reason, now)
@@ -116,6 +117,7 @@ func (m *Manager) setStatus(r *InstanceRecord, s Status, reason string, now time
 		return
 	}
 	r.Instance.Status = s
+	delete(m.counts, r.Instance.Fleet)
 	h := append(r.Instance.History, StatusChange{Time: now, Status: s, Reason: reason})
 	if len(h) > MaxHistory { // keep the first change (the create) and the latest
 		h = append(h[:1], h[len(h)-MaxHistory+1:]...)

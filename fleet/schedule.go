@@ -47,22 +47,25 @@ func (m *Manager) bootCheck(r *InstanceRecord, seen time.Time) time.Time {
 	return seen.Add(step)
 }
 
-// dueKinds reports which kinds of provider name's instances are due for a
-// listing now. m.mu held.
-func (m *Manager) dueKinds(name string, now time.Time) (vms, metal bool) {
+// dueKinds reports, per provider, which kinds of instances are due for a
+// listing now (one pass over the records). m.mu held.
+func (m *Manager) dueKinds(now time.Time) map[string]kindSet {
+	due := map[string]kindSet{}
 	for _, r := range m.insts {
-		if r.Instance.Provider != name || (vms && metal) {
+		k := due[r.Instance.Provider]
+		if (r.Instance.Offer.BareMetal && k.metal) || (!r.Instance.Offer.BareMetal && k.vms) {
 			continue
 		}
 		if t := m.nextCheck(r); !t.IsZero() && !t.After(now) {
 			if r.Instance.Offer.BareMetal {
-				metal = true
+				k.metal = true
 			} else {
-				vms = true
+				k.vms = true
 			}
+			due[r.Instance.Provider] = k
 		}
 	}
-	return vms, metal
+	return due
 }
 
 // nextDue is the earliest time some record needs a listing. m.mu held.
@@ -82,6 +85,7 @@ func (m *Manager) nextDue() time.Time {
 // start, which reads every kind (so that a Manager with an empty Store
 // finds what its owner left). m.mu held.
 func (m *Manager) listDue(now time.Time) {
+	due := m.dueKinds(now)
 	for _, name := range m.order {
 		if m.busy("list/" + name) {
 			continue
@@ -90,7 +94,7 @@ func (m *Manager) listDue(now time.Time) {
 		vp, _ := p.(VPCProvider)
 		kp := keyProvider(p)
 		first := !m.scanned[name]
-		vms, metal := m.dueKinds(name, now)
+		vms, metal := due[name].vms, due[name].metal
 		wantVPCs := vp != nil && (first || m.vpcUncertain(name))
 		wantKeys := kp != nil && (first || m.keysDirty[name])
 		if first {

@@ -41,7 +41,7 @@ func (m *Manager) load(ctx context.Context) error {
 	for _, r := range insts {
 		if _, ok := m.insts[r.Instance.RequestID]; !ok {
 			r := r
-			m.insts[r.Instance.RequestID] = &r
+			m.addRecord(&r)
 		}
 	}
 	m.loaded = true
@@ -138,7 +138,7 @@ func (m *Manager) prune(now time.Time) {
 			continue
 		}
 		if now.Sub(r.Instance.History[len(r.Instance.History)-1].Time) >= m.pol.HistoryRetention {
-			delete(m.insts, id)
+			m.removeRecord(id)
 			delete(m.dirtyI, id)
 			delete(m.agentNext, id)
 			m.goneI[id] = true
@@ -180,6 +180,41 @@ func (m *Manager) deliver() {
 			}
 		}
 	}
+}
+
+// addRecord tracks r (by request id, and in its fleet's index). m.mu held.
+func (m *Manager) addRecord(r *InstanceRecord) {
+	id := r.Instance.RequestID
+	delete(m.counts, r.Instance.Fleet)
+	m.insts[id] = r
+	idx := m.byFleet[r.Instance.Fleet]
+	if idx == nil {
+		idx = map[string]*InstanceRecord{}
+		m.byFleet[r.Instance.Fleet] = idx
+	}
+	idx[id] = r
+}
+
+// removeRecord forgets a record. m.mu held.
+func (m *Manager) removeRecord(id string) {
+	if r := m.insts[id]; r != nil {
+		delete(m.counts, r.Instance.Fleet)
+		delete(m.byFleet[r.Instance.Fleet], id)
+		if len(m.byFleet[r.Instance.Fleet]) == 0 {
+			delete(m.byFleet, r.Instance.Fleet)
+		}
+	}
+	delete(m.insts, id)
+}
+
+// sortRecords sorts records oldest first (ties by request id).
+func sortRecords(out []*InstanceRecord) {
+	slices.SortFunc(out, func(a, b *InstanceRecord) int {
+		if c := a.Instance.Created.Compare(b.Instance.Created); c != 0 {
+			return c
+		}
+		return compareStrings(a.Instance.RequestID, b.Instance.RequestID)
+	})
 }
 
 // sortedRecords returns the records oldest first. m.mu held.

@@ -20,7 +20,7 @@ const confirmAfter = time.Minute
 // here. Each delete is followed by a Get, and only ErrNotFound closes a
 // record. m.mu held.
 func (m *Manager) launchReleases(now time.Time) {
-	for _, r := range m.sortedRecords() {
+	for _, r := range m.insts {
 		t := r.Termination
 		if r.Instance.Status != StatusTerminating || t == nil {
 			continue
@@ -152,7 +152,7 @@ func (m *Manager) untrack(r *InstanceRecord) {
 	m.event(Event{Type: EventManualCleanup, Fleet: r.Instance.Fleet, Provider: r.Instance.Provider, InstanceID: r.Instance.ID,
 		At: r.Instance.ReservedUntil, Message: fmt.Sprintf("release of %s %s refused by the minimum reservation for %s; no longer tracked: release it by hand after %s or it keeps billing",
 			r.Instance.Provider, r.Instance.ID, m.pol.CompatGiveUp, r.Instance.ReservedUntil.Format(time.RFC3339))})
-	delete(m.insts, r.Instance.RequestID)
+	m.removeRecord(r.Instance.RequestID)
 	m.goneI[r.Instance.RequestID] = true
 	m.abandoned[r.Instance.Provider+"/"+r.Instance.ID] = true // never adopted again
 }

@@ -124,8 +124,8 @@ func (m *Manager) fleetVPC(f *FleetRecord, now time.Time) {
 		return
 	}
 	active := 0
-	for _, r := range m.sortedRecords() {
-		if r.Instance.Fleet != f.Spec.Name || r.Instance.Provider != vrec.VPC.Provider || !(r.Instance.Status.Active() || r.CreateUncertain) {
+	for _, r := range m.byFleet[f.Spec.Name] {
+		if r.Instance.Provider != vrec.VPC.Provider || !(r.Instance.Status.Active() || r.CreateUncertain) {
 			continue
 		}
 		active++
