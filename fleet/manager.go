@@ -122,16 +122,16 @@ type Manager struct {
 
 	intents intentQueue
 
-	mu     sync.Mutex // guards the records and everything below; written only by the loop
-	loaded bool
-	fleets map[string]*FleetRecord
-	insts  map[string]*InstanceRecord // by request id
+	mu      sync.Mutex // guards the records and everything below; written only by the loop
+	loaded  bool
+	fleets  map[string]*FleetRecord
+	insts   map[string]*InstanceRecord            // by request id
 	byFleet map[string]map[string]*InstanceRecord // fleet → request id → record
 	counts  map[string]int                        // fleet → members, cached; dropped on any change
-	dirtyF map[string]bool
-	dirtyI map[string]bool
-	goneF  map[string]bool // fleets to delete from the store
-	goneI  map[string]bool // instances to delete from the store
+	dirtyF  map[string]bool
+	dirtyI  map[string]bool
+	goneF   map[string]bool // fleets to delete from the store
+	goneI   map[string]bool // instances to delete from the store
 
 	tasks     taskSet
 	obs       map[string]*observation // latest listing per provider
