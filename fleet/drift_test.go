@@ -267,10 +267,50 @@ func TestApplyRefusesTheImpossible(t *testing.T) {
 			assert.Contains(t, err.Error(), c.says)
 		}
 		require.NoError(t, e.m.Apply(t.Context(), spec("ok", 1, fleet.Requirements{GPUModel: "mi300x"})))
-		require.NoError(t, e.m.Apply(t.Context(), spec("cheap", 1, fleet.Requirements{GPUModel: "MI300X", MaxPricePerHour: 0.01})))
+		require.NoError(t, e.m.Apply(t.Context(), spec("cheap", 1, fleet.Requirements{GPUModel: "MI300X", MaxPricePerHour: 0.001})))
 		e.run(time.Minute)
 		ev := e.eventsOf(fleet.EventNoOffers)
 		require.NotEmpty(t, ev)
-		assert.Contains(t, ev[0].Message, "0 offers match")
+		assert.Regexp(t, `^0 of \d+ offers match \(none meets the price requirement\)`, ev[0].Message)
+	})
+}
+
+// With no fleet and nothing pending, Run makes no calls after the first
+// listing of each provider.
+func TestIdleRunMakesNoCalls(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t, fleet.Policy{})
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error, 1)
+		go func() { done <- e.m.Run(ctx) }()
+		time.Sleep(time.Minute)
+		first := len(e.vultr.Calls()) + len(e.hot.Calls())
+		assert.Positive(t, first, "the first listing of each provider")
+		time.Sleep(6 * time.Hour)
+		assert.Equal(t, first, len(e.vultr.Calls())+len(e.hot.Calls()), "no call while nothing is pending")
+		cancel()
+		<-done
+	})
+}
+
+// A Hot Aisle label that could not be written after the provision
+// (Instance.LabelError) is written by the Manager later.
+func TestFailedLabelWriteIsWrittenLater(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		d := newDrift(t, "hotaisle", fleet.Policy{})
+		require.NoError(t, d.hot.Inject(sim.Fault{Route: "PATCH /api/teams/{team}/virtual_machines/{vm}/", Status: 503, Duration: 3 * time.Minute}))
+		inst := d.ready()
+		require.NotEmpty(t, inst.LabelError, "the provider reported the failed write")
+		want := fleet.Label{Owner: testOwner, Fleet: "f", RequestID: inst.RequestID}.String()
+		require.True(t, d.runUntil(10*time.Minute, func() bool {
+			for _, r := range d.hot.Resources() {
+				if r.ID == inst.ID {
+					return r.Description == want
+				}
+			}
+			return false
+		}))
+		assert.Empty(t, d.only("f").LabelError)
+		assert.Equal(t, 1, d.count(fleet.EventLabelRewritten))
 	})
 }

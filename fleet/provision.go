@@ -220,7 +220,7 @@ func (m *Manager) offersFor(ctx context.Context, f *FleetRecord, now time.Time) 
 	all := len(offers)
 	offers = m.withoutAvoided(f.Spec.Name, offers, now)
 	if len(offers) == 0 {
-		m.noOffers(f.Spec.Name, all, err, now)
+		m.noOffers(f, all, err, now)
 		return nil, false
 	}
 	return offers, true
@@ -336,13 +336,18 @@ func preferType(offers []Offer, typ string) []Offer {
 }
 
 // noOffers backs a fleet's creates off and says why. m.mu held.
-func (m *Manager) noOffers(fleet string, matched int, err error, now time.Time) {
+func (m *Manager) noOffers(f *FleetRecord, matched int, err error, now time.Time) {
+	fleet := f.Spec.Name
 	m.fleetFails[fleet]++
 	wait := backoff(m.fleetFails[fleet], time.Minute, 10*time.Minute)
 	m.fleetRetry[fleet] = now.Add(wait)
-	msg := "0 offers match the fleet's requirements; retrying later"
+	all, _ := m.catalog.peek(Requirements{Providers: f.Spec.Requirements.Providers, IncludeSoldOut: true})
+	msg := fmt.Sprintf("0 of %d offers match (%s); retrying later", len(all), whyNoMatch(all, f.Spec.Requirements))
 	if matched > 0 {
 		msg = fmt.Sprintf("all %d matching offers were refused or are skipped for now; retrying later", matched)
+		if last := m.lastRefusal[fleet]; last != "" {
+			msg = fmt.Sprintf("all %d matching offers were refused or are skipped for now (last refusal: %s); retrying later", matched, last)
+		}
 	}
 	e := Event{Type: EventNoOffers, Fleet: fleet, At: now.Add(wait), Message: msg}
 	if err != nil {
@@ -461,6 +466,7 @@ func (m *Manager) createResult(reqID string, inst Instance, vpcID string, err er
 		m.event(Event{Type: EventCreateUncertain, Fleet: fleet, Provider: provider, InstanceID: reqID, Err: err.Error(),
 			Message: "the create may have happened; looking it up by label before any new create"})
 	default:
+		m.lastRefusal[fleet] = err.Error()
 		switch {
 		case accountRefusal(err):
 			m.holdProvider(provider, err, now)

@@ -93,3 +93,43 @@ func editDistance(a, b string) int {
 	}
 	return prev[len(b)]
 }
+
+// whyNoMatch names the requirements no offer meets on its own (or, when
+// each is met by some offer, says only their combination fails).
+func whyNoMatch(all []Offer, r Requirements) string {
+	if len(all) == 0 {
+		return "no offers listed"
+	}
+	one := func(keep func(*Requirements)) Requirements {
+		x := Requirements{Providers: r.Providers, IncludeSoldOut: true}
+		keep(&x)
+		return x
+	}
+	checks := []struct {
+		name string
+		r    Requirements
+	}{
+		{"region", one(func(x *Requirements) { x.Regions = r.Regions })},
+		{"instance type", one(func(x *Requirements) { x.InstanceTypes = r.InstanceTypes })},
+		{"GPU", one(func(x *Requirements) {
+			x.GPUVendor, x.GPUModel, x.GPUCount, x.MinGPUMemoryGiB = r.GPUVendor, r.GPUModel, r.GPUCount, r.MinGPUMemoryGiB
+		})},
+		{"CPU, memory or disk", one(func(x *Requirements) { x.MinVCPUs, x.MinMemoryGiB, x.MinDiskGiB = r.MinVCPUs, r.MinMemoryGiB, r.MinDiskGiB })},
+		{"bare metal", one(func(x *Requirements) { x.BareMetal = r.BareMetal })},
+		{"price", one(func(x *Requirements) { x.MaxPricePerHour = r.MaxPricePerHour })},
+		{"private networking", one(func(x *Requirements) { x.Cluster = r.Cluster })},
+	}
+	var failed []string
+	for _, c := range checks {
+		if len(Filter(all, c.r)) == 0 {
+			failed = append(failed, c.name)
+		}
+	}
+	switch {
+	case len(failed) > 0:
+		return "none meets the " + strings.Join(failed, ", ") + " requirement"
+	case !r.IncludeSoldOut && len(Filter(all, Requirements{Providers: r.Providers})) == 0:
+		return "all sold out"
+	}
+	return "each requirement is met by some offer, but not all together, or the matching ones are sold out"
+}
