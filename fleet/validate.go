@@ -114,7 +114,9 @@ func whyNoMatch(all []Offer, r Requirements) string {
 		{"GPU", one(func(x *Requirements) {
 			x.GPUVendor, x.GPUModel, x.GPUCount, x.MinGPUMemoryGiB = r.GPUVendor, r.GPUModel, r.GPUCount, r.MinGPUMemoryGiB
 		})},
-		{"CPU, memory or disk", one(func(x *Requirements) { x.MinVCPUs, x.MinMemoryGiB, x.MinDiskGiB = r.MinVCPUs, r.MinMemoryGiB, r.MinDiskGiB })},
+		{"CPU, memory or disk", one(func(x *Requirements) {
+			x.MinVCPUs, x.MinMemoryGiB, x.MinDiskGiB = r.MinVCPUs, r.MinMemoryGiB, r.MinDiskGiB
+		})},
 		{"bare metal", one(func(x *Requirements) { x.BareMetal = r.BareMetal })},
 		{"price", one(func(x *Requirements) { x.MaxPricePerHour = r.MaxPricePerHour })},
 		{"private networking", one(func(x *Requirements) { x.Cluster = r.Cluster })},
