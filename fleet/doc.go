@@ -32,6 +32,37 @@
 //
 // # Which name holds which behaviour
 //
+// Intents and one writer. [Manager.Apply], [Manager.Delete],
+// [Manager.Release], [Manager.MarkBusy] and [Manager.MarkIdle] only record
+// what the caller wants; the loop ([Manager.Run], or each
+// [Manager.Reconcile]) is the only writer of records and applies every
+// provider answer against the intent as it is then. Provider calls run as
+// tasks bounded by [Policy.CallTimeout] (creates: [Policy.CreateTimeout],
+// at most [Policy.MaxConcurrentCreates] at once); every create is in the
+// [Store] before its call. After [Manager.Close] every method returns
+// [ErrClosed].
+//
+// Owners. [Config.Owner] goes into every [Label] (format 2, prefix
+// [LabelPrefixV2]); only the owner's resources are adopted or collected,
+// others' are reported once ([EventForeignFound]). SSH keys a provider
+// registers on the account ([SSHKeyProvider]) are removed once no fleet of
+// the owner needs them ([EventSSHKeyDeleted]).
+//
+// Schedules. Each instance has its own next check: near its offer's
+// [Offer.TypicalBoot] while it boots, every [Policy.DriftCheckInterval] once
+// running; a provider is listed only when something of it is due, by kind
+// ([KindLister]). No delete is tried inside [Offer.DeleteLock]. A server
+// younger than [Policy.VisibilityGrace] that lists miss is not concluded
+// gone.
+//
+// Drift. A machine stopped out of band ([Instance.Stopped],
+// [EventInstanceStopped]) is handled by [Policy.OnStopped]; agents are
+// checked every [Policy.AgentCheckInterval] ([EventAgentUnhealthy]); lost
+// labels are written again ([Labeler], [EventLabelRewritten]).
+// Account-level create refusals back the provider off
+// ([EventCreatesRefused]); [Manager.Apply] refuses specs no offer could meet
+// ([ErrInvalidSpec]).
+//
 // Deadlines. An instance must be reported running within its offer's
 // [Offer.ProvisionTimeout] (Vultr bare metal: 55 minutes, set by package
 // vultr; [EventSlowProvisioning] warns up front) or else
@@ -72,7 +103,7 @@
 // confirmed gone ([EventVPCDeleted], retried with [EventVPCDeleteRetry]).
 //
 // Labels, adoption and orphans. Every resource is created with a [Label]
-// (prefix [LabelPrefix], the fleet and a request id). A labelled resource of
+// (the owner, the fleet and a request id). A labelled resource of
 // a known fleet that the Manager does not track (after a crash, with an
 // empty [Store]) is adopted ([EventInstanceAdopted]); one whose fleet is
 // unknown is an orphan ([EventOrphanFound]) and is released after
@@ -83,7 +114,8 @@
 // ([EventCreateUnresolved]); it is never retried blindly.
 //
 // Events. Every decision is an [Event] of an [EventType], passed to
-// [Config.OnEvent] in order, outside the Manager's locks, and logged to
+// [Config.OnEvent] in order, from the loop's goroutine at the end of the
+// step that made it, outside the Manager's locks, and logged to
 // [Config.Logger]. [Event.InstanceID] is the provider's id, or the request id
 // of [Label] before the provider has given one; [InstanceRecord] links the two
 // ([Instance.RequestID] and [Instance.ID]).
