@@ -127,3 +127,47 @@ func (m *Manager) claimOrphans(now time.Time) {
 		}
 	}
 }
+
+// unlabelledOf lists the unlabelled instances of offer o's type that the
+// latest listing of its provider showed. m.mu held.
+func (m *Manager) unlabelledOf(o Offer) []string {
+	var out []string
+	if obs := m.obs[o.Provider]; obs != nil {
+		for _, i := range obs.list {
+			if i.RequestID == "" && i.Offer.InstanceType == o.InstanceType {
+				out = append(out, i.ID)
+			}
+		}
+	}
+	return out
+}
+
+// unlabelledMatch finds the instance an uncertain create of an offer with
+// LabelAfterCreate made if its label was never written: the only listed
+// unlabelled instance of the same type that was not there before the call
+// and that no record holds. Two or more candidates are ambiguous: none is
+// taken (they are reported as unlabelled). m.mu held.
+func (m *Manager) unlabelledMatch(r *InstanceRecord, o *observation) (Instance, bool) {
+	if !r.Instance.Offer.LabelAfterCreate {
+		return Instance{}, false
+	}
+	known := map[string]bool{}
+	for _, id := range r.UnlabelledBefore {
+		known[id] = true
+	}
+	for _, x := range m.insts {
+		if x.Instance.Provider == r.Instance.Provider && x.Instance.ID != "" {
+			known[x.Instance.ID] = true
+		}
+	}
+	var found []Instance
+	for _, i := range o.list {
+		if i.RequestID == "" && i.Offer.InstanceType == r.Instance.Offer.InstanceType && !known[i.ID] {
+			found = append(found, i)
+		}
+	}
+	if len(found) != 1 {
+		return Instance{}, false
+	}
+	return found[0], true
+}

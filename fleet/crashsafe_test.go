@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gpufleet/gpufleet/fleet"
+	"github.com/gpufleet/gpufleet/hotaisle"
 	"github.com/gpufleet/gpufleet/sim"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -138,5 +139,66 @@ func TestAdoptedInstanceWithUnknownStartIsNotKeptAnotherMinimum(t *testing.T) {
 		e.run(15 * time.Minute) // the default OrphanGrace is 10 min
 		assert.Zero(t, e.liveServers(), "released after the orphan grace, not a minimum later")
 		assert.Less(t, time.Since(start), 20*time.Minute)
+	})
+}
+
+// crashBeforeLabel provisions a Hot Aisle VM (the label is a second call)
+// and then hangs, as a process that dies between the two calls.
+type crashBeforeLabel struct {
+	*hotaisle.Provider
+	c *hotaisle.Client
+}
+
+func (p crashBeforeLabel) Create(ctx context.Context, req fleet.CreateRequest) (fleet.Instance, error) {
+	if _, err := p.c.ProvisionVM(ctx, hotaisle.VMProvisionRequest{VMSpecs: req.Offer.ProviderData.(hotaisle.VMSpecs)}); err != nil {
+		return fleet.Instance{}, err
+	}
+	<-ctx.Done() // the process dies here
+	return fleet.Instance{}, ctx.Err()
+}
+
+// A crash between a Hot Aisle VM's provision and its label: the restarted
+// Manager finds the one new unlabelled VM of the offer, adopts and labels
+// it, creates nothing more, and leaves an older unlabelled VM alone.
+func TestCrashBetweenCreateAndLabelIsRecovered(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t, fleet.Policy{})
+		c := hotaisle.New(sim.DefaultAPIKey, sim.DefaultTeam, hotaisle.WithHTTPClient(e.hot.Client()))
+		offers, err := e.hp.Offers(t.Context())
+		require.NoError(t, err)
+		var specs hotaisle.VMSpecs
+		for _, o := range offers {
+			if o.InstanceType == "vm-mi300x-1" {
+				specs = o.ProviderData.(hotaisle.VMSpecs)
+			}
+		}
+		byHand, err := c.ProvisionVM(t.Context(), hotaisle.VMProvisionRequest{VMSpecs: specs})
+		require.NoError(t, err)
+
+		e.m = e.managerWith(fleet.Config{Providers: []fleet.Provider{crashBeforeLabel{e.hp, c}}, Owner: testOwner, Store: e.store})
+		require.NoError(t, e.m.Apply(t.Context(), spec("f", 1, hotType("vm-mi300x-1"))))
+		ctx, cancel := context.WithCancel(t.Context())
+		go func() { _ = e.m.Reconcile(ctx) }()
+		time.Sleep(time.Minute)
+		e.m.Close() // the crash: the record of the create stays pending in the Store
+		cancel()
+
+		e.m = e.manager(e.store)
+		e.run(10 * time.Minute)
+		posts := calls(e.hot.Calls(), "POST /api/teams/{team}/virtual_machines/", 0)
+		assert.Equal(t, 2, posts, "the hand-made VM and the crashed create: nothing created again")
+		insts := activeOf(e.m.Instances("f"))
+		require.Len(t, insts, 1)
+		assert.NotEqual(t, byHand.Name, insts[0].ID)
+		want := fleet.Label{Owner: testOwner, Fleet: "f", RequestID: insts[0].RequestID}.String()
+		for _, r := range e.hot.Resources() {
+			switch r.ID {
+			case insts[0].ID:
+				assert.Equal(t, want, r.Description, "labelled")
+			case byHand.Name:
+				assert.Empty(t, r.Description, "the hand-made VM is left alone")
+				assert.True(t, r.Live())
+			}
+		}
 	})
 }

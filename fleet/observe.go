@@ -202,6 +202,13 @@ func (m *Manager) resolveUncertain(r *InstanceRecord, o *observation, now time.T
 		m.createResult(r.Instance.RequestID, seen, r.Instance.VPCID, nil, now)
 		return
 	}
+	if seen, ok := m.unlabelledMatch(r, o); ok {
+		m.event(Event{Type: EventInstanceAdopted, Fleet: r.Instance.Fleet, Provider: r.Instance.Provider, InstanceID: seen.ID,
+			Message: "found unlabelled after an uncertain create (the only new instance of its offer); labelling it"})
+		m.relabel[r.Instance.RequestID] = true
+		m.createResult(r.Instance.RequestID, seen, r.Instance.VPCID, nil, now)
+		return
+	}
 	if now.Sub(r.CreateUncertainSince) >= m.pol.CreateLookupGrace {
 		r.CreateUncertain = false
 		m.setStatus(r, StatusTerminated, "create failed: nothing carries its label", now)

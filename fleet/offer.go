@@ -67,6 +67,11 @@ type Offer struct {
 	// instance before it runs (Vultr: "not currently active"): the delete
 	// waits for running (or for the provisioning deadline).
 	DeleteNeedsRunning bool
+	// LabelAfterCreate is set when the create request cannot carry the
+	// label and the provider writes it with a second call (Hot Aisle VMs):
+	// a create lost between the two (a crash) is found by matching a new
+	// unlabelled instance of the offer, which the Manager then labels.
+	LabelAfterCreate bool
 	// SlowProvisioning is set when the provider is known to take long (Vultr
 	// bare metal: 40 min and more) so callers can warn up front.
 	SlowProvisioning bool

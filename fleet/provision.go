@@ -365,6 +365,9 @@ func (m *Manager) newPending(f *FleetRecord, o Offer, now time.Time) *InstanceRe
 	if f.VPC != nil && !f.VPC.Deleting && f.VPC.VPC.Provider == o.Provider && f.VPC.VPC.ID != "" {
 		r.Instance.VPCID = f.VPC.VPC.ID
 	}
+	if o.LabelAfterCreate {
+		r.UnlabelledBefore = m.unlabelledOf(o)
+	}
 	m.addRecord(r)
 	m.setStatus(r, StatusPending, "creating", now)
 	if o.SlowProvisioning {

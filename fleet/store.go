@@ -64,6 +64,10 @@ type InstanceRecord struct {
 	// no creation time (Hot Aisle): Instance.Created is when it was first
 	// seen, and its reservation window is taken as over.
 	CreatedUnknown bool
+	// UnlabelledBefore lists the provider's unlabelled instances of the same
+	// type seen before the create call (offers with LabelAfterCreate): an
+	// instance not in it that appears unlabelled is this create's.
+	UnlabelledBefore []string
 
 	Busy         bool
 	RunningSince time.Time // the provider first said running
@@ -207,6 +211,7 @@ func cloneSpec(s Spec) Spec {
 
 func cloneInstance(r InstanceRecord) InstanceRecord {
 	r.Instance = cloneInst(r.Instance)
+	r.UnlabelledBefore = slices.Clone(r.UnlabelledBefore)
 	if r.Termination != nil {
 		t := *r.Termination
 		r.Termination = &t

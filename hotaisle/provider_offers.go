@@ -70,7 +70,7 @@ func vmOffer(row VMType) fleet.Offer {
 		GPU: offerGPU(s.GPUs), PricePerHour: float64(row.OnDemandPrice) / 100,
 		MinimumReservation: time.Duration(row.MinimumReservationMinutes) * time.Minute,
 		BillingGranularity: time.Minute, Available: row.Quantity > 0, Quantity: int(row.Quantity),
-		ProviderData: s}
+		LabelAfterCreate: true, ProviderData: s}
 	if s.CPUs != nil {
 		o.CPUModel = s.CPUs.Model
 	}

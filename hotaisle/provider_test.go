@@ -40,7 +40,7 @@ func vmGolden(gpus int, cores int, minutes time.Duration, qty int) fleet.Offer {
 		CPUArch: "x86", VCPUs: cores, CPUModel: "Xeon Platinum 8470", MemoryGiB: float64(224 * gpus), DiskGiB: 12288,
 		GPU:          fleet.GPU{Vendor: "AMD", Model: "MI300X", Count: gpus, MemoryGiB: 192},
 		PricePerHour: 2.99 * float64(gpus), MinimumReservation: minutes * time.Minute, BillingGranularity: time.Minute,
-		Available: true, Quantity: qty}
+		Available: true, Quantity: qty, LabelAfterCreate: true}
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
