@@ -295,6 +295,7 @@ func (m *Manager) applyIntents(now time.Time) {
 		case intentRelease:
 			m.releaseInstance(op.name, op.policy, now)
 		case intentBusy, intentIdle:
+			delete(m.acquired, op.name)
 			m.markBusy(op.name, op.kind == intentBusy, now)
 		}
 	}

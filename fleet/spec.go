@@ -257,6 +257,12 @@ type Policy struct {
 	// replace the instance, each failure restarting the agent first.
 	AgentCheckInterval time.Duration
 	AgentCheckFailures int
+	// RebuyHoldOff turns off the re-buy hold: by default an idle instance
+	// whose minimum reservation has ended (Hot Aisle) is kept idle as long as
+	// a replacement's minimum would cost, since a job arriving meanwhile
+	// would otherwise buy a whole new minimum; with it, IdleTimeout alone
+	// decides once the minimum is paid.
+	RebuyHoldOff bool
 	// HistoryRetention is how long terminated records are kept (for
 	// Instances and reports) before they are pruned (24 h).
 	HistoryRetention time.Duration
