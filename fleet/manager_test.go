@@ -327,7 +327,7 @@ func TestHourlyIdleReleaseNeverBuysTheNextHour(t *testing.T) {
 			require.NoError(t, m.MarkBusy(i.ID))
 		}
 		passes(t, m, time.Until(created.Add(time.Hour+20*time.Minute))) // the second hour
-		require.NoError(t, m.MarkIdle(insts[0].ID))                       // idle at 1:20: waits for 1:50
+		require.NoError(t, m.MarkIdle(insts[0].ID))                     // idle at 1:20: waits for 1:50
 		passes(t, m, time.Until(created.Add(time.Hour+58*time.Minute+30*time.Second)))
 		require.NoError(t, m.MarkIdle(insts[1].ID)) // idle at 1:58:30, past the safe point
 		passes(t, m, 3*time.Minute)
