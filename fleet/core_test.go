@@ -151,3 +151,29 @@ func TestTerminatedRecordsArePrunedAndHistoryBounded(t *testing.T) {
 		assert.Len(t, m.Records(), 1)
 	})
 }
+
+// Under Run an event reaches OnEvent within a second of the change that
+// made it (an intent wakes the loop), not one interval later.
+func TestEventsDeliveredWithinASecond(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := newFakeProvider("vultr", vmOffer("vultr", 1, 0))
+		got := make(chan time.Time, 100)
+		m, err := NewManager(Config{Providers: []Provider{p}, Owner: "t1", Interval: time.Minute, OnEvent: func(e Event) {
+			if e.Type == EventFleetApplied {
+				got <- time.Now()
+			}
+		}})
+		require.NoError(t, err)
+		defer m.Close()
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error, 1)
+		go func() { done <- m.Run(ctx) }()
+		time.Sleep(30 * time.Second) // Run sleeps for its one-minute interval
+		applied := time.Now()
+		require.NoError(t, m.Apply(t.Context(), Spec{Name: "f", Nodes: 1}))
+		delivered := <-got
+		assert.Less(t, delivered.Sub(applied), time.Second)
+		cancel()
+		<-done
+	})
+}
