@@ -54,6 +54,10 @@ func (m *Manager) adoptUntracked(provider string, o *observation, now time.Time)
 			continue
 		}
 		if r, dup := m.insts[seen.RequestID]; dup {
+			if r.Instance.ID == "" && r.Instance.Provider == provider && r.Instance.Status == StatusTerminated {
+				m.readopt(r, seen, now) // its create was given up; it showed up since
+				continue
+			}
 			if r.Instance.ID == "" && r.Instance.Provider == provider {
 				continue // resolved through the uncertain-create path
 			}
@@ -170,4 +174,20 @@ func (m *Manager) unlabelledMatch(r *InstanceRecord, o *observation) (Instance, 
 		return Instance{}, false
 	}
 	return found[0], true
+}
+
+// readopt tracks again a create that was given up (CreateUnresolved) once
+// its resource shows up under its label: whatever the record said, it is
+// the fleet's again if the fleet wants it, else released. m.mu held.
+func (m *Manager) readopt(r *InstanceRecord, seen Instance, now time.Time) {
+	m.event(Event{Type: EventInstanceAdopted, Fleet: r.Instance.Fleet, Provider: r.Instance.Provider, InstanceID: seen.ID,
+		Message: "showed up under the label of a create given up earlier; tracked again"})
+	r.Termination, r.CreateUncertain = nil, false
+	m.setStatus(r, StatusPending, "showed up under its label", now)
+	m.created(r, seen, "", now)
+	if f := m.fleets[r.Instance.Fleet]; f == nil || f.Deleting {
+		m.requestRelease(r, "fleet deleted", m.policyFor(f), now, true)
+	} else if m.surplus(r.Instance.Fleet) {
+		m.requestRelease(r, "scale down", m.policyFor(f), now, true)
+	}
 }

@@ -2,6 +2,7 @@ package fleet_test
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -200,5 +201,48 @@ func TestCrashBetweenCreateAndLabelIsRecovered(t *testing.T) {
 				assert.True(t, r.Live())
 			}
 		}
+	})
+}
+
+// ambiguousAndLate commits its first create, answers 502, and hides that
+// server from lists and gets for lag (longer than CreateLookupGrace).
+type ambiguousAndLate struct {
+	*lagging
+	done *bool
+}
+
+func (a ambiguousAndLate) Create(ctx context.Context, req fleet.CreateRequest) (fleet.Instance, error) {
+	if *a.done {
+		return a.lagging.Provider.Create(ctx, req)
+	}
+	*a.done = true
+	if _, err := a.lagging.Create(ctx, req); err != nil {
+		return fleet.Instance{}, err
+	}
+	return fleet.Instance{}, fmt.Errorf("502 after commit: %w", fleet.ErrUnavailable)
+}
+
+// A create given up after CreateLookupGrace whose server shows up later
+// under its label is tracked again, whatever its record said, and released
+// as surplus: nothing bills forever.
+func TestCreateGivenUpThenShowingUpIsReadopted(t *testing.T) {
+	bothClouds(t, func(t *testing.T, cloud string) {
+		e := newEnv(t, fleet.Policy{Release: fleet.ReleaseNow})
+		var p fleet.Provider = e.vp
+		req := vultrVM("ewr")
+		if cloud == "hotaisle" {
+			p, req = e.hp, hotType("vm-mi300x-1")
+		}
+		late := ambiguousAndLate{&lagging{Provider: p, lag: 8 * time.Minute, new: map[string]time.Time{}}, new(bool)}
+		e.m = e.managerWith(fleet.Config{Providers: []fleet.Provider{late}, Owner: testOwner})
+		require.NoError(t, e.m.Apply(t.Context(), spec("one", 1, req)))
+		e.run(30 * time.Minute)
+		assert.Equal(t, 1, e.count(fleet.EventCreateUnresolved), "given up after the lookup grace")
+		assert.Positive(t, e.count(fleet.EventInstanceAdopted), "showed up and tracked again")
+		e.run(time.Hour)
+		assert.Equal(t, 1, e.liveServers(), "one server for a fleet of one: the surplus was released")
+		require.NoError(t, e.m.Delete(t.Context(), "one"))
+		e.run(2 * time.Hour)
+		e.assertNothingLeft()
 	})
 }
