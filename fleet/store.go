@@ -21,6 +21,7 @@ type FleetRecord struct {
 	Stalled bool
 	Created time.Time
 	VPC     *VPCRecord // the fleet's VPC (cluster placement), nil when none
+	Version int64      // writes since the record was created: set by the Store on read, checked on write (0: new)
 }
 
 // VPCRecord tracks a fleet's VPC until the provider confirms it deleted.
@@ -75,6 +76,7 @@ type InstanceRecord struct {
 	VPCDone      bool      // attached and confirmed, or given up with a warning
 	Orphan       bool      // labelled, but no fleet claims it
 	OrphanSince  time.Time
+	Version      int64 // writes since the record was created: set by the Store on read, checked on write (0: new)
 }
 
 // Store keeps the Manager's records so that a restarted Manager resumes
