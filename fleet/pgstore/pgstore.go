@@ -3,11 +3,11 @@
 // sharing one database.
 //
 // The package creates and migrates its own tables inside one schema
-// (default "gpufleet"): versioned SQL migrations embedded in the binary,
-// applied in one transaction under a PostgreSQL advisory lock and recorded
-// in the schema's schema_migrations table, so that any number of processes
-// may open the same schema at once. A schema migrated by a newer build is
-// accepted: migrations only ever add.
+// (default "gpufleet"): versioned SQL (Structured Query Language)
+// migrations embedded in the binary, applied in one transaction under a
+// PostgreSQL advisory lock and recorded in the schema's schema_migrations
+// table, so that any number of processes may open the same schema at once.
+// A schema migrated by a newer build is accepted: migrations only ever add.
 //
 // Records are stored as JSON (jsonb) beside a version column. PutFleet and
 // PutInstance write only when the record's Version is the stored one (see
