@@ -122,6 +122,7 @@ type Intent struct {
 	Fleet      string
 	Kind       IntentKind
 	Spec       Spec          // IntentApply; stored without its PrivateKey
+	KeyGiven   bool          // IntentApply: the caller's Spec had a PrivateKey (which is never stored)
 	InstanceID string        // request id of the instance (release, busy, idle)
 	Policy     ReleasePolicy // release policy override (delete, release); "" for none
 	At         time.Time     // when it was recorded, by the recording replica's clock

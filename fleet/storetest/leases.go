@@ -215,7 +215,7 @@ func testIntents(t *testing.T, _ LeaseHarness, s fleet.LeaseStore) {
 	spec := Fleet("alpha").Spec
 	spec.PrivateKey = testKey()
 	puts := []fleet.Intent{
-		{Fleet: "alpha", Kind: fleet.IntentApply, Spec: spec, At: at(1)},
+		{Fleet: "alpha", Kind: fleet.IntentApply, Spec: spec, KeyGiven: true, At: at(1)},
 		{Fleet: "beta", Kind: fleet.IntentDelete, Policy: fleet.ReleaseNow, At: at(2)},
 		{Fleet: "alpha", Kind: fleet.IntentRelease, InstanceID: "r-1", Policy: fleet.ReleaseNow, At: at(3)},
 		{Fleet: "alpha", Kind: fleet.IntentBusy, InstanceID: "r-2", At: at(4)},
