@@ -79,14 +79,19 @@ func (m *Manager) flush(ctx context.Context) error {
 	m.mu.Unlock()
 	var errs []error
 	var failF, failI, failGoneF, failGoneI []string
+	wroteF, wroteI := map[string]int64{}, map[string]int64{} // version written against
 	for _, f := range fleets {
 		if err := m.store.PutFleet(ctx, f); err != nil {
 			errs, failF = append(errs, err), append(failF, f.Spec.Name)
+		} else {
+			wroteF[f.Spec.Name] = f.Version
 		}
 	}
 	for _, r := range insts {
 		if err := m.store.PutInstance(ctx, r); err != nil {
 			errs, failI = append(errs, err), append(failI, r.Instance.RequestID)
+		} else {
+			wroteI[r.Instance.RequestID] = r.Version
 		}
 	}
 	for _, name := range goneF {
@@ -101,6 +106,17 @@ func (m *Manager) flush(ctx context.Context) error {
 	}
 	err := errors.Join(errs...)
 	m.mu.Lock()
+	// The store now holds Version+1: the next write goes against it.
+	for name, v := range wroteF {
+		if f, ok := m.fleets[name]; ok && f.Version == v {
+			f.Version++
+		}
+	}
+	for id, v := range wroteI {
+		if r, ok := m.insts[id]; ok && r.Version == v {
+			r.Version++
+		}
+	}
 	for _, name := range failF {
 		if _, ok := m.fleets[name]; ok {
 			m.dirtyF[name] = true

@@ -21,6 +21,7 @@ type FleetRecord struct {
 	Stalled bool
 	Created time.Time
 	VPC     *VPCRecord // the fleet's VPC (cluster placement), nil when none
+	Version int64      // writes since the record was created: set by the Store on read, checked on write (0: new)
 }
 
 // VPCRecord tracks a fleet's VPC until the provider confirms it deleted.
@@ -81,11 +82,19 @@ type InstanceRecord struct {
 	VPCDone         bool      // attached and confirmed, or given up with a warning
 	Orphan          bool      // labelled, but no fleet claims it
 	OrphanSince     time.Time
+	Version         int64 // writes since the record was created: set by the Store on read, checked on write (0: new)
 }
 
 // Store keeps the Manager's records so that a restarted Manager resumes
 // where it stopped. Implementations must be safe for concurrent use and must
 // copy what they are given and what they return.
+//
+// Writes are conditional: PutFleet and PutInstance store the record only
+// when its Version equals the stored one's (0 when none is stored), and the
+// stored record then has Version+1; otherwise they return an error that
+// answers errors.Is for ErrStaleWrite and store nothing. Reads return each
+// record with its stored Version. Deletes are unconditional, and deleting
+// an absent record is not an error.
 type Store interface {
 	PutFleet(ctx context.Context, f FleetRecord) error
 	DeleteFleet(ctx context.Context, name string) error
@@ -129,11 +138,17 @@ func (s *MemoryStore) PutMeta(_ context.Context, key, value string) error {
 	return nil
 }
 
-// PutFleet stores f, replacing any record of the same name.
+// PutFleet stores f, replacing the record of the same name, when f.Version
+// is the stored one's; otherwise it returns a *StaleWriteError.
 func (s *MemoryStore) PutFleet(_ context.Context, f FleetRecord) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.fleets[f.Spec.Name] = cloneFleet(f)
+	if err := checkVersion("fleet", f.Spec.Name, f.Version, s.fleets[f.Spec.Name].Version); err != nil {
+		return err
+	}
+	f = cloneFleet(f)
+	f.Version++
+	s.fleets[f.Spec.Name] = f
 	return nil
 }
 
@@ -157,11 +172,18 @@ func (s *MemoryStore) Fleets(context.Context) ([]FleetRecord, error) {
 	return out, nil
 }
 
-// PutInstance stores r under its request id.
+// PutInstance stores r under its request id when r.Version is the stored
+// one's; otherwise it returns a *StaleWriteError.
 func (s *MemoryStore) PutInstance(_ context.Context, r InstanceRecord) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.instances[r.Instance.RequestID] = cloneInstance(r)
+	id := r.Instance.RequestID
+	if err := checkVersion("instance", id, r.Version, s.instances[id].Version); err != nil {
+		return err
+	}
+	r = cloneInstance(r)
+	r.Version++
+	s.instances[id] = r
 	return nil
 }
 
