@@ -5,10 +5,32 @@ import (
 	"time"
 )
 
-// adoptUntracked tracks labelled instances no record knows: a fleet's own
-// (created by a Manager that crashed, or before a restart without a store)
-// are adopted; those no fleet claims are orphans, released after
-// OrphanGrace. Unlabelled ones are reported once and never touched. m.mu held.
+// owns reports whether a resource labelled with owner and request id is
+// this Manager's: its owner, or the format before owners when the Store
+// knows the request or Config.AdoptLegacyLabels says so. m.mu held.
+func (m *Manager) owns(owner, reqID string) bool {
+	switch owner {
+	case m.owner:
+		return true
+	case "":
+		return m.cfg.AdoptLegacyLabels || m.insts[reqID] != nil
+	}
+	return false
+}
+
+// reportOnce emits a report about a resource at most once per process. m.mu held.
+func (m *Manager) reportOnce(key string, e Event) {
+	if !m.reported[key] {
+		m.reported[key] = true
+		m.event(e)
+	}
+}
+
+// adoptUntracked tracks labelled instances of this owner that no record
+// knows: a fleet's own (created by a Manager that crashed, or before a
+// restart without a store) are adopted; those no fleet claims are orphans,
+// released after OrphanGrace. Unlabelled ones and other owners' are
+// reported once and never touched. m.mu held.
 func (m *Manager) adoptUntracked(provider string, o *observation, now time.Time) {
 	known := make(map[string]bool, len(m.insts))
 	for _, r := range m.insts {
@@ -17,51 +39,77 @@ func (m *Manager) adoptUntracked(provider string, o *observation, now time.Time)
 		}
 	}
 	for _, seen := range o.list {
-		if known[seen.ID] || m.abandoned[provider+"/"+seen.ID] {
+		key := provider + "/" + seen.ID
+		if known[seen.ID] || m.abandoned[key] {
 			continue
 		}
-		if seen.RequestID == "" {
-			key := provider + "/" + seen.ID
-			if !m.unlabelled[key] {
-				m.unlabelled[key] = true
-				m.event(Event{Type: EventUnlabelledFound, Provider: provider, InstanceID: seen.ID,
-					Message: "not created by gpufleet; left alone"})
+		switch {
+		case seen.RequestID == "":
+			m.reportOnce(key, Event{Type: EventUnlabelledFound, Provider: provider, InstanceID: seen.ID,
+				Message: "not created by gpufleet; left alone"})
+			continue
+		case !m.owns(seen.Owner, seen.RequestID):
+			m.reportOnce(key, Event{Type: EventForeignFound, Fleet: seen.Fleet, Provider: provider, InstanceID: seen.ID,
+				Message: foreignMessage(seen.Owner)})
+			continue
+		}
+		if r, dup := m.insts[seen.RequestID]; dup {
+			if r.Instance.ID == "" && r.Instance.Provider == provider && r.Instance.Status == StatusTerminated {
+				m.readopt(r, seen, now) // its create was given up; it showed up since
+				continue
+			}
+			if r.Instance.ID == "" && r.Instance.Provider == provider {
+				continue // resolved through the uncertain-create path
+			}
+			if r.Instance.ID != "" && r.Instance.ID != seen.ID {
+				m.reportOnce(key, Event{Type: EventDuplicateFound, Fleet: seen.Fleet, Provider: provider, InstanceID: seen.ID,
+					Message: fmt.Sprintf("a second resource carries request %s (the first is %s); released", seen.RequestID, r.Instance.ID)})
+				dupRec := m.track(seen, seen.RequestID+"-"+seen.ID, now)
+				m.requestRelease(dupRec, "duplicate", ReleaseAtReservationEnd, now, true)
 			}
 			continue
 		}
-		if _, dup := m.insts[seen.RequestID]; dup {
-			continue // resolved through the uncertain-create path
-		}
-		m.track(seen, now)
+		m.track(seen, seen.RequestID, now)
 	}
-	m.claimOrphans(now)
+}
+
+func foreignMessage(owner string) string {
+	if owner == "" {
+		return "labelled by gpufleet before owners existed and unknown to this Manager's Store; left alone (set Config.AdoptLegacyLabels to collect such resources)"
+	}
+	return fmt.Sprintf("belongs to gpufleet owner %q, not this Manager; left alone", owner)
 }
 
 // track starts a record for a labelled instance found in a list. m.mu held.
-func (m *Manager) track(seen Instance, now time.Time) {
+func (m *Manager) track(seen Instance, key string, now time.Time) *InstanceRecord {
 	r := &InstanceRecord{Instance: cloneInst(seen)}
+	r.Instance.RequestID = key
 	r.Instance.Status, r.Instance.History = "", nil
 	if r.Instance.Created.IsZero() {
 		r.Instance.Created = now
+		r.CreatedUnknown = true
 	}
-	m.insts[seen.RequestID] = r
+	m.addRecord(r)
+	m.seen[key] = now
 	m.setStatus(r, StatusProvisioning, "found by label", now)
 	f := m.fleets[seen.Fleet]
 	switch {
 	case f == nil:
 		r.Orphan, r.OrphanSince = true, now
+		delete(m.counts, seen.Fleet)
 		m.event(Event{Type: EventOrphanFound, Fleet: seen.Fleet, Provider: seen.Provider, InstanceID: seen.ID,
 			At: now.Add(m.pol.OrphanGrace), Message: fmt.Sprintf("labelled for fleet %q which this Manager does not have; released after %s unless claimed", seen.Fleet, m.pol.OrphanGrace)})
 	case f.Deleting:
 		m.event(Event{Type: EventInstanceAdopted, Fleet: seen.Fleet, Provider: seen.Provider, InstanceID: seen.ID, Message: "found by label; its fleet is being deleted"})
 		m.requestRelease(r, "fleet deleted", m.policyFor(f), now, true)
-		return
+		return r
 	default:
 		m.event(Event{Type: EventInstanceAdopted, Fleet: seen.Fleet, Provider: seen.Provider, InstanceID: seen.ID, Message: "found by label"})
 	}
 	if seen.Running() {
 		m.markRunning(r, now)
 	}
+	return r
 }
 
 // claimOrphans adopts orphans whose fleet appeared and releases those past
@@ -73,6 +121,7 @@ func (m *Manager) claimOrphans(now time.Time) {
 		}
 		if f := m.fleets[r.Instance.Fleet]; f != nil && !f.Deleting {
 			r.Orphan = false
+			delete(m.counts, r.Instance.Fleet)
 			m.dirtyI[r.Instance.RequestID] = true
 			m.event(Event{Type: EventInstanceAdopted, Fleet: r.Instance.Fleet, Provider: r.Instance.Provider, InstanceID: r.Instance.ID, Message: "its fleet was applied"})
 			continue
@@ -80,5 +129,65 @@ func (m *Manager) claimOrphans(now time.Time) {
 		if now.Sub(r.OrphanSince) >= m.pol.OrphanGrace {
 			m.requestRelease(r, "orphan", m.pol.Release, now, true)
 		}
+	}
+}
+
+// unlabelledOf lists the unlabelled instances of offer o's type that the
+// latest listing of its provider showed. m.mu held.
+func (m *Manager) unlabelledOf(o Offer) []string {
+	var out []string
+	if obs := m.obs[o.Provider]; obs != nil {
+		for _, i := range obs.list {
+			if i.RequestID == "" && i.Offer.InstanceType == o.InstanceType {
+				out = append(out, i.ID)
+			}
+		}
+	}
+	return out
+}
+
+// unlabelledMatch finds the instance an uncertain create of an offer with
+// LabelAfterCreate made if its label was never written: the only listed
+// unlabelled instance of the same type that was not there before the call
+// and that no record holds. Two or more candidates are ambiguous: none is
+// taken (they are reported as unlabelled). m.mu held.
+func (m *Manager) unlabelledMatch(r *InstanceRecord, o *observation) (Instance, bool) {
+	if !r.Instance.Offer.LabelAfterCreate {
+		return Instance{}, false
+	}
+	known := map[string]bool{}
+	for _, id := range r.UnlabelledBefore {
+		known[id] = true
+	}
+	for _, x := range m.insts {
+		if x.Instance.Provider == r.Instance.Provider && x.Instance.ID != "" {
+			known[x.Instance.ID] = true
+		}
+	}
+	var found []Instance
+	for _, i := range o.list {
+		if i.RequestID == "" && i.Offer.InstanceType == r.Instance.Offer.InstanceType && !known[i.ID] {
+			found = append(found, i)
+		}
+	}
+	if len(found) != 1 {
+		return Instance{}, false
+	}
+	return found[0], true
+}
+
+// readopt tracks again a create that was given up (CreateUnresolved) once
+// its resource shows up under its label: whatever the record said, it is
+// the fleet's again if the fleet wants it, else released. m.mu held.
+func (m *Manager) readopt(r *InstanceRecord, seen Instance, now time.Time) {
+	m.event(Event{Type: EventInstanceAdopted, Fleet: r.Instance.Fleet, Provider: r.Instance.Provider, InstanceID: seen.ID,
+		Message: "showed up under the label of a create given up earlier; tracked again"})
+	r.Termination, r.CreateUncertain = nil, false
+	m.setStatus(r, StatusPending, "showed up under its label", now)
+	m.created(r, seen, "", now)
+	if f := m.fleets[r.Instance.Fleet]; f == nil || f.Deleting {
+		m.requestRelease(r, "fleet deleted", m.policyFor(f), now, true)
+	} else if m.surplus(r.Instance.Fleet) {
+		m.requestRelease(r, "scale down", m.policyFor(f), now, true)
 	}
 }

@@ -50,21 +50,36 @@ func BenchmarkManager1000Instances(b *testing.B) {
 	b.ReportMetric(bytesPer/float64(b.N), "heap-B/instance")
 }
 
-func manager1000(b *testing.B) (callsPerInstance, heapPerInstance float64) {
+// BenchmarkManager10000Instances is the same lifecycle with 10,000
+// instances (5,000 per provider).
+func BenchmarkManager10000Instances(b *testing.B) {
+	var calls, bytesPer float64
+	for b.Loop() {
+		c, bp := managerN(b, 5000)
+		calls += c
+		bytesPer += bp
+	}
+	b.ReportMetric(calls/float64(b.N), "api-calls/instance")
+	b.ReportMetric(bytesPer/float64(b.N), "heap-B/instance")
+}
+
+func manager1000(b *testing.B) (callsPerInstance, heapPerInstance float64) { return managerN(b, 500) }
+
+func managerN(b *testing.B, per int) (callsPerInstance, heapPerInstance float64) {
 	ctx := context.Background()
 	clock := &steppedClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
 	v := sim.NewVultr(sim.WithClock(clock), sim.WithVultrRateLimit(0, 0))
 	h := sim.NewHotAisle(sim.WithClock(clock))
-	h.SetVMLimit(1000)
+	h.SetVMLimit(2 * per)
 	h.SetDeleteDelay(0)
-	if err := h.SetQuantity("vm-mi300x-1", 1000); err != nil {
+	if err := h.SetQuantity("vm-mi300x-1", int64(2*per)); err != nil {
 		b.Fatal(err)
 	}
 	vp := vultr.NewProvider(vultr.New(sim.DefaultAPIKey, vultr.WithHTTPClient(v.Client()), vultr.WithRateLimit(1e9, 1<<30)))
 	hp := hotaisle.NewProvider(hotaisle.New(sim.DefaultAPIKey, sim.DefaultTeam, hotaisle.WithHTTPClient(h.Client()),
 		hotaisle.WithRateLimit(1e9, 1<<30)))
 	m, err := fleet.NewManager(fleet.Config{Providers: []fleet.Provider{vp, hp}, Clock: clock,
-		Policy: fleet.Policy{Release: fleet.ReleaseNow, Parallelism: 16}})
+		Policy: fleet.Policy{Release: fleet.ReleaseNow, Parallelism: 64, MaxConcurrentCreates: 64}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -73,12 +88,12 @@ func manager1000(b *testing.B) (callsPerInstance, heapPerInstance float64) {
 	runtime.GC()
 	runtime.ReadMemStats(&before)
 	for name, r := range map[string]fleet.Requirements{"v": vultrVM("ewr"), "h": hotType("vm-mi300x-1")} {
-		if err := m.Apply(ctx, fleet.Spec{Name: name, Nodes: 500, Requirements: r}); err != nil {
+		if err := m.Apply(ctx, fleet.Spec{Name: name, Nodes: per, Requirements: r}); err != nil {
 			b.Fatal(err)
 		}
 	}
 	pass := func(until func() bool) {
-		for range 2000 {
+		for range 20000 {
 			if err := m.Reconcile(ctx); err != nil {
 				b.Fatal(err)
 			}
@@ -91,7 +106,7 @@ func manager1000(b *testing.B) (callsPerInstance, heapPerInstance float64) {
 	}
 	idle := func(name string) bool {
 		insts := m.Instances(name)
-		if len(insts) != 500 {
+		if len(insts) != per {
 			return false
 		}
 		for _, i := range insts {
@@ -114,5 +129,6 @@ func manager1000(b *testing.B) (callsPerInstance, heapPerInstance float64) {
 	}
 	pass(func() bool { return len(m.Fleets()) == 0 })
 	total := len(v.Calls()) + len(h.Calls())
-	return float64(total) / 1000, float64(during.HeapAlloc-before.HeapAlloc) / 1000
+	n := float64(2 * per)
+	return float64(total) / n, float64(during.HeapAlloc-before.HeapAlloc) / n
 }

@@ -47,6 +47,7 @@ type Catalog struct {
 	wg       sync.WaitGroup // fetches under way
 	base     context.Context
 	stop     context.CancelFunc
+	now      func() time.Time
 }
 
 type cachedOffers struct {
@@ -54,14 +55,20 @@ type cachedOffers struct {
 	fetched time.Time
 }
 
-// NewCatalog returns a catalog over providers; ttl <= 0 means DefaultCatalogTTL.
+// NewCatalog returns a catalog over providers; ttl <= 0 means
+// DefaultCatalogTTL, measured on the process clock.
 func NewCatalog(providers []Provider, ttl time.Duration) *Catalog {
+	return newCatalog(providers, ttl, time.Now)
+}
+
+// newCatalog is NewCatalog on a given clock (the Manager's Config.Clock).
+func newCatalog(providers []Provider, ttl time.Duration, now func() time.Time) *Catalog {
 	if ttl <= 0 {
 		ttl = DefaultCatalogTTL
 	}
 	base, stop := context.WithCancel(context.Background())
 	return &Catalog{providers: providers, ttl: ttl, cache: map[string]cachedOffers{}, inflight: map[string]*fetch{},
-		base: base, stop: stop}
+		base: base, stop: stop, now: now}
 }
 
 // Close cancels the fetches under way and waits for them to end. Offers
@@ -100,6 +107,26 @@ func (c *Catalog) Offers(ctx context.Context, r Requirements) ([]Offer, error) {
 	return Filter(all, r), errors.Join(errs...)
 }
 
+// peek returns the cached offers matching r (stale ones included) without
+// any call; fresh is false when a provider r may use has no fresh entry.
+func (c *Catalog) peek(r Requirements) (offers []Offer, fresh bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var all []Offer
+	fresh = true
+	for _, p := range c.providers {
+		if len(r.Providers) > 0 && !containsFold(r.Providers, p.Name()) {
+			continue
+		}
+		hit, ok := c.cache[p.Name()]
+		if !ok || c.now().Sub(hit.fetched) >= c.ttl {
+			fresh = false
+		}
+		all = append(all, hit.offers...)
+	}
+	return Filter(all, r), fresh
+}
+
 // Invalidate drops the cached offers so the next call fetches anew.
 func (c *Catalog) Invalidate() {
 	c.mu.Lock()
@@ -110,7 +137,7 @@ func (c *Catalog) Invalidate() {
 func (c *Catalog) providerOffers(ctx context.Context, p Provider) ([]Offer, error) {
 	name := p.Name()
 	c.mu.Lock()
-	if hit, ok := c.cache[name]; ok && time.Since(hit.fetched) < c.ttl {
+	if hit, ok := c.cache[name]; ok && c.now().Sub(hit.fetched) < c.ttl {
 		c.mu.Unlock()
 		return hit.offers, nil
 	}
@@ -139,7 +166,7 @@ func (c *Catalog) fetch(p Provider, f *fetch) {
 	offers, err := p.Offers(ctx)
 	c.mu.Lock()
 	if err == nil {
-		c.cache[p.Name()] = cachedOffers{offers: offers, fetched: time.Now()}
+		c.cache[p.Name()] = cachedOffers{offers: offers, fetched: c.now()}
 	}
 	delete(c.inflight, p.Name())
 	c.mu.Unlock()

@@ -1,8 +1,126 @@
-// Package fleet holds the provider-neutral vocabulary of gpufleet: offers,
-// instances, VPCs, the Provider interface that the hotaisle and vultr packages
-// implement, the error classes every provider error answers errors.Is for, and
-// the Manager that provisions, watches and releases fleets.
+// Package fleet holds the provider-neutral vocabulary of gpufleet (offers,
+// instances, VPCs, the error classes) and the [Manager], which keeps fleets
+// of rented machines at their desired size and releases them without
+// leaking a machine or a dollar.
 //
 // fleet imports neither provider nor the shim; providers and agents plug in
-// through interfaces, the way database/sql drivers do.
+// through interfaces, the way database/sql drivers do: vultr.NewProvider and
+// hotaisle.NewProvider return a [Provider], a *shim.Starter is an [Agent].
+//
+// # Where to start
+//
+//   - [NewManager] with a [Config]: the providers, the [Agent] (nil: a machine
+//     is ready once its cloud says running), the [Policy] (zero fields take
+//     defaults), a [Store] for restarts, [Config.OnEvent] for every [Event].
+//   - [Manager.Apply] a [Spec]: a fleet's name, node count, [Requirements]
+//     and [Placement]; then [Manager.Run] reconciles until its context ends
+//     ([Manager.Reconcile] is one pass, for tests and custom loops).
+//   - [Manager.Instances] and [Manager.Records] to read the fleet;
+//     [Manager.MarkBusy] and [Manager.MarkIdle] for the idle clock;
+//     [Manager.Release] for one instance; [Manager.Delete] for the fleet.
+//     Releases are carried out by the following passes: keep Run going until
+//     [Manager.Fleets] no longer lists the fleet.
+//   - [Catalog] (or [Manager.Offers]) and [WriteOffers] to list what the
+//     clouds rent, with [Requirements] as the filter.
+//   - The error classes ([ErrNotFound], [ErrLocked], [ErrNotActive],
+//     [ErrMinReservation], [ErrNoCapacity], ...) that every provider error
+//     answers errors.Is for.
+//
+// The Manager example runs a whole fleet on package sim's fakes of both
+// clouds; examples/consumertest in the module shows a test suite doing the
+// same inside testing/synctest bubbles.
+//
+// # Which name holds which behaviour
+//
+// Intents and one writer. [Manager.Apply], [Manager.Delete],
+// [Manager.Release], [Manager.MarkBusy] and [Manager.MarkIdle] only record
+// what the caller wants; the loop ([Manager.Run], or each
+// [Manager.Reconcile]) is the only writer of records and applies every
+// provider answer against the intent as it is then. Provider calls run as
+// tasks bounded by [Policy.CallTimeout] (creates: [Policy.CreateTimeout],
+// at most [Policy.MaxConcurrentCreates] at once); every create is in the
+// [Store] before its call. After [Manager.Close] every method returns
+// [ErrClosed].
+//
+// Owners. [Config.Owner] goes into every [Label] (format 2, prefix
+// [LabelPrefixV2]); only the owner's resources are adopted or collected,
+// others' are reported once ([EventForeignFound]). SSH keys a provider
+// registers on the account ([SSHKeyProvider]) are removed once no fleet of
+// the owner needs them ([EventSSHKeyDeleted]).
+//
+// Schedules. Each instance has its own next check: near its offer's
+// [Offer.TypicalBoot] while it boots, every [Policy.DriftCheckInterval] once
+// running; a provider is listed only when something of it is due, by kind
+// ([KindLister]). No delete is tried inside [Offer.DeleteLock]. A server
+// younger than [Policy.VisibilityGrace] that lists miss is not concluded
+// gone.
+//
+// Drift. A machine stopped out of band ([Instance.Stopped],
+// [EventInstanceStopped]) is handled by [Policy.OnStopped]; agents are
+// checked every [Policy.AgentCheckInterval] ([EventAgentUnhealthy]); lost
+// labels are written again ([Labeler], [EventLabelRewritten]).
+// Account-level create refusals back the provider off
+// ([EventCreatesRefused]); [Manager.Apply] refuses specs no offer could meet
+// ([ErrInvalidSpec]).
+//
+// Deadlines. An instance must be reported running within its offer's
+// [Offer.ProvisionTimeout] (Vultr bare metal: 55 minutes, set by package
+// vultr; [EventSlowProvisioning] warns up front) or else
+// [Policy.ProvisionTimeout] (20 minutes); its agent must then be healthy
+// within [Policy.AgentTimeout] (15 minutes). A miss releases the instance
+// ([EventDeadlineMissed]); after [Policy.MaxDeadlineMisses] misses in a row
+// the fleet stops creating ([EventFleetStalled], [FleetRecord.Stalled])
+// until it is applied again.
+//
+// Releases and reservation windows. [ReleasePolicy] says when a release
+// happens relative to [Instance.ReservedUntil]: [ReleaseAtReservationEnd]
+// (the default; [EventReleaseDeferred] carries the time), [ReleaseNow]
+// (forced on Hot Aisle: [EventReleaseForced] carries the unrefunded
+// minimum in USD) or [ReleaseCompat]. The window of an hourly-billed offer
+// (Vultr) ends [Policy.HourlyReleaseMargin] (10 minutes) before the next
+// billed hour; that of a per-minute offer with a minimum reservation (Hot
+// Aisle) ends [Policy.MinuteReleaseMargin] (1 minute) before the minimum
+// does, and that release is forced so no extra minute is billed. A release is
+// retried with backoff between [Policy.TerminationMinBackoff] and
+// [Policy.TerminationMaxBackoff] ([EventTerminationRetry]) until the
+// provider confirms the instance gone ([EventInstanceTerminated]); after
+// [Policy.TerminationAlertAfter] an alert is raised
+// ([EventTerminationStuck]) and retrying goes on. [WithReleasePolicy]
+// overrides the policy for one [Manager.Release].
+//
+// Idle machines. [Spec.IdleTimeout] releases an instance idle that long,
+// counted from [EventInstanceReady] or the last [Manager.MarkIdle]; the
+// fleet shrinks instead of replacing it, never below [Spec.MinNodes]. A fleet
+// that grows again first takes back instances whose release still waits for
+// its window ([EventReleaseCancelled]).
+//
+// VPCs. A [PlacementCluster] fleet lands on one provider and region, on
+// offers with [Offer.SupportsVPC], through a [VPCProvider] (Vultr). Its VPC
+// is created once the first member exists ([EventVPCCreated]), members are
+// attached until listing their VPCs confirms it ([EventVPCAttached]; after
+// [Policy.VPCAttachAttempts] a member goes on without it,
+// [EventVPCUnavailable]), and the VPC is deleted only after every member is
+// confirmed gone ([EventVPCDeleted], retried with [EventVPCDeleteRetry]).
+//
+// Labels, adoption and orphans. Every resource is created with a [Label]
+// (the owner, the fleet and a request id). A labelled resource of
+// a known fleet that the Manager does not track (after a crash, with an
+// empty [Store]) is adopted ([EventInstanceAdopted]); one whose fleet is
+// unknown is an orphan ([EventOrphanFound]) and is released after
+// [Policy.OrphanGrace] (10 minutes) unless a fleet claims it; unlabelled
+// resources are reported once ([EventUnlabelledFound]) and never touched. A
+// create that failed ambiguously is looked up by its label
+// ([EventCreateUncertain]) for [Policy.CreateLookupGrace], then reported
+// ([EventCreateUnresolved]); it is never retried blindly.
+//
+// Events. Every decision is an [Event] of an [EventType], passed to
+// [Config.OnEvent] in order, from the loop's goroutine at the end of the
+// step that made it, outside the Manager's locks, and logged to
+// [Config.Logger]. [Event.InstanceID] is the provider's id, or the request id
+// of [Label] before the provider has given one; [InstanceRecord] links the two
+// ([Instance.RequestID] and [Instance.ID]).
+//
+// Time. Every deadline, window and backoff reads [Config.Clock] (default
+// [RealClock]): package sim's clocks drive a Manager through hours of cloud
+// time in seconds, or in no time at all inside a testing/synctest bubble.
 package fleet

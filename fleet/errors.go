@@ -1,6 +1,10 @@
 package fleet
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
 
 // Error classes shared by every provider. A provider client returns its own
 // typed error (for example *vultr.APIError or *hotaisle.APIError) that answers
@@ -24,6 +28,12 @@ var (
 	// ErrNotActive: Vultr "This subscription is not currently active" (HTTP 500)
 	// on a delete while the server is still pending. Wait and retry.
 	ErrNotActive = errors.New("gpufleet: subscription not active")
+	// ErrDeletePending: the provider accepted an earlier delete and is
+	// destroying the server (Vultr "Server is already pending destruction",
+	// HTTP 400 or 500, on a repeated DELETE or a read right after one). The
+	// delete needs no repeating: wait for the server to be gone (ErrNotFound,
+	// HTTP 404).
+	ErrDeletePending = errors.New("gpufleet: delete pending")
 	// ErrMinReservation: Hot Aisle refused a release before the minimum
 	// reservation (HTTP 400 "minimum usage requirement"); release with force, or
 	// wait until the reservation ends.
@@ -49,3 +59,34 @@ var (
 	// 5xx, connection reset) that is safe to retry for idempotent calls.
 	ErrUnavailable = errors.New("gpufleet: provider unavailable")
 )
+
+// classError is a gpufleet error that answers errors.Is for a class
+// without repeating the "gpufleet: " prefix in its text.
+type classError struct {
+	msg   string
+	class error
+}
+
+func (e *classError) Error() string {
+	inner := strings.TrimPrefix(e.class.Error(), "gpufleet: ")
+	if e.msg == "" {
+		return inner
+	}
+	return e.msg + ": " + inner
+}
+func (e *classError) Unwrap() error { return e.class }
+
+// classed returns "gpufleet: <format>: <class without its prefix>",
+// answering errors.Is for class.
+func classed(class error, format string, args ...any) error {
+	return &classError{msg: "gpufleet: " + fmt.Sprintf(format, args...), class: class}
+}
+
+// unprefixed wraps err so that its text loses a leading "gpufleet: "
+// (for wrapping inside another gpufleet error); errors.Is still sees err.
+func unprefixed(err error) error {
+	if err == nil || !strings.HasPrefix(err.Error(), "gpufleet: ") {
+		return err
+	}
+	return &classError{msg: "", class: err}
+}

@@ -45,6 +45,15 @@ const (
 	EventOrphanFound         EventType = "OrphanFound"         // a labelled resource no fleet claims; collected after OrphanGrace
 	EventUnlabelledFound     EventType = "UnlabelledFound"     // reported once; never touched
 	EventProviderUnavailable EventType = "ProviderUnavailable" // warning: listing a provider failed this pass
+	EventForeignFound        EventType = "ForeignFound"        // a resource labelled by another gpufleet owner (or by the format before owners, unknown here); reported once, never touched
+	EventDuplicateFound      EventType = "DuplicateFound"      // alert: a second resource carries one create's label; it is released
+	EventInstanceStopped     EventType = "InstanceStopped"     // warning: powered off out of band; restarted or replaced (Policy.OnStopped)
+	EventAgentUnhealthy      EventType = "AgentUnhealthy"      // warning: an agent check failed; restarted, or released after Policy.AgentCheckFailures
+	EventLabelRewritten      EventType = "LabelRewritten"      // a label lost, edited or never written was written again
+	EventCreatesRefused      EventType = "CreatesRefused"      // alert: the account refused a create (key, permission, quota, balance); the provider's creates back off
+	EventSSHKeyDeleted       EventType = "SSHKeyDeleted"       // an SSH key this owner registered was removed: no fleet needs it
+	EventVPCAdopted          EventType = "VPCAdopted"          // a VPC labelled for a cluster fleet without one became its VPC
+	EventStoreWriteFailed    EventType = "StoreWriteFailed"    // warning: writes to the Store failed (kept and retried); also said once when they work again
 )
 
 // Event is something the Manager did or saw. It carries no secrets.

@@ -93,7 +93,7 @@ func (p *fakeProvider) Create(ctx context.Context, req CreateRequest) (Instance,
 	}
 	p.seq++
 	id := fmt.Sprintf("%s-%d", p.name, p.seq)
-	fi := &fakeInst{created: time.Now(), inst: Instance{ID: id, Provider: p.name, Fleet: req.Label.Fleet,
+	fi := &fakeInst{created: time.Now(), inst: Instance{ID: id, Provider: p.name, Fleet: req.Label.Fleet, Owner: req.Label.Owner,
 		RequestID: req.Label.RequestID, Offer: req.Offer, Created: time.Now()}}
 	if req.VPCID != "" {
 		fi.vpcs = []string{req.VPCID}
@@ -154,7 +154,7 @@ func (p *fakeProvider) CreateVPC(_ context.Context, region string, l Label) (VPC
 	defer p.mu.Unlock()
 	p.calls["createvpc"]++
 	p.seq++
-	v := VPC{ID: fmt.Sprintf("vpc-%d", p.seq), Provider: p.name, Region: region, Fleet: l.Fleet, RequestID: l.RequestID}
+	v := VPC{ID: fmt.Sprintf("vpc-%d", p.seq), Provider: p.name, Region: region, Fleet: l.Fleet, Owner: l.Owner, RequestID: l.RequestID}
 	p.vpcs[v.ID] = v
 	return v, nil
 }

@@ -50,12 +50,17 @@ type StatusChange struct {
 type Instance struct {
 	ID        string // the provider's id (Vultr UUID, Hot Aisle VM or server name)
 	Provider  string
-	Fleet     string // from the label; "" when the resource is not ours
+	Fleet     string // from the label; "" when the resource is not gpufleet's
+	Owner     string // from the label (Config.Owner); "" in the format before owners
 	RequestID string // per-create id from the label
 	Offer     Offer  // what was rented (as complete as the provider can say)
 
 	Status         Status
 	ProviderStatus string // the provider's own words ("pending", "active/ok", "running")
+
+	// Stopped is set when the provider says the machine is powered off (Vultr
+	// power_status "stopped"; Hot Aisle VM state "shut off"): it still bills.
+	Stopped bool
 
 	PublicIP  string
 	PrivateIP string // VPC or private address, "" when none
@@ -66,7 +71,11 @@ type Instance struct {
 	Ready         time.Time // agent healthy (or running when there is no agent)
 	ReservedUntil time.Time // release before this pays for unused time
 	LastError     string
-	History       []StatusChange
+	// LabelError is non-empty when the provider could not write the label
+	// (Hot Aisle labels are a second call after the provision); the Manager
+	// writes it again later.
+	LabelError string
+	History    []StatusChange
 }
 
 // Running reports whether the provider says the machine is up

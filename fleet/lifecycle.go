@@ -62,9 +62,10 @@ func (m *Manager) checkDeadlines(now time.Time) {
 	}
 }
 
-// releaseIdle releases idle instances past their fleet's idle timeout, once
-// their reservation window allows it (unless the policy is ReleaseNow), and
-// keeps ReservedUntil current. m.mu held.
+// releaseIdle releases idle instances of fleets with an IdleTimeout when
+// keeping them would start costing money (see idleReleaseAt), and keeps
+// ReservedUntil current. With the ReleaseNow policy an instance idle for
+// IdleTimeout is released at once, whatever it has paid for. m.mu held.
 func (m *Manager) releaseIdle(now time.Time) {
 	for _, r := range m.insts {
 		if !r.Instance.Status.Active() || r.Instance.Status == StatusTerminating {
@@ -76,23 +77,56 @@ func (m *Manager) releaseIdle(now time.Time) {
 			m.dirtyI[r.Instance.RequestID] = true
 		}
 		f := m.fleets[r.Instance.Fleet]
-		if r.Instance.Status != StatusIdle || r.Busy || f == nil || f.Spec.IdleTimeout <= 0 {
-			continue
-		}
-		if now.Sub(r.IdleSince) < f.Spec.IdleTimeout {
-			continue
+		if r.Instance.Status != StatusIdle || r.Busy || f == nil || f.Spec.IdleTimeout <= 0 || f.Spec.Nodes <= f.Spec.MinNodes {
+			continue // never idle below the fleet's minimum size
 		}
 		policy := m.policyFor(f)
-		if policy != ReleaseNow && now.Before(rt) {
-			continue // paid anyway: keep it usable until the window ends
-		}
-		if f.Spec.Nodes <= f.Spec.MinNodes {
-			continue // never idle below the fleet's minimum size
+		if policy == ReleaseNow {
+			if now.Sub(r.IdleSince) < f.Spec.IdleTimeout {
+				continue
+			}
+		} else if now.Before(m.idleReleaseAt(r, f.Spec.IdleTimeout, now)) {
+			continue
 		}
 		f.Spec.Nodes--
 		m.dirtyF[f.Spec.Name] = true
-		m.requestRelease(r, "idle", policy, now, true)
+		m.requestRelease(r, "idle", ReleaseNow, now, true)
 	}
+}
+
+// idleReleaseAt is when an idle instance is released so that no billing
+// unit nobody uses is bought:
+//
+//   - hourly billing (Vultr): at the last safe moment of the billed hour it
+//     is in (the hour's end less Policy.HourlyReleaseMargin) — the hour is
+//     paid anyway, and keeping it longer buys the next one, which costs as
+//     much as buying a new machine later. An instance that goes idle after
+//     that moment is released at once: a delete that lands before the hour
+//     ends saves the next hour, one that lands after costs no more than
+//     keeping it. IdleTimeout plays no part: releasing earlier inside a paid
+//     hour saves nothing.
+//   - per-minute billing with a minimum (Hot Aisle): not before the minimum
+//     ends (less Policy.MinuteReleaseMargin; paid anyway); after it, each
+//     idle minute costs, so the instance is kept idle at most as long as a
+//     replacement's minimum would cost (the ski-rental break-even: never
+//     more than twice the least possible cost, whatever the future brings),
+//     or IdleTimeout when Policy.RebuyHoldOff is set (or when longer).
+//
+// m.mu held.
+func (m *Manager) idleReleaseAt(r *InstanceRecord, idleTimeout time.Duration, now time.Time) time.Time {
+	o, c := r.Instance.Offer, r.Instance.Created
+	if r.CreatedUnknown || c.IsZero() {
+		return r.IdleSince.Add(idleTimeout)
+	}
+	if g := o.BillingGranularity; g >= time.Hour {
+		end := c.Add(time.Duration(int64(now.Sub(c)/g)+1) * g)
+		return maxTime(now, end.Add(-m.pol.HourlyReleaseMargin))
+	}
+	minEnd := c.Add(o.MinimumReservation)
+	if m.pol.RebuyHoldOff {
+		return maxTime(minEnd.Add(-min(m.pol.MinuteReleaseMargin, o.MinimumReservation)), r.IdleSince.Add(idleTimeout))
+	}
+	return maxTime(minEnd, r.IdleSince).Add(max(idleTimeout, o.MinimumReservation))
 }
 
 // missedDeadline counts a fleet's consecutive deadline misses; after
@@ -141,14 +175,12 @@ func (m *Manager) agentFor(fleet string) Agent {
 	return a
 }
 
-// startAgents starts the agent on booting instances, one background task
-// per instance, retried with backoff until the agent deadline. m.mu held.
+// startAgents starts the agent on booting instances, one task per
+// instance, retried with backoff until the agent deadline. m.mu held.
 func (m *Manager) startAgents(now time.Time) {
-	for id, r := range m.insts {
-		if r.Instance.Status != StatusBooting || r.Termination != nil {
-			continue
-		}
-		if _, running := m.agents[id]; running || now.Before(m.agentNext[id]) {
+	for _, r := range m.insts {
+		id := r.Instance.RequestID
+		if r.Instance.Status != StatusBooting || r.Termination != nil || m.busy("agent/"+id) || now.Before(m.agentNext[id]) {
 			continue
 		}
 		if m.keyMissing[r.Instance.Fleet] {
@@ -161,41 +193,42 @@ func (m *Manager) startAgents(now time.Time) {
 			continue
 		}
 		ctx, cancel := context.WithCancel(m.bgCtx)
-		m.agents[id] = cancel
+		m.agentCancel[id] = cancel
 		inst := cloneInst(r.Instance)
 		m.event(Event{Type: EventAgentStarting, Fleet: inst.Fleet, Provider: inst.Provider, InstanceID: inst.ID})
-		m.bg.Add(1)
-		go func() {
-			defer m.bg.Done()
-			defer cancel()
+		m.launchUnder(ctx, "agent/"+id, taskAgent, m.pol.AgentTimeout, func(ctx context.Context) func(time.Time) {
 			err := agent.Start(ctx, inst)
-			m.agentDone(id, err)
-		}()
+			return func(now time.Time) {
+				cancel()
+				delete(m.agentCancel, id)
+				m.agentDone(id, err, now)
+			}
+		})
 	}
 }
 
-// agentDone records the outcome of one agent start.
-func (m *Manager) agentDone(id string, err error) {
-	m.mu.Lock()
-	delete(m.agents, id)
+// cancelAgent stops an agent start under way for a request id. m.mu held.
+func (m *Manager) cancelAgent(id string) {
+	if cancel, ok := m.agentCancel[id]; ok {
+		cancel()
+	}
+}
+
+// agentDone applies the outcome of one agent start. m.mu held.
+func (m *Manager) agentDone(id string, err error, now time.Time) {
 	r := m.insts[id]
 	if r == nil || r.Instance.Status != StatusBooting || r.Termination != nil {
-		m.mu.Unlock()
-		m.deliver()
 		return
 	}
-	now := m.clock.Now()
 	if err == nil {
 		m.markReady(r, now)
-	} else {
-		r.AgentTries++
-		wait := backoff(r.AgentTries, 15*time.Second, 2*time.Minute)
-		m.agentNext[id] = now.Add(wait)
-		r.Instance.LastError = err.Error()
-		m.dirtyI[id] = true
-		m.event(Event{Type: EventAgentFailed, Fleet: r.Instance.Fleet, Provider: r.Instance.Provider, InstanceID: r.Instance.ID,
-			Err: err.Error(), At: now.Add(wait), Message: fmt.Sprintf("attempt %d failed; retrying", r.AgentTries)})
+		return
 	}
-	m.mu.Unlock()
-	m.deliver()
+	r.AgentTries++
+	wait := backoff(r.AgentTries, 15*time.Second, 2*time.Minute)
+	m.agentNext[id] = now.Add(wait)
+	r.Instance.LastError = err.Error()
+	m.dirtyI[id] = true
+	m.event(Event{Type: EventAgentFailed, Fleet: r.Instance.Fleet, Provider: r.Instance.Provider, InstanceID: r.Instance.ID,
+		Err: err.Error(), At: now.Add(wait), Message: fmt.Sprintf("attempt %d failed; retrying", r.AgentTries)})
 }

@@ -7,11 +7,14 @@ import (
 	"log/slog"
 	"reflect"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
 // Clock is the Manager's source of time (the same shape as sim.Clock, so a
-// sped-up simulator clock can drive it).
+// sped-up simulator clock can drive it). Whatever drives the Manager's clock
+// should also drive the provider clients' clocks (their rate limiter and
+// retry waits), or waits inside the clients run on another time.
 type Clock interface {
 	Now() time.Time
 	Sleep(ctx context.Context, d time.Duration) error
@@ -34,10 +37,27 @@ func (realClock) Sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
+// ErrClosed is returned by every method of a Manager after Close.
+var ErrClosed = errors.New("gpufleet: manager closed")
+
 // Config configures a Manager.
 type Config struct {
 	// Providers are the clouds the Manager may rent from (at least one).
 	Providers []Provider
+	// Owner names this Manager (or the set of replicas sharing one Store) in
+	// every label it writes: instances, VPCs and SSH keys. Only resources
+	// labelled with this owner are adopted or collected; other owners'
+	// resources in the same account are reported once (EventForeignFound)
+	// and never touched. 1 to 6 characters of [a-z0-9]. Empty: the owner kept
+	// in the Store, or a new random one, generated once and stored. A Store
+	// that already holds another owner is refused. See Label for the format.
+	Owner string
+	// AdoptLegacyLabels lets this Manager adopt and collect resources labelled
+	// in the format written before owners existed ("gpufleet.<fleet>.<request>"),
+	// whose records it no longer has. Set it only when no other gpufleet
+	// Manager uses the account. Resources whose records the Store still
+	// holds are recognised either way.
+	AdoptLegacyLabels bool
 	// Agent starts and checks the host agent; nil means no agent: an
 	// instance is ready as soon as its provider says running.
 	Agent Agent
@@ -47,12 +67,24 @@ type Config struct {
 	Store Store
 	// Logger receives one line per event (default: discard).
 	Logger *slog.Logger
-	// OnEvent, if set, is called for every event, in order, outside the
-	// Manager's locks; it must not block for long.
+	// OnEvent, if set, is called for every event, in order, from the
+	// goroutine running the reconcile loop (Run or Reconcile) or from the
+	// public method that caused the event, never from two goroutines at once
+	// and never with a Manager lock held; events are delivered at the end of
+	// the loop step that produced them (well under a second after the
+	// change). It must not block for long; it may call the Manager.
 	OnEvent func(Event)
-	// Clock is the source of time (default: the process clock).
+	// Clock is the source of time (default: the process clock). The offer
+	// catalog's TTL and every wait of the Manager follow it. Everything that
+	// waits in cloud time must share it: the provider clients
+	// (vultr.WithClock, hotaisle.WithClock: rate-limiter waits, Retry-After,
+	// retry backoff) and the simulator (sim.WithClock); otherwise the
+	// clients wait in wall time while the clouds run faster, and releases
+	// land late. The shim's SSH backoff runs on the wall clock.
 	Clock Clock
-	// Interval is the pause between reconcile passes in Run (default 10 s).
+	// Interval is the longest pause between two loop steps of Run, and the
+	// pause between listings of a provider that has work in flight
+	// (default 10 s).
 	Interval time.Duration
 	// CatalogTTL is how long offers are cached (default DefaultCatalogTTL).
 	CatalogTTL time.Duration
@@ -62,42 +94,80 @@ type Config struct {
 // releases them by policy and retries every release until the provider
 // confirms the machine gone. It never forgets an instance that may still
 // bill. All methods are safe for concurrent use.
+//
+// The intent model: Apply, Delete, Release, MarkBusy, MarkIdle and Close
+// only record what the caller wants; one reconcile loop (Run, or each
+// Reconcile call) is the only writer of fleet, instance and VPC records.
+// Every provider call runs as a task owned by the Manager, bounded by
+// Policy.CallTimeout (creates by Policy.CreateTimeout), and its result is
+// applied by the loop against the intent as it is at that moment: a create
+// that lands after its fleet was deleted or shrunk is released at once.
 type Manager struct {
 	cfg       Config
 	pol       Policy
 	clock     Clock
 	store     Store
 	log       *slog.Logger
+	owner     string
 	providers map[string]Provider
 	order     []string // provider names in Config order
 	catalog   *Catalog
 
-	// pass is a one-slot semaphore: one reconcile pass at a time. A channel,
-	// not a mutex, so that a goroutine waiting for it is durably blocked
-	// inside a testing/synctest bubble and the bubble's clock can advance.
+	// pass is a one-slot semaphore held by the loop while it steps. A
+	// channel, not a mutex, so that a goroutine waiting for it is durably
+	// blocked inside a testing/synctest bubble.
 	pass   chan struct{}
-	mu     sync.Mutex // guards everything below
-	loaded bool
-	fleets map[string]*FleetRecord
-	insts  map[string]*InstanceRecord // by request id
-	dirtyF map[string]bool
-	dirtyI map[string]bool
-	goneF  map[string]bool // fleets to delete from the store
-	goneI  map[string]bool // instances to delete from the store
+	closed atomic.Bool
+	done   chan struct{} // closed by Close
 
-	unlabelled     map[string]bool // provider/id reported once
+	intents intentQueue
+
+	mu      sync.Mutex // guards the records and everything below; written only by the loop
+	loaded  bool
+	fleets  map[string]*FleetRecord
+	insts   map[string]*InstanceRecord            // by request id
+	byFleet map[string]map[string]*InstanceRecord // fleet → request id → record
+	counts  map[string]int                        // fleet → members, cached; dropped on any change
+	dirtyF  map[string]bool
+	dirtyI  map[string]bool
+	goneF   map[string]bool // fleets to delete from the store
+	goneI   map[string]bool // instances to delete from the store
+
+	tasks     taskSet
+	obs       map[string]*observation // latest listing per provider
+	seen      map[string]time.Time    // request id → when a listing last covered it
+	keysDirty map[string]bool         // a create registered SSH keys since the last key listing
+	scanned   map[string]bool         // listed once since start (every kind)
+	offersErr error
+	offersAt  time.Time
+
+	reported       map[string]bool // provider/id of unlabelled or foreign resources reported once
 	orphanVPCs     map[string]*VPCRecord
-	deletedVPCs    map[string]bool      // deleted by a fleet; ignored while lists still show them
+	deletedVPCs    map[string]time.Time // deleted by a fleet; ignored while lists still show them
 	fleetRetry     map[string]time.Time // no create attempt for the fleet before
 	fleetFails     map[string]int
-	avoid          map[string]time.Time          // fleet|offer key → skip the offer until
-	agents         map[string]context.CancelFunc // running agent starts by request id
+	avoid          map[string]time.Time // fleet|offer key → skip the offer until
 	agentNext      map[string]time.Time
+	agentCancel    map[string]context.CancelFunc // agent starts under way, by request id
 	keyedAgents    map[string]Agent
 	abandoned      map[string]bool // provider/id untracked by ReleaseCompat: never adopted again
 	keyMissing     map[string]bool // fleets whose private key was lost with a restart
 	keyMissingSaid map[string]bool
 	deadlineMisses map[string]int // consecutive deadline misses per fleet
+	storeFailing   bool
+	vpcCreates     []string       // fleets whose VPC create is planned this step
+	ownKeys        map[string]int // this owner's SSH keys seen in the latest listing (or maybe registered since), per provider
+	keyObs         map[string][]SSHKey
+	keyRetry       map[string]time.Time
+	keyFails       map[string]int
+	agentChecked   map[string]time.Time // request id → last agent check
+	relabel        map[string]bool      // request id → its listed label differs from the record
+	labelNext      map[string]time.Time
+	providerHold   map[string]time.Time // provider → no creates before (account-level refusal)
+	holdFails      map[string]int
+	offerOK        map[string]bool   // offer key → a create of it succeeded
+	lastRefusal    map[string]string // fleet → the last create refusal
+	acquired       map[string]bool   // request ids handed out by Acquire whose busy intent the loop has not taken yet
 
 	evMu      sync.Mutex // guards pending
 	deliverMu sync.Mutex // one delivering goroutine at a time
@@ -109,8 +179,8 @@ type Manager struct {
 }
 
 // NewManager checks cfg, reads the Store (so a restarted Manager knows its
-// fleets and instances at once) and returns a Manager. It makes no provider
-// calls: the first Reconcile lists the providers.
+// fleets and instances at once), settles the owner and returns a Manager.
+// It makes no provider calls: the first loop step lists the providers.
 func NewManager(cfg Config) (*Manager, error) {
 	if len(cfg.Providers) == 0 {
 		return nil, errors.New("gpufleet: Config.Providers is empty")
@@ -124,13 +194,14 @@ func NewManager(cfg Config) (*Manager, error) {
 	if cfg.Interval < 0 || cfg.CatalogTTL < 0 {
 		return nil, errors.New("gpufleet: Config.Interval and CatalogTTL must not be negative")
 	}
+	if cfg.Owner != "" {
+		if err := ValidateOwner(cfg.Owner); err != nil {
+			return nil, err
+		}
+	}
 	m := &Manager{cfg: cfg, pol: cfg.Policy.withDefaults(), clock: cfg.Clock, store: cfg.Store, log: cfg.Logger,
-		providers: map[string]Provider{}, fleets: map[string]*FleetRecord{}, insts: map[string]*InstanceRecord{},
-		dirtyF: map[string]bool{}, dirtyI: map[string]bool{}, goneF: map[string]bool{}, goneI: map[string]bool{},
-		unlabelled: map[string]bool{}, orphanVPCs: map[string]*VPCRecord{}, deletedVPCs: map[string]bool{}, fleetRetry: map[string]time.Time{},
-		fleetFails: map[string]int{}, avoid: map[string]time.Time{}, agents: map[string]context.CancelFunc{}, agentNext: map[string]time.Time{},
-		keyedAgents: map[string]Agent{}, abandoned: map[string]bool{}, keyMissing: map[string]bool{}, keyMissingSaid: map[string]bool{},
-		deadlineMisses: map[string]int{}, pass: make(chan struct{}, 1)}
+		providers: map[string]Provider{}, pass: make(chan struct{}, 1), done: make(chan struct{})}
+	m.initMaps()
 	for _, p := range cfg.Providers {
 		if isNil(p) {
 			return nil, errors.New("gpufleet: Config.Providers has a nil provider")
@@ -153,13 +224,40 @@ func NewManager(cfg Config) (*Manager, error) {
 	if m.cfg.Interval <= 0 {
 		m.cfg.Interval = 10 * time.Second
 	}
-	m.catalog = NewCatalog(cfg.Providers, cfg.CatalogTTL)
-	if err := m.load(context.Background()); err != nil {
+	m.catalog = newCatalog(cfg.Providers, cfg.CatalogTTL, m.clock.Now)
+	m.bgCtx, m.bgCancel = context.WithCancel(context.Background())
+	ctx, cancel := context.WithTimeout(context.Background(), m.pol.CallTimeout)
+	defer cancel()
+	owner, err := settleOwner(ctx, m.store, cfg.Owner)
+	if err != nil {
+		return nil, err
+	}
+	m.owner = owner
+	if err := m.load(ctx); err != nil {
 		return nil, fmt.Errorf("gpufleet: reading the store: %w", err)
 	}
-	m.bgCtx, m.bgCancel = context.WithCancel(context.Background())
 	return m, nil
 }
+
+func (m *Manager) initMaps() {
+	m.fleets, m.insts, m.byFleet = map[string]*FleetRecord{}, map[string]*InstanceRecord{}, map[string]map[string]*InstanceRecord{}
+	m.counts = map[string]int{}
+	m.dirtyF, m.dirtyI, m.goneF, m.goneI = map[string]bool{}, map[string]bool{}, map[string]bool{}, map[string]bool{}
+	m.tasks = newTaskSet()
+	m.obs, m.seen, m.scanned, m.keysDirty = map[string]*observation{}, map[string]time.Time{}, map[string]bool{}, map[string]bool{}
+	m.reported, m.orphanVPCs, m.deletedVPCs = map[string]bool{}, map[string]*VPCRecord{}, map[string]time.Time{}
+	m.fleetRetry, m.fleetFails, m.avoid = map[string]time.Time{}, map[string]int{}, map[string]time.Time{}
+	m.agentCancel, m.ownKeys, m.keyObs = map[string]context.CancelFunc{}, map[string]int{}, map[string][]SSHKey{}
+	m.keyRetry, m.keyFails = map[string]time.Time{}, map[string]int{}
+	m.agentChecked, m.relabel, m.labelNext = map[string]time.Time{}, map[string]bool{}, map[string]time.Time{}
+	m.providerHold, m.holdFails, m.offerOK = map[string]time.Time{}, map[string]int{}, map[string]bool{}
+	m.lastRefusal, m.acquired = map[string]string{}, map[string]bool{}
+	m.agentNext, m.keyedAgents, m.abandoned = map[string]time.Time{}, map[string]Agent{}, map[string]bool{}
+	m.keyMissing, m.keyMissingSaid, m.deadlineMisses = map[string]bool{}, map[string]bool{}, map[string]int{}
+}
+
+// Owner returns the owner id this Manager writes into its labels.
+func (m *Manager) Owner() string { return m.owner }
 
 // isNil reports whether v is nil or an interface holding a nil pointer.
 func isNil(v any) bool {
@@ -170,112 +268,54 @@ func isNil(v any) bool {
 	return rv.Kind() == reflect.Pointer && rv.IsNil()
 }
 
-// Close stops the agent starts in flight and waits for them. The instances
-// stay as they are; a new Manager with the same Store resumes them.
+// Close stops the loop and every task under way (agent starts, provider
+// calls) and waits for them to end; the results that came back are applied
+// and written to the Store. The instances stay as they are: a new Manager
+// with the same Store resumes them. Every method returns ErrClosed after
+// Close. Close is idempotent.
 func (m *Manager) Close() {
+	if !m.closed.CompareAndSwap(false, true) {
+		return
+	}
+	close(m.done)
 	m.bgCancel()
+	m.pass <- struct{}{} // wait for a step under way
 	m.bg.Wait()
 	m.catalog.Close()
-	m.deliver()
-}
-
-// Run reconciles every Config.Interval until ctx ends, then returns ctx.Err().
-// A failed pass is logged and retried on the next tick.
-func (m *Manager) Run(ctx context.Context) error {
-	for {
-		if err := m.Reconcile(ctx); err != nil && ctx.Err() == nil {
-			m.log.Warn("reconcile failed", "err", err)
-		}
-		if err := m.clock.Sleep(ctx, m.cfg.Interval); err != nil {
-			return err
-		}
-	}
+	m.mu.Lock()
+	m.drainResults(m.clock.Now())
+	m.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), m.pol.CallTimeout)
+	defer cancel()
+	_ = m.flush(ctx)
+	<-m.pass
 }
 
 // Offers returns the offers of every provider that match r, cheapest first;
 // failures of single providers come back beside the others' offers.
 func (m *Manager) Offers(ctx context.Context, r Requirements) ([]Offer, error) {
+	if m.closed.Load() {
+		return nil, ErrClosed
+	}
 	return m.catalog.Offers(ctx, r)
 }
 
-// Apply creates or updates a fleet's desired state. The next Reconcile acts
-// on it. Changed requirements or placement apply to instances created from
-// then on; existing members stay (release them to replace them). Applying
-// again also resumes a stalled fleet and gives back a fleet's private key
-// after a restart. Returns an error for an invalid spec (see Spec), a
-// provider name that is not configured, or a fleet being deleted.
-func (m *Manager) Apply(ctx context.Context, spec Spec) error {
-	if err := spec.validate(); err != nil {
-		return err
-	}
-	for _, name := range spec.Requirements.Providers {
-		if !containsFold(m.order, name) {
-			return fmt.Errorf("gpufleet: fleet %s: provider %q is not configured (have %v)", spec.Name, name, m.order)
-		}
-	}
-	if spec.Placement == "" {
-		spec.Placement = PlacementAny
-	}
-	if err := m.load(ctx); err != nil {
-		return err
-	}
-	m.mu.Lock()
-	f, ok := m.fleets[spec.Name]
-	if ok && f.Deleting {
-		m.mu.Unlock()
-		return fmt.Errorf("gpufleet: fleet %s is being deleted", spec.Name)
-	}
-	if !ok {
-		f = &FleetRecord{Created: m.clock.Now()}
-		m.fleets[spec.Name] = f
-	}
-	f.Spec = cloneSpec(spec)
-	f.KeyRequired = !spec.PrivateKey.IsZero()
-	delete(m.keyMissing, spec.Name)
-	delete(m.keyMissingSaid, spec.Name)
-	f.Stalled = false
-	delete(m.deadlineMisses, spec.Name)
-	delete(m.keyedAgents, spec.Name)
-	delete(m.fleetRetry, spec.Name)
-	m.dirtyF[spec.Name] = true
-	m.event(Event{Type: EventFleetApplied, Fleet: spec.Name, Message: fmt.Sprintf("nodes=%d placement=%s", spec.Nodes, spec.Placement)})
-	m.mu.Unlock()
-	return m.flush(ctx)
-}
-
-// Delete marks a fleet for deletion: every instance is released (by the
-// release policy) and, once all are confirmed gone, its VPC. The fleet
-// disappears after that (EventFleetDeleted). It returns at once.
-func (m *Manager) Delete(ctx context.Context, name string) error {
-	if err := m.load(ctx); err != nil {
-		return err
-	}
-	m.mu.Lock()
-	f, ok := m.fleets[name]
-	if !ok {
-		m.mu.Unlock()
-		return fmt.Errorf("gpufleet: fleet %s: %w", name, ErrNotFound)
-	}
-	f.Deleting = true
-	m.dirtyF[name] = true
-	now := m.clock.Now()
-	for _, r := range m.insts {
-		if r.Instance.Fleet == name && r.Termination == nil && r.Instance.Status != StatusTerminated {
-			m.requestRelease(r, "fleet deleted", m.policyFor(f), now, true)
-		}
-	}
-	m.mu.Unlock()
-	return m.flush(ctx)
-}
-
 // Fleets returns the specs of the fleets the Manager keeps (deleting ones
-// included), by name. Private keys are not returned.
+// included, and those applied but not yet taken up by the loop), by name.
+// Private keys are not returned.
 func (m *Manager) Fleets() []Spec {
 	m.mu.Lock()
-	defer m.mu.Unlock()
-	out := make([]Spec, 0, len(m.fleets))
-	for _, f := range m.fleets {
-		s := cloneSpec(f.Spec)
+	byName := map[string]Spec{}
+	for name, f := range m.fleets {
+		byName[name] = f.Spec
+	}
+	m.mu.Unlock()
+	for _, s := range m.intents.pendingSpecs() {
+		byName[s.Name] = s
+	}
+	out := make([]Spec, 0, len(byName))
+	for _, s := range byName {
+		s = cloneSpec(s)
 		s.PrivateKey = PrivateKey{}
 		out = append(out, s)
 	}
@@ -284,15 +324,27 @@ func (m *Manager) Fleets() []Spec {
 }
 
 // Instances returns the instances of a fleet ("" for instances no fleet
-// claims), terminated ones included, oldest first.
+// claims), terminated ones included (until Policy.HistoryRetention), oldest
+// first.
 func (m *Manager) Instances(fleet string) []Instance {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	var out []Instance
-	for _, r := range m.sortedRecords() {
-		if r.Instance.Fleet == fleet || (fleet == "" && r.Orphan) {
-			out = append(out, cloneInst(r.Instance))
+	var recs []*InstanceRecord
+	if fleet != "" {
+		for _, r := range m.byFleet[fleet] {
+			recs = append(recs, r)
 		}
+	} else {
+		for _, r := range m.insts {
+			if r.Instance.Fleet == "" || r.Orphan {
+				recs = append(recs, r)
+			}
+		}
+	}
+	sortRecords(recs)
+	out := make([]Instance, 0, len(recs))
+	for _, r := range recs {
+		out = append(out, cloneInst(r.Instance))
 	}
 	return out
 }

@@ -56,6 +56,9 @@ func newTestManager(t *testing.T, cfg Config) (*Manager, *eventLog) {
 	t.Helper()
 	log := &eventLog{}
 	cfg.OnEvent = log.add
+	if cfg.Owner == "" {
+		cfg.Owner = "t1" // one owner across restarts with an empty store
+	}
 	m, err := NewManager(cfg)
 	require.NoError(t, err)
 	t.Cleanup(m.Close)
@@ -83,7 +86,7 @@ func statuses(insts []Instance) map[Status]int {
 func TestManagerLifecycleWithoutAgentWaitsForReservationThenReleases(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := newFakeProvider("hotaisle", vmOffer("hotaisle", 2.99, time.Hour))
-		m, log := newTestManager(t, Config{Providers: []Provider{p}})
+		m, log := newTestManager(t, Config{Providers: []Provider{p}, Policy: Policy{RebuyHoldOff: true}})
 		require.NoError(t, m.Apply(t.Context(), Spec{Name: "f", Nodes: 2, MinNodes: 1, IdleTimeout: 5 * time.Minute}))
 		passes(t, m, 5*time.Minute)
 		insts := m.Instances("f")
@@ -164,7 +167,7 @@ func TestManagerRestartedWithoutStoreAdoptsByLabel(t *testing.T) {
 func TestManagerCollectsOrphansAfterGraceAndLeavesUnlabelledAlone(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := newFakeProvider("vultr", vmOffer("vultr", 1, 0))
-		_, _ = p.Create(context.Background(), CreateRequest{Label: Label{Fleet: "gone", RequestID: "0123456789ab"}})
+		_, _ = p.Create(context.Background(), CreateRequest{Label: Label{Owner: "t1", Fleet: "gone", RequestID: "0123456789ab"}})
 		_, _ = p.Create(context.Background(), CreateRequest{}) // unlabelled
 		m, log := newTestManager(t, Config{Providers: []Provider{p}, Policy: Policy{OrphanGrace: 10 * time.Minute}})
 		passes(t, m, 9*time.Minute)
@@ -189,6 +192,7 @@ func TestManagerForcedReleaseReportsTheUnrefundedMinimum(t *testing.T) {
 		at, err = m.Release(t.Context(), id, WithReleasePolicy(ReleaseNow))
 		require.NoError(t, err)
 		assert.Equal(t, time.Now(), at)
+		require.NoError(t, m.Reconcile(t.Context())) // the loop carries the intents out
 		e, ok := log.first(EventReleaseForced)
 		require.True(t, ok)
 		assert.InDelta(t, 6*54.0/60, e.USD, 0.11)
@@ -286,5 +290,93 @@ func TestManagerCreateSurvivesACancelledCaller(t *testing.T) {
 		insts := m.Instances("f")
 		require.Len(t, insts, 1)
 		assert.NotEmpty(t, insts[0].ID, "and its answer was recorded")
+	})
+}
+
+// By default an idle per-minute instance whose minimum ended is kept as
+// long as a replacement's minimum would cost, then released.
+func TestIdleInstanceKeptForTheRebuyBreakEven(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := newFakeProvider("hotaisle", vmOffer("hotaisle", 2.99, time.Hour))
+		m, _ := newTestManager(t, Config{Providers: []Provider{p}})
+		require.NoError(t, m.Apply(t.Context(), Spec{Name: "f", Nodes: 1, IdleTimeout: 5 * time.Minute}))
+		passes(t, m, 5*time.Minute)
+		created := m.Instances("f")[0].Created
+		passes(t, m, time.Until(created.Add(2*time.Hour))-10*time.Second)
+		assert.Equal(t, 1, p.live(), "kept: another minimum would cost as much as keeping it this long")
+		passes(t, m, time.Minute)
+		assert.Zero(t, p.live(), "released at the break-even")
+	})
+}
+
+// An hourly instance idle after its hour's safe point is released at once,
+// never carried into the next hour by an idle timer that started late; one
+// idle earlier waits for the safe point (the hour is paid anyway).
+func TestHourlyIdleReleaseNeverBuysTheNextHour(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		o := vmOffer("vultr", 1, time.Hour)
+		o.BillingGranularity = time.Hour
+		p := newFakeProvider("vultr", o)
+		m, _ := newTestManager(t, Config{Providers: []Provider{p}})
+		require.NoError(t, m.Apply(t.Context(), Spec{Name: "f", Nodes: 2, IdleTimeout: 5 * time.Minute}))
+		passes(t, m, 3*time.Minute)
+		insts := m.Instances("f")
+		require.Len(t, insts, 2)
+		created := insts[0].Created
+		for _, i := range insts {
+			require.NoError(t, m.MarkBusy(i.ID))
+		}
+		passes(t, m, time.Until(created.Add(time.Hour+20*time.Minute))) // the second hour
+		require.NoError(t, m.MarkIdle(insts[0].ID))                     // idle at 1:20: waits for 1:50
+		passes(t, m, time.Until(created.Add(time.Hour+58*time.Minute+30*time.Second)))
+		require.NoError(t, m.MarkIdle(insts[1].ID)) // idle at 1:58:30, past the safe point
+		passes(t, m, 3*time.Minute)
+		gone := map[string]time.Time{}
+		for _, i := range m.Instances("f") {
+			require.Equal(t, StatusTerminated, i.Status)
+			gone[i.ID] = i.History[len(i.History)-1].Time
+		}
+		assert.WithinDuration(t, created.Add(time.Hour+50*time.Minute), gone[insts[0].ID], 20*time.Second, "at the safe point")
+		assert.True(t, gone[insts[1].ID].Before(created.Add(2*time.Hour)), "released inside the second hour, not carried into the third")
+	})
+}
+
+// Acquire hands out the idle instance with the most paid time left, once.
+func TestAcquirePicksTheMostPaidTimeLeftAndNeverTwice(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		o := vmOffer("vultr", 1, time.Hour)
+		o.BillingGranularity = time.Hour
+		p := newFakeProvider("vultr", o)
+		m, _ := newTestManager(t, Config{Providers: []Provider{p}})
+		require.NoError(t, m.Apply(t.Context(), Spec{Name: "f", Nodes: 1}))
+		passes(t, m, 30*time.Minute)
+		require.NoError(t, m.Apply(t.Context(), Spec{Name: "f", Nodes: 2}))
+		passes(t, m, 10*time.Minute)
+		insts := m.Instances("f")
+		require.Len(t, insts, 2)
+		older, newer := insts[0], insts[1]
+		got := make(chan Instance, 2)
+		for range 2 {
+			go func() {
+				i, err := m.Acquire(t.Context(), "f")
+				assert.NoError(t, err)
+				got <- i
+			}()
+		}
+		first, second := <-got, <-got
+		assert.NotEqual(t, first.ID, second.ID, "never the same instance twice")
+		assert.ElementsMatch(t, []string{older.ID, newer.ID}, []string{first.ID, second.ID})
+		_, err := m.Acquire(t.Context(), "f")
+		assert.ErrorIs(t, err, ErrNoIdle)
+		require.NoError(t, m.Reconcile(t.Context()))
+		assert.Equal(t, 2, statuses(m.Instances("f"))[StatusBusy])
+		require.NoError(t, m.MarkIdle(older.ID))
+		require.NoError(t, m.MarkIdle(newer.ID))
+		require.NoError(t, m.Reconcile(t.Context()))
+		best, err := m.Acquire(t.Context(), "f")
+		require.NoError(t, err)
+		assert.Equal(t, newer.ID, best.ID, "the newer one has more of its paid hour left")
+		_, err = m.Acquire(t.Context(), "nope")
+		assert.ErrorIs(t, err, ErrNotFound)
 	})
 }

@@ -54,6 +54,24 @@ type Offer struct {
 	// ProvisionTimeout is how long the provider may take to say the instance
 	// is running, image pull included (Vultr bare metal: 55 min).
 	ProvisionTimeout time.Duration
+	// TypicalBoot is how long the provider usually takes to say the instance
+	// is running (Vultr VMs about 2 min, bare metal 40 min; Hot Aisle bare
+	// metal 10 min; 0: at once). The Manager first checks an instance near
+	// then, and more often after.
+	TypicalBoot time.Duration
+	// DeleteLock is how long after an instance starts running the provider
+	// refuses to delete it (Vultr: 5 min, "Server is currently locked"); no
+	// delete is attempted inside it.
+	DeleteLock time.Duration
+	// DeleteNeedsRunning is set when the provider refuses to delete an
+	// instance before it runs (Vultr: "not currently active"): the delete
+	// waits for running (or for the provisioning deadline).
+	DeleteNeedsRunning bool
+	// LabelAfterCreate is set when the create request cannot carry the
+	// label and the provider writes it with a second call (Hot Aisle VMs):
+	// a create lost between the two (a crash) is found by matching a new
+	// unlabelled instance of the offer, which the Manager then labels.
+	LabelAfterCreate bool
 	// SlowProvisioning is set when the provider is known to take long (Vultr
 	// bare metal: 40 min and more) so callers can warn up front.
 	SlowProvisioning bool

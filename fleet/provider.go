@@ -52,7 +52,8 @@ type VPC struct {
 	ID         string
 	Provider   string
 	Region     string
-	Fleet      string // from the label ("" when not ours)
+	Fleet      string // from the label ("" when not gpufleet's)
+	Owner      string // from the label ("" in the format before owners)
 	RequestID  string
 	Subnet     string // "10.6.96.0/20"
 	Created    time.Time
@@ -84,4 +85,47 @@ type Agent interface {
 	Start(ctx context.Context, inst Instance) error
 	// Check verifies the agent answers its health check.
 	Check(ctx context.Context, inst Instance) error
+}
+
+// SSHKey is a public key registered on a provider account.
+type SSHKey struct {
+	ID        string // what DeleteSSHKey takes (Hot Aisle: the SHA256 fingerprint)
+	Provider  string
+	PublicKey string // the base64 part of the authorized_keys line
+	Fleet     string // from the label in the key's comment ("" when not gpufleet's)
+	Owner     string
+	RequestID string
+}
+
+// SSHKeyProvider is the optional capability of a provider whose Create
+// registers the fleet's SSH keys on the account (Hot Aisle: the keys of the
+// account log in to every server of the team, fetched at login). Create
+// writes the request's label as the key's comment; a key already on the
+// account keeps its comment (and is then not gpufleet's to remove).
+type SSHKeyProvider interface {
+	// ListSSHKeys lists every key of the account, labels parsed.
+	ListSSHKeys(ctx context.Context) ([]SSHKey, error)
+	// DeleteSSHKey removes a key; ErrNotFound when already gone.
+	DeleteSSHKey(ctx context.Context, id string) error
+}
+
+// KindLister is the optional capability of a provider to list one kind of
+// instance alone (VMs, or bare metal), so that a Manager watching only one
+// kind makes one paged list instead of two. Labels are parsed as in List.
+type KindLister interface {
+	ListKind(ctx context.Context, bareMetal bool) ([]Instance, error)
+}
+
+// Labeler is the optional capability of a provider to write an instance's
+// label again (Vultr label and tags; Hot Aisle description), used when a
+// label was lost out of band or its write failed after a create.
+type Labeler interface {
+	SetLabel(ctx context.Context, id string, label Label) error
+}
+
+// Restarter is the optional capability of a provider to power a stopped
+// instance on again (Vultr POST …/start, Hot Aisle POST …/start/), used by
+// Policy.OnStopped = OnStoppedRestart.
+type Restarter interface {
+	Start(ctx context.Context, id string) error
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"time"
 )
 
@@ -34,66 +35,224 @@ func definiteCreateFailure(err error) bool {
 	return false
 }
 
-// fleetPlan is what one fleet needs this pass.
-type fleetPlan struct {
-	spec     Spec
-	need     int
-	anchor   *Offer // cluster: provider and region of the existing members
-	vpcID    string
-	vpcOwner string // provider of the VPC
-}
-
-// scale creates what fleets lack and releases what they have too much of.
-func (m *Manager) scale(ctx context.Context) {
-	for _, p := range m.plans() {
-		if p.need > 0 {
-			m.grow(ctx, p)
-		}
-	}
-}
-
-// plans counts each fleet's live members. A member whose create is
-// uncertain counts, so it is never created twice. m.mu not held.
-func (m *Manager) plans() []fleetPlan {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	now := m.clock.Now()
-	var plans []fleetPlan
-	for name, f := range m.fleets {
+// planCreates decides the creates of this step: for each fleet short of
+// members, new pending records (marked uncertain, since from the moment of
+// the call the resource may exist), as many as Policy.MaxConcurrentCreates
+// leaves room for. Fleets with too many members are shrunk here. m.mu held.
+func (m *Manager) planCreates(ctx context.Context, now time.Time) []*InstanceRecord {
+	var out []*InstanceRecord
+	for _, name := range m.fleetNames() {
+		f := m.fleets[name]
 		if f.Deleting {
 			continue
 		}
-		p := fleetPlan{spec: cloneSpec(f.Spec)}
-		var live []*InstanceRecord
-		for _, r := range m.sortedRecords() {
-			if r.Instance.Fleet != name || r.Orphan || r.Termination != nil || r.Instance.Status == StatusTerminated {
-				continue
+		need := m.fleetNeed(f, now)
+		if need <= 0 || now.Before(m.fleetRetry[name]) || f.Stalled || !m.listedFor(f.Spec) {
+			continue
+		}
+		waitVPC := f.Spec.Placement == PlacementCluster && f.VPC == nil && m.vpcFirst(name)
+		if waitVPC {
+			if m.fleetHasMember(name) {
+				continue // one at a time until the VPC exists; members then attach at create
 			}
-			live = append(live, r)
-			if p.anchor == nil && r.Instance.Offer.InstanceType != "" {
-				o := r.Instance.Offer
-				p.anchor = &o
+			need = 1
+		}
+		offers, ok := m.offersFor(ctx, f, now)
+		if !ok {
+			continue
+		}
+		for range need {
+			if m.free(taskCreate)-len(out) <= 0 {
+				return out
+			}
+			o := offers[0]
+			if !m.offerOK[o.Key()] && m.creating(o.Key(), out) {
+				break // an offer not yet proven since start: one create at a time, so a stale catalog costs one refusal
+			}
+			out = append(out, m.newPending(f, o, now))
+			if waitVPC {
+				break
 			}
 		}
-		if f.VPC != nil && !f.VPC.Deleting {
-			p.vpcID, p.vpcOwner = f.VPC.VPC.ID, f.VPC.VPC.Provider
-			if p.anchor == nil {
-				p.anchor = &Offer{Provider: f.VPC.VPC.Provider, Region: f.VPC.VPC.Region}
-			}
-		}
-		p.need = f.Spec.Nodes - len(live)
-		if p.need < 0 {
-			m.shrink(live, -p.need, f, now)
-		}
-		if p.need > 0 {
-			p.need -= m.reclaim(name, p.need, now)
-		}
-		if p.need > 0 && (now.Before(m.fleetRetry[name]) || f.Stalled) {
-			p.need = 0
-		}
-		plans = append(plans, p)
 	}
-	return plans
+	return out
+}
+
+func (m *Manager) fleetNames() []string {
+	names := make([]string, 0, len(m.fleets))
+	for name := range m.fleets {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// creating reports whether a create of offer key is under way or planned. m.mu held.
+func (m *Manager) creating(key string, planned []*InstanceRecord) bool {
+	for _, r := range planned {
+		if r.Instance.Offer.Key() == key {
+			return true
+		}
+	}
+	for _, r := range m.insts {
+		if r.Instance.ID == "" && r.CreateUncertain && m.busy("create/"+r.Instance.RequestID) && r.Instance.Offer.Key() == key {
+			return true
+		}
+	}
+	return false
+}
+
+// isMember reports whether r counts towards its fleet's size (creates
+// under way included, so nothing is created twice).
+func isMember(r *InstanceRecord) bool {
+	return !r.Orphan && r.Termination == nil && r.Instance.Status != StatusTerminated
+}
+
+// members returns a fleet's records that count towards its size, oldest
+// first. m.mu held.
+func (m *Manager) members(fleet string) []*InstanceRecord {
+	var live []*InstanceRecord
+	for _, r := range m.byFleet[fleet] {
+		if isMember(r) {
+			live = append(live, r)
+		}
+	}
+	sortRecords(live)
+	return live
+}
+
+// memberCount is len(members(fleet)) without sorting. m.mu held.
+func (m *Manager) memberCount(fleet string) int {
+	if n, ok := m.counts[fleet]; ok {
+		return n
+	}
+	n := 0
+	for _, r := range m.byFleet[fleet] {
+		if isMember(r) {
+			n++
+		}
+	}
+	m.counts[fleet] = n
+	return n
+}
+
+func (m *Manager) fleetHasMember(fleet string) bool { return m.memberCount(fleet) > 0 }
+
+// vpcFirst reports whether a cluster fleet's members will share a VPC:
+// its first member (or, before one exists, any configured provider) can
+// join one. Then the fleet grows one member at a time until the VPC
+// exists, and the rest attach at create. m.mu held.
+func (m *Manager) vpcFirst(fleet string) bool {
+	for _, r := range m.members(fleet) {
+		_, ok := m.providers[r.Instance.Provider].(VPCProvider)
+		return ok && r.Instance.Offer.SupportsVPC
+	}
+	for _, p := range m.providers {
+		if _, ok := p.(VPCProvider); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// surplus reports whether fleet has more members than it wants. m.mu held.
+func (m *Manager) surplus(fleet string) bool {
+	f := m.fleets[fleet]
+	return f != nil && m.memberCount(fleet) > f.Spec.Nodes
+}
+
+// fleetNeed shrinks a fleet with too many members, takes back members whose
+// release still waits for its window, and returns how many to create. m.mu held.
+func (m *Manager) fleetNeed(f *FleetRecord, now time.Time) int {
+	need := f.Spec.Nodes - m.memberCount(f.Spec.Name)
+	if need < 0 {
+		m.shrink(m.members(f.Spec.Name), -need, f, now)
+		return 0
+	}
+	if need > 0 {
+		need -= m.reclaim(f.Spec.Name, need, now)
+	}
+	return need
+}
+
+// listedFor reports whether every provider that could hold a fleet's
+// members has been listed since the Manager started, so that nothing
+// that already exists is created again. m.mu held.
+func (m *Manager) listedFor(s Spec) bool {
+	for _, name := range m.order {
+		if len(s.Requirements.Providers) > 0 && !containsFold(s.Requirements.Providers, name) {
+			continue
+		}
+		if m.obs[name] == nil {
+			return false
+		}
+	}
+	return true
+}
+
+// offersFor returns the fleet's usable offers, cheapest first, from the
+// cached catalog; when the catalog must be fetched it starts the fetch and
+// returns false. m.mu held.
+func (m *Manager) offersFor(ctx context.Context, f *FleetRecord, now time.Time) ([]Offer, bool) {
+	req := f.Spec.Requirements
+	if f.Spec.Placement == PlacementCluster {
+		req.Cluster = true
+		if a := m.anchor(f); a != nil {
+			req.Providers, req.Regions = []string{a.Provider}, []string{a.Region}
+		}
+	}
+	offers, fresh := m.catalog.peek(req)
+	if !fresh && !m.busy("offers") && (m.offersAt.IsZero() || now.Sub(m.offersAt) >= time.Minute) {
+		used := m.providersInUse()
+		m.launch("offers", taskCall, catalogFetchTimeout, func(ctx context.Context) func(time.Time) {
+			_, err := m.catalog.Offers(ctx, Requirements{Providers: used})
+			return func(now time.Time) { m.offersErr, m.offersAt = err, now }
+		})
+	}
+	if len(offers) == 0 && m.busy("offers") {
+		return nil, false // wait for the catalog
+	}
+	err := m.offersErr
+	if f.Spec.Placement != PlacementCluster {
+	} else if a := m.anchor(f); a != nil {
+		offers = preferType(offers, a.InstanceType)
+	}
+	all := len(offers)
+	offers = m.withoutAvoided(f.Spec.Name, offers, now)
+	if len(offers) == 0 {
+		m.noOffers(f, all, err, now)
+		return nil, false
+	}
+	return offers, true
+}
+
+// providersInUse names the providers some fleet may create on. m.mu held.
+func (m *Manager) providersInUse() []string {
+	var out []string
+	for _, name := range m.order {
+		for _, f := range m.fleets {
+			if !f.Deleting && (len(f.Spec.Requirements.Providers) == 0 || containsFold(f.Spec.Requirements.Providers, name)) {
+				out = append(out, name)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// anchor is where a cluster fleet lives: its first member's offer, or its
+// VPC's provider and region. m.mu held.
+func (m *Manager) anchor(f *FleetRecord) *Offer {
+	for _, r := range m.members(f.Spec.Name) {
+		if r.Instance.Offer.InstanceType != "" {
+			o := r.Instance.Offer
+			return &o
+		}
+	}
+	if f.VPC != nil && !f.VPC.Deleting {
+		return &Offer{Provider: f.VPC.VPC.Provider, Region: f.VPC.VPC.Region}
+	}
+	return nil
 }
 
 // reclaim takes back up to n members of fleet whose release for scale-down
@@ -102,14 +261,22 @@ func (m *Manager) plans() []fleetPlan {
 // creating new ones. It returns how many it took back. m.mu held.
 func (m *Manager) reclaim(fleet string, n int, now time.Time) int {
 	taken := 0
-	for _, r := range m.sortedRecords() {
+	var cands []*InstanceRecord
+	for _, r := range m.byFleet[fleet] {
+		if r.Termination != nil && r.Instance.Status == StatusTerminating {
+			cands = append(cands, r)
+		}
+	}
+	sortRecords(cands)
+	for _, r := range cands {
 		t := r.Termination
 		if taken == n || r.Instance.Fleet != fleet || t == nil || r.Instance.Status != StatusTerminating ||
-			t.Attempts > 0 || !t.Accepted.IsZero() || !now.Before(t.NotBefore) ||
+			t.Attempts > 0 || !t.Accepted.IsZero() || !now.Before(t.NotBefore) || m.busy("delete/"+r.Instance.RequestID) ||
 			(t.Reason != "scale down" && t.Reason != "idle") {
 			continue
 		}
 		r.Termination = nil
+		delete(m.counts, fleet)
 		switch {
 		case !r.Instance.Ready.IsZero():
 			r.IdleSince = now
@@ -126,13 +293,14 @@ func (m *Manager) reclaim(fleet string, n int, now time.Time) int {
 	return taken
 }
 
-// shrink releases n members: provisioning and booting ones first, then
-// idle ones, newest first; never busy ones. m.mu held.
+// shrink releases n members: creates under way first (released as soon as
+// they answer), then provisioning, booting and idle ones, newest first;
+// never busy ones. m.mu held.
 func (m *Manager) shrink(live []*InstanceRecord, n int, f *FleetRecord, now time.Time) {
-	for _, want := range []Status{StatusProvisioning, StatusBooting, StatusIdle} {
+	for _, want := range []Status{StatusPending, StatusProvisioning, StatusBooting, StatusIdle} {
 		for i := len(live) - 1; i >= 0 && n > 0; i-- {
 			r := live[i]
-			if r.Instance.Status == want && r.Instance.ID != "" && !r.Busy {
+			if r.Instance.Status == want && r.Termination == nil && !r.Busy {
 				m.requestRelease(r, "scale down", m.policyFor(f), now, true)
 				n--
 			}
@@ -140,46 +308,11 @@ func (m *Manager) shrink(live []*InstanceRecord, n int, f *FleetRecord, now time
 	}
 }
 
-// grow creates up to p.need instances, trying offers cheapest first.
-func (m *Manager) grow(ctx context.Context, p fleetPlan) {
-	req := p.spec.Requirements
-	if p.spec.Placement == PlacementCluster {
-		req.Cluster = true
-		if p.anchor != nil {
-			req.Providers, req.Regions = []string{p.anchor.Provider}, []string{p.anchor.Region}
-		}
-	}
-	offers, err := m.catalog.Offers(ctx, req)
-	if err != nil && len(offers) == 0 {
-		m.noOffers(p.spec.Name, err)
-		return
-	}
-	if p.anchor != nil && p.spec.Placement == PlacementCluster {
-		offers = preferType(offers, p.anchor.InstanceType)
-	}
-	offers = m.withoutAvoided(p.spec.Name, offers)
-	if len(offers) == 0 {
-		m.noOffers(p.spec.Name, err)
-		return
-	}
-	for range p.need {
-		if !m.createOne(ctx, p, offers) {
-			return
-		}
-		if p.spec.Placement == PlacementCluster {
-			return // one at a time: the VPC follows the first member
-		}
-	}
-}
-
-// withoutAvoided drops the offers the fleet skips for now.
-func (m *Manager) withoutAvoided(fleet string, offers []Offer) []Offer {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	now := m.clock.Now()
+// withoutAvoided drops the offers the fleet skips for now. m.mu held.
+func (m *Manager) withoutAvoided(fleet string, offers []Offer, now time.Time) []Offer {
 	out := offers[:0:0]
 	for _, o := range offers {
-		if !m.avoided(fleet, o, now) {
+		if _, ok := m.providers[o.Provider]; ok && !m.avoided(fleet, o, now) && !now.Before(m.providerHold[o.Provider]) {
 			out = append(out, o)
 		}
 	}
@@ -202,108 +335,202 @@ func preferType(offers []Offer, typ string) []Offer {
 	return out
 }
 
-func (m *Manager) noOffers(fleet string, err error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
+// noOffers backs a fleet's creates off and says why. m.mu held.
+func (m *Manager) noOffers(f *FleetRecord, matched int, err error, now time.Time) {
+	fleet := f.Spec.Name
 	m.fleetFails[fleet]++
 	wait := backoff(m.fleetFails[fleet], time.Minute, 10*time.Minute)
-	now := m.clock.Now()
 	m.fleetRetry[fleet] = now.Add(wait)
-	e := Event{Type: EventNoOffers, Fleet: fleet, At: now.Add(wait), Message: "no offer could be created; retrying later"}
+	all, _ := m.catalog.peek(Requirements{Providers: f.Spec.Requirements.Providers, IncludeSoldOut: true})
+	msg := fmt.Sprintf("0 of %d offers match (%s); retrying later", len(all), whyNoMatch(all, f.Spec.Requirements))
+	if matched > 0 {
+		msg = fmt.Sprintf("all %d matching offers were refused or are skipped for now; retrying later", matched)
+		if last := m.lastRefusal[fleet]; last != "" {
+			msg = fmt.Sprintf("all %d matching offers were refused or are skipped for now (last refusal: %s); retrying later", matched, last)
+		}
+	}
+	e := Event{Type: EventNoOffers, Fleet: fleet, At: now.Add(wait), Message: msg}
 	if err != nil {
 		e.Err = err.Error()
 	}
 	m.event(e)
 }
 
-// createOne creates one member from the first offer that accepts. It
-// returns false when the fleet should stop growing this pass.
-func (m *Manager) createOne(ctx context.Context, p fleetPlan, offers []Offer) bool {
-	var lastErr error
-	for _, o := range offers {
-		prov := m.providers[o.Provider]
-		if prov == nil {
-			continue
-		}
-		r := m.newPending(p.spec.Name, o)
-		if err := m.flush(ctx); err != nil {
-			m.log.Warn("store write failed before create", "err", err)
-		}
-		req := CreateRequest{Offer: o, Label: Label{Fleet: p.spec.Name, RequestID: r.Instance.RequestID}, SSHKeys: p.spec.SSHKeys}
-		if p.vpcID != "" && p.vpcOwner == o.Provider {
-			req.VPCID = p.vpcID
-		}
-		// Detached: a cancelled caller must not lose the answer of a create
-		// that may already have happened.
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.pol.CreateTimeout)
-		inst, err := prov.Create(cctx, req)
-		cancel()
-		if m.created(r.Instance.RequestID, inst, req.VPCID, err) {
-			return true
-		}
-		if !definiteCreateFailure(err) || errors.Is(err, ErrRateLimited) {
-			return false // uncertain: look it up first; or throttled: next pass
-		}
-		lastErr = err
+// newPending records a member before its create call, so that a crash
+// right after the call still leaves a record to look the label up with.
+// m.mu held.
+func (m *Manager) newPending(f *FleetRecord, o Offer, now time.Time) *InstanceRecord {
+	r := &InstanceRecord{Instance: Instance{Provider: o.Provider, Fleet: f.Spec.Name, Owner: m.owner, RequestID: NewRequestID(),
+		Offer: o, Created: now}, CreateUncertain: true, CreateUncertainSince: now}
+	if f.VPC != nil && !f.VPC.Deleting && f.VPC.VPC.Provider == o.Provider && f.VPC.VPC.ID != "" {
+		r.Instance.VPCID = f.VPC.VPC.ID
 	}
-	m.noOffers(p.spec.Name, lastErr)
-	return false
-}
-
-// newPending records a member before its create call, so a crash right
-// after the call still leaves a record to look the label up with.
-func (m *Manager) newPending(fleet string, o Offer) *InstanceRecord {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	now := m.clock.Now()
-	r := &InstanceRecord{Instance: Instance{Provider: o.Provider, Fleet: fleet, RequestID: NewRequestID(), Offer: o, Created: now},
-		CreateUncertain: true, CreateUncertainSince: now}
-	m.insts[r.Instance.RequestID] = r
+	if o.LabelAfterCreate {
+		r.UnlabelledBefore = m.unlabelledOf(o)
+	}
+	m.addRecord(r)
 	m.setStatus(r, StatusPending, "creating", now)
 	if o.SlowProvisioning {
-		m.event(Event{Type: EventSlowProvisioning, Fleet: fleet, Provider: o.Provider, InstanceID: r.Instance.RequestID,
+		m.event(Event{Type: EventSlowProvisioning, Fleet: f.Spec.Name, Provider: o.Provider, InstanceID: r.Instance.RequestID,
 			Message: fmt.Sprintf("%s is known to provision slowly; deadline %s", o.InstanceType, m.provisionTimeout(o))})
 	}
 	return r
 }
 
-// created applies the outcome of a create call; true on success.
-func (m *Manager) created(reqID string, inst Instance, vpcID string, err error) bool {
+// launchCreates starts the create calls of this step, whose records the
+// Store now holds; when the write failed or ctx ended, the records are
+// dropped (no call was made). m.mu held.
+func (m *Manager) launchCreates(ctx context.Context, recs []*InstanceRecord, storeErr error) {
+	for _, r := range recs {
+		reqID := r.Instance.RequestID
+		if storeErr != nil || ctx.Err() != nil || r.Termination != nil {
+			m.dropPending(reqID)
+			continue
+		}
+		prov := m.providers[r.Instance.Provider]
+		f := m.fleets[r.Instance.Fleet]
+		req := CreateRequest{Offer: r.Instance.Offer, Label: Label{Owner: m.owner, Fleet: r.Instance.Fleet, RequestID: reqID},
+			SSHKeys: slices.Clone(f.Spec.SSHKeys), VPCID: r.Instance.VPCID}
+		m.launch("create/"+reqID, taskCreate, m.pol.CreateTimeout, func(cctx context.Context) func(time.Time) {
+			if why := m.createNotWanted(ctx, reqID); why != "" {
+				return func(time.Time) { m.dropPending(reqID) }
+			}
+			inst, err := prov.Create(cctx, req)
+			return func(now time.Time) { m.createResult(reqID, inst, req.VPCID, err, now) }
+		})
+	}
+}
+
+// createNotWanted checks, right before a create call, the pass's ctx and
+// the current intent (a Delete or a shrink recorded since the plan).
+func (m *Manager) createNotWanted(ctx context.Context, reqID string) string {
+	if ctx.Err() != nil {
+		return "the pass was cancelled"
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	r := m.insts[reqID]
-	now := m.clock.Now()
+	if r == nil || r.Termination != nil {
+		return "released before the call"
+	}
+	m.intents.mu.Lock()
+	_, deleted := m.intents.fleetState(r.Instance.Fleet)
+	for _, op := range m.intents.ops {
+		if op.kind == intentApply && op.spec.Name == r.Instance.Fleet && op.spec.Nodes < m.memberCount(r.Instance.Fleet) {
+			deleted = true
+		}
+	}
+	m.intents.mu.Unlock()
+	if f := m.fleets[r.Instance.Fleet]; f == nil || f.Deleting || deleted {
+		return "the fleet no longer wants it"
+	}
+	return ""
+}
+
+// dropPending forgets a pending record whose create call was never made. m.mu held.
+func (m *Manager) dropPending(reqID string) {
+	m.removeRecord(reqID)
+	delete(m.dirtyI, reqID)
+	m.goneI[reqID] = true
+}
+
+// createResult applies the outcome of a create call (or of finding an
+// uncertain create by its label) against the intent as it is now: a member
+// its fleet no longer wants is released at once. m.mu held.
+func (m *Manager) createResult(reqID string, inst Instance, vpcID string, err error, now time.Time) {
+	r := m.insts[reqID]
+	if r == nil {
+		if err == nil && inst.ID != "" {
+			m.track(inst, reqID, now) // an orphan: released after its grace
+		}
+		return
+	}
 	fleet, provider := r.Instance.Fleet, r.Instance.Provider
 	switch {
+	case err == nil && inst.ID != "":
+		m.created(r, inst, vpcID, now)
+		if f := m.fleets[fleet]; f != nil && len(f.Spec.SSHKeys) > 0 && keyProvider(m.providers[provider]) != nil {
+			m.keysDirty[provider] = true // keys registered: list them
+		}
+		if r.Termination != nil {
+			return // released while the call was under way: the release goes on
+		}
+		if f := m.fleets[fleet]; f == nil || f.Deleting {
+			m.requestRelease(r, "fleet deleted", m.policyFor(f), now, true)
+		} else if m.surplus(fleet) {
+			m.requestRelease(r, "scale down", m.policyFor(f), now, true)
+		}
 	case err == nil:
-		r.CreateUncertain = false
-		r.Instance.ID, r.Instance.ProviderStatus = inst.ID, inst.ProviderStatus
-		r.Instance.PublicIP, r.Instance.PrivateIP, r.Instance.SSH = inst.PublicIP, inst.PrivateIP, inst.SSH
-		r.Instance.VPCID = vpcID
-		if !inst.Created.IsZero() {
-			r.Instance.Created = inst.Created
-		}
-		r.Instance.ReservedUntil = m.reservedUntil(r, now)
-		delete(m.fleetFails, fleet)
-		m.setStatus(r, StatusProvisioning, "created", now)
-		m.event(Event{Type: EventInstanceCreated, Fleet: fleet, Provider: provider, InstanceID: inst.ID,
-			Message: r.Instance.Offer.String(), At: r.Instance.ReservedUntil})
-		if inst.Running() {
-			m.markRunning(r, now)
-		}
-		return true
-	case definiteCreateFailure(err):
-		if errors.Is(err, ErrNoCapacity) {
-			m.avoidOffer(fleet, r.Instance.Offer, now.Add(soldOutPenalty))
-		}
-		delete(m.insts, reqID)
-		m.goneI[reqID] = true
-		m.event(Event{Type: EventOfferSkipped, Fleet: fleet, Provider: provider, Message: r.Instance.Offer.String(), Err: err.Error()})
-	default:
+		err = errors.New("the provider answered without an instance id")
+		fallthrough
+	case !definiteCreateFailure(err):
 		r.Instance.LastError = err.Error()
 		m.dirtyI[reqID] = true
 		m.event(Event{Type: EventCreateUncertain, Fleet: fleet, Provider: provider, InstanceID: reqID, Err: err.Error(),
 			Message: "the create may have happened; looking it up by label before any new create"})
+	default:
+		m.lastRefusal[fleet] = err.Error()
+		switch {
+		case accountRefusal(err):
+			m.holdProvider(provider, err, now)
+		case !errors.Is(err, ErrRateLimited):
+			m.avoidOffer(fleet, r.Instance.Offer, now.Add(soldOutPenalty))
+			delete(m.offerOK, r.Instance.Offer.Key())
+		}
+		m.dropPending(reqID)
+		m.event(Event{Type: EventOfferSkipped, Fleet: fleet, Provider: provider, Message: r.Instance.Offer.String(), Err: err.Error()})
+	}
+}
+
+// accountRefusal reports whether a create was refused for the whole
+// account (key, permission, quota or instance limit, balance), not for one
+// offer: no other offer of the provider would do better.
+func accountRefusal(err error) bool {
+	for _, class := range []error{ErrUnauthorized, ErrForbidden, ErrQuotaExceeded, ErrInsufficientBalance} {
+		if errors.Is(err, class) {
+			return true
+		}
 	}
 	return false
+}
+
+// holdProvider stops a provider's creates after an account-level refusal,
+// backing off from 5 minutes to an hour; one alert per spell. m.mu held.
+func (m *Manager) holdProvider(provider string, err error, now time.Time) {
+	m.holdFails[provider]++
+	until := now.Add(backoff(m.holdFails[provider], 10*time.Minute, time.Hour))
+	if until.After(m.providerHold[provider]) {
+		m.providerHold[provider] = until
+	}
+	if m.holdFails[provider] == 1 {
+		m.event(Event{Type: EventCreatesRefused, Provider: provider, Err: err.Error(), At: until,
+			Message: "the account refused a create; no creates on this provider until the next try, backing off up to an hour"})
+	}
+}
+
+// created fills r from a successful create. m.mu held.
+func (m *Manager) created(r *InstanceRecord, inst Instance, vpcID string, now time.Time) {
+	delete(m.holdFails, r.Instance.Provider)
+	delete(m.providerHold, r.Instance.Provider)
+	m.offerOK[r.Instance.Offer.Key()] = true
+	r.CreateUncertain = false
+	r.Instance.ID, r.Instance.ProviderStatus = inst.ID, inst.ProviderStatus
+	r.Instance.PublicIP, r.Instance.PrivateIP, r.Instance.SSH = inst.PublicIP, inst.PrivateIP, inst.SSH
+	r.Instance.VPCID = vpcID
+	r.Instance.LabelError = inst.LabelError
+	if !inst.Created.IsZero() {
+		r.Instance.Created = inst.Created
+	}
+	r.Instance.ReservedUntil = m.reservedUntil(r, now)
+	m.dirtyI[r.Instance.RequestID] = true
+	delete(m.fleetFails, r.Instance.Fleet)
+	m.event(Event{Type: EventInstanceCreated, Fleet: r.Instance.Fleet, Provider: r.Instance.Provider, InstanceID: inst.ID,
+		Message: r.Instance.RequestID + " → " + inst.ID + " " + r.Instance.Offer.String(), At: r.Instance.ReservedUntil})
+	if r.Termination != nil {
+		return
+	}
+	m.setStatus(r, StatusProvisioning, "created", now)
+	if inst.Running() {
+		m.markRunning(r, now)
+	}
 }

@@ -1,92 +1,9 @@
 package fleet
 
 import (
-	"context"
 	"fmt"
 	"time"
 )
-
-// ReleaseOption tunes one Release call.
-type ReleaseOption func(*releaseOptions)
-
-type releaseOptions struct{ policy ReleasePolicy }
-
-// WithReleasePolicy overrides the fleet's release policy for this release
-// (ReleaseNow forces a release inside the reservation window).
-func WithReleasePolicy(p ReleasePolicy) ReleaseOption {
-	return func(o *releaseOptions) { o.policy = p }
-}
-
-// Release asks for one instance (by provider id or request id) to be
-// released, by its fleet's release policy unless overridden. It returns the
-// earliest time the release will be attempted: now, or the end of the
-// reservation window when the policy waits for it. The instance stays
-// tracked (terminating) until the provider confirms it gone. A fleet that
-// still wants the node replaces it on the next pass.
-func (m *Manager) Release(ctx context.Context, instanceID string, opts ...ReleaseOption) (time.Time, error) {
-	if err := m.load(ctx); err != nil {
-		return time.Time{}, err
-	}
-	var o releaseOptions
-	for _, opt := range opts {
-		opt(&o)
-	}
-	switch o.policy {
-	case "", ReleaseAtReservationEnd, ReleaseNow, ReleaseCompat:
-	default:
-		return time.Time{}, fmt.Errorf("gpufleet: unknown release policy %q", o.policy)
-	}
-	m.mu.Lock()
-	r := m.find(instanceID)
-	if r == nil || r.Instance.Status == StatusTerminated {
-		m.mu.Unlock()
-		return time.Time{}, fmt.Errorf("gpufleet: instance %q (gone or unknown): %w", instanceID, ErrNotFound)
-	}
-	policy := o.policy
-	if policy == "" {
-		policy = m.policyFor(m.fleets[r.Instance.Fleet])
-	}
-	now := m.clock.Now()
-	if r.Termination != nil && o.policy == ReleaseNow && !r.Termination.NotBefore.IsZero() {
-		r.Termination = nil // re-decide: the caller now wants it released at once
-	}
-	at := m.requestRelease(r, "released", policy, now, true)
-	m.mu.Unlock()
-	return at, m.flush(ctx)
-}
-
-// MarkBusy marks a ready instance busy: it is not released for idleness.
-func (m *Manager) MarkBusy(instanceID string) error { return m.mark(instanceID, true) }
-
-// MarkIdle marks a busy instance idle; its idle clock restarts now.
-func (m *Manager) MarkIdle(instanceID string) error { return m.mark(instanceID, false) }
-
-func (m *Manager) mark(instanceID string, busy bool) error {
-	m.mu.Lock()
-	r := m.find(instanceID)
-	if r == nil {
-		m.mu.Unlock()
-		return fmt.Errorf("gpufleet: instance %s: %w", instanceID, ErrNotFound)
-	}
-	st := r.Instance.Status
-	if st != StatusIdle && st != StatusBusy {
-		m.mu.Unlock()
-		return fmt.Errorf("gpufleet: instance %s is %s, not ready", instanceID, st)
-	}
-	now := m.clock.Now()
-	r.Busy = busy
-	if busy {
-		m.setStatus(r, StatusBusy, "marked busy", now)
-		m.event(Event{Type: EventInstanceBusy, Fleet: r.Instance.Fleet, Provider: r.Instance.Provider, InstanceID: r.Instance.ID})
-	} else {
-		r.IdleSince = now
-		m.setStatus(r, StatusIdle, "marked idle", now)
-		m.event(Event{Type: EventInstanceIdle, Fleet: r.Instance.Fleet, Provider: r.Instance.Provider, InstanceID: r.Instance.ID})
-	}
-	m.mu.Unlock()
-	m.deliver()
-	return nil
-}
 
 // find returns the record with this provider id or request id. m.mu held.
 func (m *Manager) find(id string) *InstanceRecord {
@@ -143,10 +60,9 @@ func (m *Manager) requestRelease(r *InstanceRecord, reason string, policy Releas
 		}
 	}
 	r.Termination = t
+	delete(m.counts, inst.Fleet)
 	r.Busy = false
-	if cancel, ok := m.agents[inst.RequestID]; ok {
-		cancel()
-	}
+	m.cancelAgent(inst.RequestID)
 	m.setStatus(r, StatusTerminating, reason, now)
 	if announce {
 		m.event(Event{Type: EventReleaseRequested, Fleet: inst.Fleet, Provider: inst.Provider, InstanceID: idOf(r),
@@ -161,7 +77,9 @@ func (m *Manager) requestRelease(r *InstanceRecord, reason string, policy Releas
 // HourlyReleaseMargin, so a release lands inside the hour already paid.
 func (m *Manager) reservedUntil(r *InstanceRecord, now time.Time) time.Time {
 	o, c := r.Instance.Offer, r.Instance.Created
-	if c.IsZero() {
+	if c.IsZero() || r.CreatedUnknown {
+		// Unknown start (adopted from a list that gives none): the window
+		// is taken as over, since releasing then costs nothing extra.
 		return time.Time{}
 	}
 	g := o.BillingGranularity
@@ -199,6 +117,15 @@ func (m *Manager) setStatus(r *InstanceRecord, s Status, reason string, now time
 		return
 	}
 	r.Instance.Status = s
-	r.Instance.History = append(r.Instance.History, StatusChange{Time: now, Status: s, Reason: reason})
+	delete(m.counts, r.Instance.Fleet)
+	h := append(r.Instance.History, StatusChange{Time: now, Status: s, Reason: reason})
+	if len(h) > MaxHistory { // keep the first change (the create) and the latest
+		h = append(h[:1], h[len(h)-MaxHistory+1:]...)
+	}
+	r.Instance.History = h
 	m.dirtyI[r.Instance.RequestID] = true
 }
+
+// MaxHistory bounds Instance.History: the first status change and the
+// latest ones, 32 in all.
+const MaxHistory = 32

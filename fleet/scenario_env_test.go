@@ -43,9 +43,13 @@ func newEnv(t *testing.T, policy fleet.Policy, simOpts ...sim.Option) *env {
 	return e
 }
 
+// testOwner is the owner of the scenario tests' Managers: a restart with an
+// empty store finds the first Manager's resources by it.
+const testOwner = "t1"
+
 // manager builds a Manager over the env's providers (a restart builds another).
 func (e *env) manager(store fleet.Store) *fleet.Manager {
-	m, err := fleet.NewManager(fleet.Config{Providers: []fleet.Provider{e.vp, e.hp}, Policy: e.policy, Store: store,
+	m, err := fleet.NewManager(fleet.Config{Providers: []fleet.Provider{e.vp, e.hp}, Policy: e.policy, Store: store, Owner: testOwner,
 		OnEvent: func(ev fleet.Event) { e.mu.Lock(); e.events = append(e.events, ev); e.mu.Unlock() }})
 	require.NoError(e.t, err)
 	e.t.Cleanup(m.Close)

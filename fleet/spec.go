@@ -106,11 +106,14 @@ func (s Spec) validate() error {
 	if s.Nodes < 0 || s.MinNodes < 0 || s.IdleTimeout < 0 {
 		return fmt.Errorf("gpufleet: fleet %s: Nodes, MinNodes and IdleTimeout must not be negative", s.Name)
 	}
+	if s.MinNodes > s.Nodes {
+		return fmt.Errorf("gpufleet: fleet %s: MinNodes %d is over Nodes %d", s.Name, s.MinNodes, s.Nodes)
+	}
 	if s.Nodes > MaxNodes {
 		return fmt.Errorf("gpufleet: fleet %s: Nodes %d is over %d", s.Name, s.Nodes, MaxNodes)
 	}
 	if err := s.Requirements.Validate(); err != nil {
-		return fmt.Errorf("gpufleet: fleet %s: %w", s.Name, err)
+		return fmt.Errorf("gpufleet: fleet %s: %w", s.Name, unprefixed(err))
 	}
 	for i, k := range s.SSHKeys {
 		if err := validateAuthorizedKey(k); err != nil {
@@ -152,7 +155,9 @@ func (p Policy) validate() error {
 		"TerminationMinBackoff": p.TerminationMinBackoff, "TerminationMaxBackoff": p.TerminationMaxBackoff,
 		"TerminationAlertAfter": p.TerminationAlertAfter, "CompatGiveUp": p.CompatGiveUp, "OrphanGrace": p.OrphanGrace,
 		"CreateLookupGrace": p.CreateLookupGrace, "HourlyReleaseMargin": p.HourlyReleaseMargin,
-		"MinuteReleaseMargin": p.MinuteReleaseMargin, "CreateTimeout": p.CreateTimeout, "CallTimeout": p.CallTimeout} {
+		"MinuteReleaseMargin": p.MinuteReleaseMargin, "CreateTimeout": p.CreateTimeout, "CallTimeout": p.CallTimeout,
+		"VisibilityGrace": p.VisibilityGrace, "HistoryRetention": p.HistoryRetention, "DriftCheckInterval": p.DriftCheckInterval,
+		"AgentCheckInterval": p.AgentCheckInterval} {
 		if d < 0 {
 			return fmt.Errorf("gpufleet: Policy.%s must not be negative", name)
 		}
@@ -165,7 +170,12 @@ func (p Policy) validate() error {
 	default:
 		return fmt.Errorf("gpufleet: Policy.Release: unknown release policy %q", p.Release)
 	}
-	if p.VPCAttachAttempts < 0 || p.Parallelism < 0 || p.MaxDeadlineMisses < 0 {
+	switch p.OnStopped {
+	case "", OnStoppedReplace, OnStoppedRestart:
+	default:
+		return fmt.Errorf("gpufleet: Policy.OnStopped: unknown value %q", p.OnStopped)
+	}
+	if p.VPCAttachAttempts < 0 || p.Parallelism < 0 || p.MaxDeadlineMisses < 0 || p.MaxConcurrentCreates < 0 || p.AgentCheckFailures < 0 {
 		return fmt.Errorf("gpufleet: Policy counts must not be negative")
 	}
 	return nil
@@ -215,16 +225,47 @@ type Policy struct {
 	// VPCAttachAttempts bounds the attach retries of "Unable to attach VPC"
 	// before the instance goes on without the VPC, with a warning (10).
 	VPCAttachAttempts int
-	// Parallelism bounds concurrent provider calls in one pass (8).
+	// Parallelism bounds the provider calls under way at once besides
+	// creates, lists and agent starts (8).
 	Parallelism int
 	// MaxDeadlineMisses stops a fleet's creates after this many instances
 	// in a row missed their deadline (3): each may have paid a minimum. An
 	// offer whose minimum reservation is over an hour (Hot Aisle bare metal,
 	// 8 h prepaid) stalls its fleet at the first miss.
 	MaxDeadlineMisses int
-	// CallTimeout bounds one list, get or delete call of a pass (90 s), so
-	// that one hanging call cannot stall every fleet.
+	// CallTimeout bounds every provider call but creates: lists, gets,
+	// deletes, labels, VPC create, attach and delete, SSH key calls (90 s).
+	// Calls run as tasks of the Manager, so even a call that hangs until
+	// then delays no other work.
 	CallTimeout time.Duration
+	// MaxConcurrentCreates bounds the create calls under way at once (4);
+	// they also share the clients' rate limiter.
+	MaxConcurrentCreates int
+	// VisibilityGrace is how long after its create a server that lists and
+	// gets miss is taken as not yet visible rather than gone (3 min): new
+	// servers can be missing from lists and answer 404 for a while.
+	VisibilityGrace time.Duration
+	// DriftCheckInterval is how often a running instance's provider listing
+	// is read to notice drift: stopped, deleted or relabelled out of band
+	// (10 min). One listing serves every instance of a provider and kind.
+	DriftCheckInterval time.Duration
+	// OnStopped says what to do with an instance stopped out of band
+	// (OnStoppedReplace by default).
+	OnStopped OnStopped
+	// AgentCheckInterval is how often a ready instance's agent is checked
+	// (5 min); AgentCheckFailures failed checks in a row (3) release and
+	// replace the instance, each failure restarting the agent first.
+	AgentCheckInterval time.Duration
+	AgentCheckFailures int
+	// RebuyHoldOff turns off the re-buy hold: by default an idle instance
+	// whose minimum reservation has ended (Hot Aisle) is kept idle as long as
+	// a replacement's minimum would cost, since a job arriving meanwhile
+	// would otherwise buy a whole new minimum; with it, IdleTimeout alone
+	// decides once the minimum is paid.
+	RebuyHoldOff bool
+	// HistoryRetention is how long terminated records are kept (for
+	// Instances and reports) before they are pruned (24 h).
+	HistoryRetention time.Duration
 }
 
 func (p Policy) withDefaults() Policy {
@@ -257,5 +298,18 @@ func (p Policy) withDefaults() Policy {
 		p.MaxDeadlineMisses = 3
 	}
 	def(&p.CallTimeout, 90*time.Second)
+	if p.MaxConcurrentCreates <= 0 {
+		p.MaxConcurrentCreates = 4
+	}
+	def(&p.VisibilityGrace, 3*time.Minute)
+	def(&p.HistoryRetention, 24*time.Hour)
+	def(&p.DriftCheckInterval, 10*time.Minute)
+	def(&p.AgentCheckInterval, 5*time.Minute)
+	if p.AgentCheckFailures <= 0 {
+		p.AgentCheckFailures = 3
+	}
+	if p.OnStopped == "" {
+		p.OnStopped = OnStoppedReplace
+	}
 	return p
 }

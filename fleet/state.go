@@ -3,7 +3,9 @@ package fleet
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
+	"time"
 )
 
 // load reads the store once.
@@ -39,14 +41,16 @@ func (m *Manager) load(ctx context.Context) error {
 	for _, r := range insts {
 		if _, ok := m.insts[r.Instance.RequestID]; !ok {
 			r := r
-			m.insts[r.Instance.RequestID] = &r
+			m.addRecord(&r)
 		}
 	}
 	m.loaded = true
 	return nil
 }
 
-// flush writes the changed records to the store and delivers pending events.
+// flush writes the changed records to the store and delivers pending
+// events. A write that fails stays dirty and is retried by the next flush
+// (EventStoreWriteFailed says so once per failing spell).
 func (m *Manager) flush(ctx context.Context) error {
 	m.mu.Lock()
 	var fleets []FleetRecord
@@ -74,20 +78,88 @@ func (m *Manager) flush(ctx context.Context) error {
 	clear(m.goneI)
 	m.mu.Unlock()
 	var errs []error
+	var failF, failI, failGoneF, failGoneI []string
+	wroteF, wroteI := map[string]int64{}, map[string]int64{} // version written against
 	for _, f := range fleets {
-		errs = append(errs, m.store.PutFleet(ctx, f))
+		if err := m.store.PutFleet(ctx, f); err != nil {
+			errs, failF = append(errs, err), append(failF, f.Spec.Name)
+		} else {
+			wroteF[f.Spec.Name] = f.Version
+		}
 	}
 	for _, r := range insts {
-		errs = append(errs, m.store.PutInstance(ctx, r))
+		if err := m.store.PutInstance(ctx, r); err != nil {
+			errs, failI = append(errs, err), append(failI, r.Instance.RequestID)
+		} else {
+			wroteI[r.Instance.RequestID] = r.Version
+		}
 	}
 	for _, name := range goneF {
-		errs = append(errs, m.store.DeleteFleet(ctx, name))
+		if err := m.store.DeleteFleet(ctx, name); err != nil {
+			errs, failGoneF = append(errs, err), append(failGoneF, name)
+		}
 	}
 	for _, id := range goneI {
-		errs = append(errs, m.store.DeleteInstance(ctx, id))
+		if err := m.store.DeleteInstance(ctx, id); err != nil {
+			errs, failGoneI = append(errs, err), append(failGoneI, id)
+		}
 	}
+	err := errors.Join(errs...)
+	m.mu.Lock()
+	// The store now holds Version+1: the next write goes against it.
+	for name, v := range wroteF {
+		if f, ok := m.fleets[name]; ok && f.Version == v {
+			f.Version++
+		}
+	}
+	for id, v := range wroteI {
+		if r, ok := m.insts[id]; ok && r.Version == v {
+			r.Version++
+		}
+	}
+	for _, name := range failF {
+		if _, ok := m.fleets[name]; ok {
+			m.dirtyF[name] = true
+		}
+	}
+	for _, id := range failI {
+		if _, ok := m.insts[id]; ok {
+			m.dirtyI[id] = true
+		}
+	}
+	for _, name := range failGoneF {
+		m.goneF[name] = true
+	}
+	for _, id := range failGoneI {
+		m.goneI[id] = true
+	}
+	switch {
+	case err != nil && !m.storeFailing:
+		m.storeFailing = true
+		m.event(Event{Type: EventStoreWriteFailed, Err: err.Error(), Message: fmt.Sprintf(
+			"%d record writes failed; kept and retried at the next step", len(errs))})
+	case err == nil && m.storeFailing:
+		m.storeFailing = false
+		m.event(Event{Type: EventStoreWriteFailed, Message: "the store accepts writes again"})
+	}
+	m.mu.Unlock()
 	m.deliver()
-	return errors.Join(errs...)
+	return err
+}
+
+// prune forgets terminated records older than Policy.HistoryRetention. m.mu held.
+func (m *Manager) prune(now time.Time) {
+	for id, r := range m.insts {
+		if r.Instance.Status != StatusTerminated || len(r.Instance.History) == 0 {
+			continue
+		}
+		if now.Sub(r.Instance.History[len(r.Instance.History)-1].Time) >= m.pol.HistoryRetention {
+			m.removeRecord(id)
+			delete(m.dirtyI, id)
+			delete(m.agentNext, id)
+			m.goneI[id] = true
+		}
+	}
 }
 
 // event queues an event for delivery. m.mu held.
@@ -124,6 +196,41 @@ func (m *Manager) deliver() {
 			}
 		}
 	}
+}
+
+// addRecord tracks r (by request id, and in its fleet's index). m.mu held.
+func (m *Manager) addRecord(r *InstanceRecord) {
+	id := r.Instance.RequestID
+	delete(m.counts, r.Instance.Fleet)
+	m.insts[id] = r
+	idx := m.byFleet[r.Instance.Fleet]
+	if idx == nil {
+		idx = map[string]*InstanceRecord{}
+		m.byFleet[r.Instance.Fleet] = idx
+	}
+	idx[id] = r
+}
+
+// removeRecord forgets a record. m.mu held.
+func (m *Manager) removeRecord(id string) {
+	if r := m.insts[id]; r != nil {
+		delete(m.counts, r.Instance.Fleet)
+		delete(m.byFleet[r.Instance.Fleet], id)
+		if len(m.byFleet[r.Instance.Fleet]) == 0 {
+			delete(m.byFleet, r.Instance.Fleet)
+		}
+	}
+	delete(m.insts, id)
+}
+
+// sortRecords sorts records oldest first (ties by request id).
+func sortRecords(out []*InstanceRecord) {
+	slices.SortFunc(out, func(a, b *InstanceRecord) int {
+		if c := a.Instance.Created.Compare(b.Instance.Created); c != 0 {
+			return c
+		}
+		return compareStrings(a.Instance.RequestID, b.Instance.RequestID)
+	})
 }
 
 // sortedRecords returns the records oldest first. m.mu held.

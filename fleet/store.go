@@ -21,11 +21,16 @@ type FleetRecord struct {
 	Stalled bool
 	Created time.Time
 	VPC     *VPCRecord // the fleet's VPC (cluster placement), nil when none
+	Version int64      // writes since the record was created: set by the Store on read, checked on write (0: new)
 }
 
 // VPCRecord tracks a fleet's VPC until the provider confirms it deleted.
 type VPCRecord struct {
-	VPC         VPC
+	VPC VPC
+	// Pending is set from before the create call until its answer or a
+	// label lookup gives the VPC's id; VPC.RequestID names the create.
+	Pending     bool
+	Since       time.Time // when the create was decided
 	Deleting    bool
 	Attempts    int
 	NextAttempt time.Time
@@ -56,22 +61,40 @@ type InstanceRecord struct {
 	// resource may exist under its label. Since is when that was noticed.
 	CreateUncertain      bool
 	CreateUncertainSince time.Time
+	// CreatedUnknown is set for an instance adopted from a list that gives
+	// no creation time (Hot Aisle): Instance.Created is when it was first
+	// seen, and its reservation window is taken as over.
+	CreatedUnknown bool
+	// UnlabelledBefore lists the provider's unlabelled instances of the same
+	// type seen before the create call (offers with LabelAfterCreate): an
+	// instance not in it that appears unlabelled is this create's.
+	UnlabelledBefore []string
 
 	Busy         bool
 	RunningSince time.Time // the provider first said running
 	IdleSince    time.Time // ready, or last MarkIdle
 	AgentTries   int
-	VPCTries     int       // "Unable to attach VPC" failures (bounded by VPCAttachAttempts)
-	VPCAttempts  int       // every attach attempt, for the backoff
-	VPCNext      time.Time // no attach attempt before this
-	VPCDone      bool      // attached and confirmed, or given up with a warning
-	Orphan       bool      // labelled, but no fleet claims it
-	OrphanSince  time.Time
+	// AgentCheckFails counts failed agent checks in a row after ready.
+	AgentCheckFails int
+	VPCTries        int       // "Unable to attach VPC" failures (bounded by VPCAttachAttempts)
+	VPCAttempts     int       // every attach attempt, for the backoff
+	VPCNext         time.Time // no attach attempt before this
+	VPCDone         bool      // attached and confirmed, or given up with a warning
+	Orphan          bool      // labelled, but no fleet claims it
+	OrphanSince     time.Time
+	Version         int64 // writes since the record was created: set by the Store on read, checked on write (0: new)
 }
 
 // Store keeps the Manager's records so that a restarted Manager resumes
 // where it stopped. Implementations must be safe for concurrent use and must
 // copy what they are given and what they return.
+//
+// Writes are conditional: PutFleet and PutInstance store the record only
+// when its Version equals the stored one's (0 when none is stored), and the
+// stored record then has Version+1; otherwise they return an error that
+// answers errors.Is for ErrStaleWrite and store nothing. Reads return each
+// record with its stored Version. Deletes are unconditional, and deleting
+// an absent record is not an error.
 type Store interface {
 	PutFleet(ctx context.Context, f FleetRecord) error
 	DeleteFleet(ctx context.Context, name string) error
@@ -79,6 +102,11 @@ type Store interface {
 	PutInstance(ctx context.Context, r InstanceRecord) error
 	DeleteInstance(ctx context.Context, requestID string) error
 	Instances(ctx context.Context) ([]InstanceRecord, error)
+	// Meta reads a small named value (ok false when absent); MetaOwner
+	// holds the Manager's owner id.
+	Meta(ctx context.Context, key string) (value string, ok bool, err error)
+	// PutMeta stores a small named value.
+	PutMeta(ctx context.Context, key, value string) error
 }
 
 // MemoryStore is the default Store: records in memory, lost with the process.
@@ -86,18 +114,41 @@ type MemoryStore struct {
 	mu        sync.Mutex
 	fleets    map[string]FleetRecord
 	instances map[string]InstanceRecord
+	meta      map[string]string
 }
 
 // NewMemoryStore returns an empty MemoryStore.
 func NewMemoryStore() *MemoryStore {
-	return &MemoryStore{fleets: map[string]FleetRecord{}, instances: map[string]InstanceRecord{}}
+	return &MemoryStore{fleets: map[string]FleetRecord{}, instances: map[string]InstanceRecord{}, meta: map[string]string{}}
 }
 
-// PutFleet stores f, replacing any record of the same name.
+// Meta reads a named value.
+func (s *MemoryStore) Meta(_ context.Context, key string) (string, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v, ok := s.meta[key]
+	return v, ok, nil
+}
+
+// PutMeta stores a named value.
+func (s *MemoryStore) PutMeta(_ context.Context, key, value string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.meta[key] = value
+	return nil
+}
+
+// PutFleet stores f, replacing the record of the same name, when f.Version
+// is the stored one's; otherwise it returns a *StaleWriteError.
 func (s *MemoryStore) PutFleet(_ context.Context, f FleetRecord) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.fleets[f.Spec.Name] = cloneFleet(f)
+	if err := checkVersion("fleet", f.Spec.Name, f.Version, s.fleets[f.Spec.Name].Version); err != nil {
+		return err
+	}
+	f = cloneFleet(f)
+	f.Version++
+	s.fleets[f.Spec.Name] = f
 	return nil
 }
 
@@ -121,11 +172,18 @@ func (s *MemoryStore) Fleets(context.Context) ([]FleetRecord, error) {
 	return out, nil
 }
 
-// PutInstance stores r under its request id.
+// PutInstance stores r under its request id when r.Version is the stored
+// one's; otherwise it returns a *StaleWriteError.
 func (s *MemoryStore) PutInstance(_ context.Context, r InstanceRecord) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.instances[r.Instance.RequestID] = cloneInstance(r)
+	id := r.Instance.RequestID
+	if err := checkVersion("instance", id, r.Version, s.instances[id].Version); err != nil {
+		return err
+	}
+	r = cloneInstance(r)
+	r.Version++
+	s.instances[id] = r
 	return nil
 }
 
@@ -175,6 +233,7 @@ func cloneSpec(s Spec) Spec {
 
 func cloneInstance(r InstanceRecord) InstanceRecord {
 	r.Instance = cloneInst(r.Instance)
+	r.UnlabelledBefore = slices.Clone(r.UnlabelledBefore)
 	if r.Termination != nil {
 		t := *r.Termination
 		r.Termination = &t

@@ -5,79 +5,106 @@ import (
 	"errors"
 	"fmt"
 	"time"
-
-	"golang.org/x/sync/errgroup"
 )
 
 // reDeleteAfter: a release the provider accepted but that is still listed
 // this long after is attempted again.
 const reDeleteAfter = 5 * time.Minute
 
-type deleteJob struct {
-	reqID, provider, id string
-	force               bool
-}
+// confirmAfter: an accepted release is checked with a Get this long after
+// (Vultr destroys a server within a minute of the accepted delete).
+const confirmAfter = time.Minute
 
-// terminate attempts the releases that are due, concurrently, and closes
-// records only when the provider confirms the instance gone.
-func (m *Manager) terminate(ctx context.Context) {
-	jobs := m.dueReleases()
-	errs := make([]error, len(jobs))
-	goneAfter := make([]bool, len(jobs))
-	var g errgroup.Group
-	g.SetLimit(m.pol.Parallelism)
-	for i, j := range jobs {
-		g.Go(func() error {
-			p := m.providers[j.provider]
-			cctx, cancel := context.WithTimeout(ctx, m.pol.CallTimeout)
-			defer cancel()
-			errs[i] = p.Delete(cctx, j.id, DeleteOptions{Force: j.force})
-			if errs[i] == nil {
-				_, gerr := p.Get(cctx, j.id)
-				goneAfter[i] = errors.Is(gerr, ErrNotFound)
-			}
-			return nil
-		})
-	}
-	_ = g.Wait()
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	now := m.clock.Now()
-	for i, j := range jobs {
-		if r := m.insts[j.reqID]; r != nil && r.Instance.Status == StatusTerminating {
-			m.releaseResult(r, errs[i], goneAfter[i], now)
-		}
-	}
-}
-
-// dueReleases lists the delete calls to make now; records that never got a
-// resource are closed here. m.mu not held.
-func (m *Manager) dueReleases() []deleteJob {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	now := m.clock.Now()
-	var jobs []deleteJob
-	for id, r := range m.insts {
+// launchReleases starts the delete calls that are due, as many as
+// Policy.Parallelism allows; records that never got a resource are closed
+// here. Each delete is followed by a Get, and only ErrNotFound closes a
+// record. m.mu held.
+func (m *Manager) launchReleases(now time.Time) {
+	for _, r := range m.insts {
 		t := r.Termination
 		if r.Instance.Status != StatusTerminating || t == nil {
 			continue
 		}
+		reqID := r.Instance.RequestID
 		if r.Instance.ID == "" {
 			if !r.CreateUncertain { // never created: nothing to release
 				m.setStatus(r, StatusTerminated, "nothing was created", now)
-				m.event(Event{Type: EventInstanceTerminated, Fleet: r.Instance.Fleet, Provider: r.Instance.Provider, InstanceID: id, Message: "nothing was created"})
+				m.event(Event{Type: EventInstanceTerminated, Fleet: r.Instance.Fleet, Provider: r.Instance.Provider, InstanceID: reqID, Message: "nothing was created"})
 			}
-			continue // uncertain: wait for the label lookup
+			continue // uncertain: the create's answer or the label lookup decides
 		}
-		if now.Before(t.NotBefore) || now.Before(t.NextAttempt) {
+		if m.busy("delete/"+reqID) || m.busy("get/"+reqID) || m.free(taskCall) <= 0 {
 			continue
 		}
-		if !t.Accepted.IsZero() && now.Sub(t.Accepted) < reDeleteAfter {
-			continue // accepted: the next list confirms it gone
+		if !t.Accepted.IsZero() {
+			m.confirmRelease(r, now)
+			continue
 		}
-		jobs = append(jobs, deleteJob{reqID: id, provider: r.Instance.Provider, id: r.Instance.ID, force: t.Force})
+		if now.Before(m.deleteAt(r)) {
+			continue
+		}
+		p, id, force := m.providers[r.Instance.Provider], r.Instance.ID, t.Force
+		m.launch("delete/"+reqID, taskCall, m.pol.CallTimeout, func(ctx context.Context) func(time.Time) {
+			err := p.Delete(ctx, id, DeleteOptions{Force: force})
+			gone := false
+			if err == nil {
+				_, gerr := p.Get(ctx, id)
+				gone = errors.Is(gerr, ErrNotFound)
+			}
+			return func(now time.Time) {
+				if r := m.insts[reqID]; r != nil && r.Instance.Status == StatusTerminating && r.Instance.ID == id {
+					m.releaseResult(r, err, gone, now)
+				}
+			}
+		})
 	}
-	return jobs
+}
+
+// deleteAt is the earliest time a delete of r is worth attempting: its
+// reservation window and backoff, and the offer's delete lock (no attempt
+// while the provider is known to refuse it: before running, and for
+// Offer.DeleteLock after). A server that never runs is deleted from its
+// provisioning deadline on. m.mu held.
+func (m *Manager) deleteAt(r *InstanceRecord) time.Time {
+	t, o := r.Termination, r.Instance.Offer
+	at := maxTime(t.NotBefore, t.NextAttempt)
+	switch {
+	case !r.RunningSince.IsZero():
+		at = maxTime(at, r.RunningSince.Add(o.DeleteLock))
+	case o.DeleteNeedsRunning:
+		at = maxTime(at, r.Instance.Created.Add(m.provisionTimeout(o)))
+	}
+	return at
+}
+
+// confirmRelease checks, with a Get, that an accepted release has taken
+// effect: first a minute after it was accepted, then with backoff; a
+// release still not gone after reDeleteAfter is attempted again. m.mu held.
+func (m *Manager) confirmRelease(r *InstanceRecord, now time.Time) {
+	t := r.Termination
+	if now.Before(t.NextAttempt) {
+		return
+	}
+	if now.Sub(t.Accepted) >= reDeleteAfter {
+		t.Accepted, t.NextAttempt = time.Time{}, time.Time{}
+		m.dirtyI[r.Instance.RequestID] = true
+		return
+	}
+	reqID, id, p := r.Instance.RequestID, r.Instance.ID, m.providers[r.Instance.Provider]
+	m.launch("get/"+reqID, taskCall, m.pol.CallTimeout, func(ctx context.Context) func(time.Time) {
+		_, err := p.Get(ctx, id)
+		return func(now time.Time) {
+			r := m.insts[reqID]
+			if r == nil || r.Instance.Status != StatusTerminating || r.Termination == nil || r.Instance.ID != id {
+				return
+			}
+			if errors.Is(err, ErrNotFound) {
+				m.markGone(r, now)
+				return
+			}
+			r.Termination.NextAttempt = now.Add(time.Minute)
+		}
+	})
 }
 
 // releaseResult applies one delete outcome. m.mu held.
@@ -86,8 +113,9 @@ func (m *Manager) releaseResult(r *InstanceRecord, err error, goneNow bool, now 
 	t.Attempts++
 	m.dirtyI[r.Instance.RequestID] = true
 	switch {
-	case err == nil:
+	case err == nil, errors.Is(err, ErrDeletePending):
 		t.Accepted, t.LastError = now, ""
+		t.NextAttempt = now.Add(confirmAfter)
 		if goneNow {
 			m.markGone(r, now)
 		}
@@ -102,7 +130,7 @@ func (m *Manager) releaseResult(r *InstanceRecord, err error, goneNow bool, now 
 	t.LastError = err.Error()
 	r.Instance.LastError = err.Error()
 	if t.Compat && errors.Is(err, ErrMinReservation) && now.Sub(t.FirstFailure) >= m.pol.CompatGiveUp {
-		m.untrack(r, now)
+		m.untrack(r)
 		return
 	}
 	wait := backoff(t.Attempts, m.pol.TerminationMinBackoff, m.pol.TerminationMaxBackoff)
@@ -119,12 +147,12 @@ func (m *Manager) releaseResult(r *InstanceRecord, err error, goneNow bool, now 
 	}
 }
 
-// untrack gives up on a release (ReleaseCompat only) and says so loudly.
-func (m *Manager) untrack(r *InstanceRecord, now time.Time) {
+// untrack gives up on a release (ReleaseCompat only) and says so loudly. m.mu held.
+func (m *Manager) untrack(r *InstanceRecord) {
 	m.event(Event{Type: EventManualCleanup, Fleet: r.Instance.Fleet, Provider: r.Instance.Provider, InstanceID: r.Instance.ID,
 		At: r.Instance.ReservedUntil, Message: fmt.Sprintf("release of %s %s refused by the minimum reservation for %s; no longer tracked: release it by hand after %s or it keeps billing",
 			r.Instance.Provider, r.Instance.ID, m.pol.CompatGiveUp, r.Instance.ReservedUntil.Format(time.RFC3339))})
-	delete(m.insts, r.Instance.RequestID)
+	m.removeRecord(r.Instance.RequestID)
 	m.goneI[r.Instance.RequestID] = true
 	m.abandoned[r.Instance.Provider+"/"+r.Instance.ID] = true // never adopted again
 }

@@ -10,82 +10,142 @@ import (
 
 // reconcileVPCs gives cluster fleets their VPC after the first member
 // exists (so a failed launch leaks no VPC), attaches members until listing
-// their VPCs confirms it, deletes a fleet's VPC once its members are all
-// confirmed gone, and collects labelled VPCs no fleet claims.
-func (m *Manager) reconcileVPCs(ctx context.Context, obs map[string]*observation) {
-	m.mu.Lock()
-	names := make([]string, 0, len(m.fleets))
-	for name, f := range m.fleets {
-		if f.Spec.Placement == PlacementCluster || f.VPC != nil {
-			names = append(names, name)
+// their VPCs confirms it, and deletes a fleet's VPC once its members are
+// all confirmed gone. m.mu held.
+func (m *Manager) reconcileVPCs(now time.Time) {
+	for _, name := range m.fleetNames() {
+		f := m.fleets[name]
+		switch {
+		case f.VPC == nil:
+			m.planVPC(f, now)
+		case f.VPC.Pending:
+			m.pendingVPC(f, now)
+		default:
+			m.fleetVPC(f, now)
 		}
 	}
-	m.mu.Unlock()
-	slices.Sort(names)
+}
+
+// planVPC records a pending VPC for a cluster fleet whose first member
+// exists; launchVPCCreates makes the call once the Store holds it. m.mu held.
+func (m *Manager) planVPC(f *FleetRecord, now time.Time) {
+	if f.Spec.Placement != PlacementCluster || f.Deleting || now.Before(m.fleetRetry["vpc/"+f.Spec.Name]) {
+		return
+	}
+	first := m.firstVPCMember(f)
+	if first == nil {
+		return
+	}
+	f.VPC = &VPCRecord{VPC: VPC{Provider: first.Provider, Region: first.Offer.Region, Fleet: f.Spec.Name, Owner: m.owner,
+		RequestID: NewRequestID()}, Pending: true, Since: now}
+	m.dirtyF[f.Spec.Name] = true
+	m.vpcCreates = append(m.vpcCreates, f.Spec.Name)
+}
+
+// launchVPCCreates starts the VPC creates planned this step. m.mu held.
+func (m *Manager) launchVPCCreates(ctx context.Context, storeErr error) {
+	names := m.vpcCreates
+	m.vpcCreates = nil
 	for _, name := range names {
-		m.fleetVPC(ctx, name)
-	}
-	m.collectVPCOrphans(ctx, obs)
-}
-
-// vpcMembers returns the fleet's records on provider, split into those
-// still active and all of them. m.mu held.
-func (m *Manager) vpcMembers(fleet, provider string) (active []*InstanceRecord) {
-	for _, r := range m.sortedRecords() {
-		if r.Instance.Fleet == fleet && r.Instance.Provider == provider && r.Instance.Status.Active() {
-			active = append(active, r)
+		f := m.fleets[name]
+		if f == nil || f.VPC == nil || !f.VPC.Pending {
+			continue
 		}
+		if storeErr != nil || ctx.Err() != nil {
+			f.VPC = nil // never called
+			m.dirtyF[name] = true
+			continue
+		}
+		v := f.VPC.VPC
+		vp := m.providers[v.Provider].(VPCProvider)
+		label := Label{Owner: m.owner, Fleet: name, RequestID: v.RequestID}
+		m.launch("vpc/"+name, taskCall, m.pol.CallTimeout, func(ctx context.Context) func(time.Time) {
+			vpc, err := vp.CreateVPC(ctx, v.Region, label)
+			return func(now time.Time) { m.vpcCreated(name, v.RequestID, vpc, err, now) }
+		})
 	}
-	return active
 }
 
-func (m *Manager) fleetVPC(ctx context.Context, name string) {
-	m.mu.Lock()
-	f := m.fleets[name]
-	if f == nil {
-		m.mu.Unlock()
-		return
-	}
-	if f.VPC == nil {
-		first := m.firstVPCMember(f)
-		m.mu.Unlock()
-		if first != nil && !f.Deleting {
-			m.createVPC(ctx, name, *first)
+// vpcCreated applies a VPC create's answer. m.mu held.
+func (m *Manager) vpcCreated(fleet, reqID string, vpc VPC, err error, now time.Time) {
+	f := m.fleets[fleet]
+	if f == nil || f.VPC == nil || !f.VPC.Pending || f.VPC.VPC.RequestID != reqID {
+		if err == nil && vpc.ID != "" { // no longer wanted: collected as an orphan
+			m.orphanVPC(vpc, now)
 		}
 		return
 	}
+	m.dirtyF[fleet] = true
+	switch {
+	case err == nil && vpc.ID != "":
+		m.settleVPC(f, vpc)
+	case err != nil && definiteCreateFailure(err):
+		vpc.Provider = f.VPC.VPC.Provider
+		f.VPC = nil
+		m.fleetFails["vpc/"+fleet]++
+		m.fleetRetry["vpc/"+fleet] = now.Add(backoff(m.fleetFails["vpc/"+fleet], 15*time.Second, 5*time.Minute))
+		m.event(Event{Type: EventVPCUnavailable, Fleet: fleet, Provider: vpc.Provider, Err: err.Error(), Message: "creating the fleet's VPC failed; retrying"})
+	default:
+		if err == nil {
+			err = errors.New("the provider answered without a VPC id")
+		}
+		f.VPC.LastError = err.Error()
+		m.event(Event{Type: EventCreateUncertain, Fleet: fleet, Provider: f.VPC.VPC.Provider, InstanceID: reqID, Err: err.Error(),
+			Message: "the VPC create may have happened; looking it up by label before any new create"})
+	}
+}
+
+// settleVPC makes vpc the fleet's VPC. m.mu held.
+func (m *Manager) settleVPC(f *FleetRecord, vpc VPC) {
+	f.VPC.VPC, f.VPC.Pending, f.VPC.LastError = vpc, false, ""
+	delete(m.orphanVPCs, vpc.ID)
+	delete(m.fleetFails, "vpc/"+f.Spec.Name)
+	m.dirtyF[f.Spec.Name] = true
+	m.event(Event{Type: EventVPCCreated, Fleet: f.Spec.Name, Provider: vpc.Provider, Message: fmt.Sprintf("%s in %s (%s)", vpc.ID, vpc.Region, vpc.Subnet)})
+}
+
+// pendingVPC gives up on an uncertain VPC create that no list has shown
+// within Policy.CreateLookupGrace. m.mu held.
+func (m *Manager) pendingVPC(f *FleetRecord, now time.Time) {
+	if m.busy("vpc/"+f.Spec.Name) || f.VPC.LastError == "" || now.Sub(f.VPC.Since) < m.pol.CreateLookupGrace {
+		return
+	}
+	m.event(Event{Type: EventCreateUnresolved, Fleet: f.Spec.Name, Provider: f.VPC.VPC.Provider, InstanceID: f.VPC.VPC.RequestID,
+		Err: f.VPC.LastError, Message: "no VPC carries this create's label; taken as not created"})
+	f.VPC = nil
+	m.dirtyF[f.Spec.Name] = true
+}
+
+// fleetVPC attaches members and deletes the VPC once no member is active. m.mu held.
+func (m *Manager) fleetVPC(f *FleetRecord, now time.Time) {
 	vrec := f.VPC
-	active := m.vpcMembers(name, vrec.VPC.Provider)
-	var attach []InstanceRecord
-	for _, r := range active {
-		// Vultr refuses attach before the server is active: wait for running.
-		if !r.VPCDone && r.Termination == nil && r.Instance.ID != "" && (r.Instance.Running() || r.Instance.VPCID != "") &&
-			!m.clock.Now().Before(r.VPCNext) {
-			attach = append(attach, cloneInstance(*r))
-		}
-	}
-	deleteNow := len(active) == 0 && !m.clock.Now().Before(vrec.NextAttempt)
-	m.mu.Unlock()
 	vp, _ := m.providers[vrec.VPC.Provider].(VPCProvider)
 	if vp == nil {
 		return
 	}
-	for _, r := range attach {
-		m.attachMember(ctx, vp, r, vrec.VPC.ID)
+	active := 0
+	for _, r := range m.byFleet[f.Spec.Name] {
+		if r.Instance.Provider != vrec.VPC.Provider || !(r.Instance.Status.Active() || r.CreateUncertain) {
+			continue
+		}
+		active++
+		// Vultr refuses attach before the server is active: wait for running.
+		if !r.VPCDone && r.Termination == nil && r.Instance.ID != "" && (r.Instance.Running() || r.Instance.VPCID != "") &&
+			!now.Before(r.VPCNext) && m.free(taskCall) > 0 {
+			m.attachMember(vp, r, vrec.VPC.ID)
+		}
 	}
-	if deleteNow {
-		m.deleteFleetVPC(ctx, vp, name)
+	wanted := f.Spec.Placement == PlacementCluster && !f.Deleting
+	if active == 0 && !wanted && !now.Before(vrec.NextAttempt) && !m.busy("vpcdel/"+f.Spec.Name) {
+		m.deleteFleetVPC(vp, f.Spec.Name, vrec.VPC.ID)
 	}
 }
 
 // firstVPCMember returns a created, live member on a VPC-capable provider
 // of a cluster fleet. m.mu held.
 func (m *Manager) firstVPCMember(f *FleetRecord) *Instance {
-	if f.Spec.Placement != PlacementCluster {
-		return nil
-	}
-	for _, r := range m.sortedRecords() {
-		if r.Instance.Fleet != f.Spec.Name || r.Instance.ID == "" || r.Termination != nil || !r.Instance.Status.Active() {
+	for _, r := range m.members(f.Spec.Name) {
+		if r.Instance.ID == "" {
 			continue
 		}
 		if _, ok := m.providers[r.Instance.Provider].(VPCProvider); ok && r.Instance.Offer.SupportsVPC {
@@ -96,44 +156,34 @@ func (m *Manager) firstVPCMember(f *FleetRecord) *Instance {
 	return nil
 }
 
-func (m *Manager) createVPC(ctx context.Context, fleet string, first Instance) {
-	vp := m.providers[first.Provider].(VPCProvider)
-	vpc, err := vp.CreateVPC(ctx, first.Offer.Region, Label{Fleet: fleet, RequestID: NewRequestID()})
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if err != nil {
-		m.event(Event{Type: EventVPCUnavailable, Fleet: fleet, Provider: first.Provider, Err: err.Error(), Message: "creating the fleet's VPC failed; retrying next pass"})
-		return
-	}
-	if f := m.fleets[fleet]; f != nil {
-		f.VPC = &VPCRecord{VPC: vpc}
-		m.dirtyF[fleet] = true
-	}
-	m.event(Event{Type: EventVPCCreated, Fleet: fleet, Provider: first.Provider, Message: fmt.Sprintf("%s in %s (%s)", vpc.ID, vpc.Region, vpc.Subnet)})
+// attachMember attaches one member (unless it was attached at create) and
+// confirms it by listing the member's VPCs. m.mu held.
+func (m *Manager) attachMember(vp VPCProvider, r *InstanceRecord, vpcID string) {
+	reqID, id, attached := r.Instance.RequestID, r.Instance.ID, r.Instance.VPCID == vpcID
+	m.launch("attach/"+reqID, taskCall, m.pol.CallTimeout, func(ctx context.Context) func(time.Time) {
+		var err error
+		if !attached {
+			err = vp.AttachVPC(ctx, id, vpcID)
+		}
+		confirmed := false
+		if err == nil {
+			ids, lerr := vp.InstanceVPCs(ctx, id)
+			confirmed = lerr == nil && slices.Contains(ids, vpcID)
+		}
+		return func(now time.Time) { m.attached(reqID, vpcID, confirmed, err, now) }
+	})
 }
 
-// attachMember attaches one member (unless it was attached at create) and
-// confirms it by listing the member's VPCs.
-func (m *Manager) attachMember(ctx context.Context, vp VPCProvider, r InstanceRecord, vpcID string) {
-	var err error
-	if r.Instance.VPCID != vpcID {
-		err = vp.AttachVPC(ctx, r.Instance.ID, vpcID)
-	}
-	confirmed := false
-	if err == nil {
-		ids, lerr := vp.InstanceVPCs(ctx, r.Instance.ID)
-		confirmed = lerr == nil && slices.Contains(ids, vpcID)
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	rec := m.insts[r.Instance.RequestID]
-	if rec == nil {
+// attached applies an attach outcome. m.mu held.
+func (m *Manager) attached(reqID, vpcID string, confirmed bool, err error, now time.Time) {
+	rec := m.insts[reqID]
+	if rec == nil || rec.VPCDone {
 		return
 	}
-	m.dirtyI[rec.Instance.RequestID] = true
+	m.dirtyI[reqID] = true
 	if !confirmed {
 		rec.VPCAttempts++
-		rec.VPCNext = m.clock.Now().Add(backoff(rec.VPCAttempts, 15*time.Second, time.Minute))
+		rec.VPCNext = now.Add(backoff(rec.VPCAttempts, 15*time.Second, time.Minute))
 	}
 	ev := Event{Fleet: rec.Instance.Fleet, Provider: rec.Instance.Provider, InstanceID: rec.Instance.ID}
 	switch {
@@ -155,109 +205,29 @@ func (m *Manager) attachMember(ctx context.Context, vp VPCProvider, r InstanceRe
 	}
 }
 
-// deleteFleetVPC deletes the fleet's VPC once no member is active,
-// retrying while the provider still counts servers attached.
-func (m *Manager) deleteFleetVPC(ctx context.Context, vp VPCProvider, fleet string) {
-	m.mu.Lock()
-	f := m.fleets[fleet]
-	if f == nil || f.VPC == nil {
-		m.mu.Unlock()
-		return
-	}
-	id := f.VPC.VPC.ID
-	f.VPC.Deleting = true
-	m.mu.Unlock()
-	err := vp.DeleteVPC(ctx, id)
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	now := m.clock.Now()
-	m.dirtyF[fleet] = true
-	if err == nil || errors.Is(err, ErrNotFound) {
-		f.VPC = nil
-		m.deletedVPCs[id] = true // this pass's list still shows it
-		m.event(Event{Type: EventVPCDeleted, Fleet: fleet, Provider: vp.(Provider).Name(), Message: id})
-		return
-	}
-	f.VPC.Attempts++
-	f.VPC.LastError = err.Error()
-	f.VPC.NextAttempt = now.Add(backoff(f.VPC.Attempts, 10*time.Second, 2*time.Minute))
-	m.event(Event{Type: EventVPCDeleteRetry, Fleet: fleet, Provider: vp.(Provider).Name(), Err: err.Error(), At: f.VPC.NextAttempt, Message: id})
-}
-
-// collectVPCOrphans deletes labelled VPCs that no fleet claims, after
-// OrphanGrace; unlabelled VPCs are never touched.
-func (m *Manager) collectVPCOrphans(ctx context.Context, obs map[string]*observation) {
-	type job struct {
-		vp VPCProvider
-		id string
-	}
-	var jobs []job
-	m.mu.Lock()
-	now := m.clock.Now()
-	for name, o := range obs {
-		vp, ok := m.providers[name].(VPCProvider)
-		if !ok || !o.vpcsOK {
-			continue
-		}
-		for _, v := range o.vpcs {
-			if m.deletedVPCs[v.ID] {
-				continue
+// deleteFleetVPC deletes the fleet's VPC, retrying while the provider
+// still counts servers attached. m.mu held.
+func (m *Manager) deleteFleetVPC(vp VPCProvider, fleet, id string) {
+	m.launch("vpcdel/"+fleet, taskCall, m.pol.CallTimeout, func(ctx context.Context) func(time.Time) {
+		err := vp.DeleteVPC(ctx, id)
+		return func(now time.Time) {
+			f := m.fleets[fleet]
+			if f == nil || f.VPC == nil || f.VPC.VPC.ID != id {
+				return
 			}
-			if v.Fleet == "" || m.claimedVPC(v) {
-				delete(m.orphanVPCs, v.ID)
-				continue
+			m.dirtyF[fleet] = true
+			if err == nil || errors.Is(err, ErrNotFound) {
+				f.VPC = nil
+				m.deletedVPCs[id] = now // lists may still show it for a while
+				m.event(Event{Type: EventVPCDeleted, Fleet: fleet, Provider: vp.(Provider).Name(), Message: id})
+				return
 			}
-			rec, seen := m.orphanVPCs[v.ID]
-			if !seen {
-				rec = &VPCRecord{VPC: v, NextAttempt: now.Add(m.pol.OrphanGrace)}
-				m.orphanVPCs[v.ID] = rec
-				m.event(Event{Type: EventOrphanFound, Fleet: v.Fleet, Provider: name, InstanceID: v.ID, At: rec.NextAttempt, Message: "VPC labelled for a fleet that does not claim it"})
-			}
-			if !now.Before(rec.NextAttempt) {
-				jobs = append(jobs, job{vp, v.ID})
-			}
+			f.VPC.Attempts++
+			f.VPC.LastError = err.Error()
+			f.VPC.NextAttempt = now.Add(backoff(f.VPC.Attempts, 10*time.Second, 2*time.Minute))
+			m.event(Event{Type: EventVPCDeleteRetry, Fleet: fleet, Provider: vp.(Provider).Name(), Err: err.Error(), At: f.VPC.NextAttempt, Message: id})
 		}
-	}
-	m.pruneDeletedVPCs(obs)
-	m.mu.Unlock()
-	for _, j := range jobs {
-		err := j.vp.DeleteVPC(ctx, j.id)
-		m.mu.Lock()
-		rec := m.orphanVPCs[j.id]
-		if err == nil || errors.Is(err, ErrNotFound) {
-			delete(m.orphanVPCs, j.id)
-			m.event(Event{Type: EventVPCDeleted, Fleet: rec.VPC.Fleet, Provider: rec.VPC.Provider, Message: j.id + " (orphan)"})
-		} else {
-			rec.Attempts++
-			rec.NextAttempt = m.clock.Now().Add(backoff(rec.Attempts, 10*time.Second, 2*time.Minute))
-			m.event(Event{Type: EventVPCDeleteRetry, Fleet: rec.VPC.Fleet, Provider: rec.VPC.Provider, Err: err.Error(), At: rec.NextAttempt, Message: j.id + " (orphan)"})
-		}
-		m.mu.Unlock()
-	}
-}
-
-// pruneDeletedVPCs forgets deleted VPCs that the lists no longer show. m.mu held.
-func (m *Manager) pruneDeletedVPCs(obs map[string]*observation) {
-	listed := map[string]bool{}
-	for _, o := range obs {
-		if !o.vpcsOK {
-			return // cannot tell yet
-		}
-		for _, v := range o.vpcs {
-			listed[v.ID] = true
-		}
-	}
-	for id := range m.deletedVPCs {
-		if !listed[id] {
-			delete(m.deletedVPCs, id)
-		}
-	}
-}
-
-// claimedVPC reports whether a fleet owns v. m.mu held.
-func (m *Manager) claimedVPC(v VPC) bool {
-	f := m.fleets[v.Fleet]
-	return f != nil && f.VPC != nil && f.VPC.VPC.ID == v.ID
+	})
 }
 
 // finishFleets forgets deleted fleets once nothing of theirs may bill. m.mu held.
@@ -273,12 +243,13 @@ func (m *Manager) finishFleets(now time.Time) {
 				break
 			}
 		}
-		if busy {
+		if busy || m.keysLeft(name, now) {
 			continue
 		}
 		delete(m.fleets, name)
 		delete(m.keyedAgents, name)
+		delete(m.dirtyF, name)
 		m.goneF[name] = true
-		m.event(Event{Type: EventFleetDeleted, Fleet: name, Time: now, Message: "every instance (and the VPC, if any) is confirmed gone"})
+		m.event(Event{Type: EventFleetDeleted, Fleet: name, Time: now, Message: "every instance (and the VPC and SSH keys, if any) is confirmed gone"})
 	}
 }

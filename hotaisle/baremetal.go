@@ -47,7 +47,8 @@ const (
 	OSFailed    = "failed"
 )
 
-// UnmarshalJSON decodes leniently (see flexTime).
+// UnmarshalJSON decodes leniently: a date-time that is "", null or not
+// RFC 3339 is the zero time.
 func (s *OSStatus) UnmarshalJSON(b []byte) error {
 	type plain OSStatus
 	v := struct {
@@ -122,7 +123,7 @@ func (c *Client) ReserveBareMetal(ctx context.Context, r BareMetalReservation) (
 		return nil, err
 	}
 	var bm BareMetal
-	if err := c.do(ctx, http.MethodPost, p, nil, r, &bm); err != nil {
+	if err := c.object(ctx, http.MethodPost, p, nil, r, &bm, "server name", func() bool { return bm.Name != "" }); err != nil {
 		return nil, err
 	}
 	return &bm, nil
@@ -136,7 +137,7 @@ func (c *Client) GetBareMetal(ctx context.Context, name string) (*BareMetal, err
 		return nil, err
 	}
 	var bm BareMetal
-	if err := c.do(ctx, http.MethodGet, p, nil, nil, &bm); err != nil {
+	if err := c.object(ctx, http.MethodGet, p, nil, nil, &bm, "server name", func() bool { return bm.Name != "" }); err != nil {
 		return nil, err
 	}
 	return &bm, nil
@@ -148,11 +149,7 @@ func (c *Client) ListBareMetal(ctx context.Context) ([]BareMetal, error) {
 	if err != nil {
 		return nil, err
 	}
-	var out []BareMetal
-	if err := c.do(ctx, http.MethodGet, p, nil, nil, &out); err != nil {
-		return nil, err
-	}
-	return out, nil
+	return list(ctx, c, p, "server name", serverName)
 }
 
 // GetBareMetalPower returns PowerOn or PowerOff: GET .../bare_metal/{server}/power/.
@@ -164,7 +161,7 @@ func (c *Client) GetBareMetalPower(ctx context.Context, name string) (string, er
 	var st struct {
 		State string `json:"state"`
 	}
-	if err := c.do(ctx, http.MethodGet, p, nil, nil, &st); err != nil {
+	if err := c.object(ctx, http.MethodGet, p, nil, nil, &st, "state", func() bool { return st.State != "" }); err != nil {
 		return "", err
 	}
 	return st.State, nil

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gpufleet/gpufleet/fleet"
 	"github.com/gpufleet/gpufleet/internal/api"
 	"golang.org/x/time/rate"
 )
@@ -19,8 +18,6 @@ const (
 	// DefaultBaseURL is the Hot Aisle API root (swagger host admin.hotaisle.app,
 	// basePath /api/). Every path below it ends in "/".
 	DefaultBaseURL = "https://admin.hotaisle.app/api"
-	// DefaultUserAgent is sent unless WithUserAgent is given.
-	DefaultUserAgent = "gpufleet-hotaisle/0 (+https://github.com/gpufleet/gpufleet)"
 	// DefaultRateLimit is the default client-side limit in requests per second,
 	// shared by all calls of one Client. Hot Aisle documents no limit; 10/s is a
 	// conservative guess that never bothers a fleet of a few hundred machines.
@@ -34,18 +31,25 @@ const (
 	DefaultTimeout = 2 * time.Minute
 )
 
+// DefaultUserAgent is sent unless WithUserAgent is given: "gpufleet/<version>
+// (hotaisle)", with this module's version from the binary's build
+// information ("devel" when it has none).
+var DefaultUserAgent = api.UserAgent("hotaisle")
+
 // Client calls the Hot Aisle API for one team with one API key. It is safe
 // for concurrent use; all its calls share one rate limiter.
 type Client struct {
 	api     *api.Client
 	team    string
 	baseURL string
+	clock   Clock
 }
 
-// RetryPolicy bounds the retries of GET and DELETE calls (429 honouring
-// Retry-After; 502, 503, 504 and transport failures): exponential backoff
-// from MinDelay capped at MaxDelay, with jitter, inside the call's context.
-// Zero fields take the defaults: 5 attempts, 500 ms, 30 s.
+// RetryPolicy bounds the retries of GET and DELETE calls: on 429 (honouring
+// Retry-After) and on 502, 503, 504 or a transport failure, with exponential
+// backoff from MinDelay capped at MaxDelay and jitter, all inside the call's
+// context and on the client's Clock. Zero fields take the defaults: 5
+// attempts, 500 ms, 30 s.
 type RetryPolicy struct {
 	// Attempts is the total number of attempts; 1 disables retries.
 	Attempts uint
@@ -55,6 +59,13 @@ type RetryPolicy struct {
 	MaxDelay time.Duration
 }
 
+// Clock is the client's source of time, with the method set of fleet.Clock
+// (and of the simulator's clock): Now() time.Time, and Sleep(ctx, d) error,
+// which waits for d or until ctx ends, returning ctx.Err(). The rate
+// limiter's waits, Retry-After, the retry backoff and the pauses between
+// label writes are read and slept on it. Default: the process clock.
+type Clock = api.Clock
+
 type options struct {
 	baseURL   string
 	http      *http.Client
@@ -63,6 +74,7 @@ type options struct {
 	burst     int
 	retry     RetryPolicy
 	logger    *slog.Logger
+	clock     Clock
 }
 
 // Option configures a Client.
@@ -89,9 +101,20 @@ func WithRateLimit(rps float64, burst int) Option {
 // WithRetryPolicy sets the retry policy of GET and DELETE calls.
 func WithRetryPolicy(p RetryPolicy) Option { return func(o *options) { o.retry = p } }
 
-// WithRetry sets the total number of attempts of GET and DELETE calls,
-// keeping the default delays; 1 disables retries, 0 keeps the default (5).
-func WithRetry(attempts uint) Option { return func(o *options) { o.retry.Attempts = attempts } }
+// WithRetry bounds the retries of GET and DELETE: attempts in total (1
+// disables retries), backoff from minDelay doubling up to maxDelay, jittered;
+// zero values keep the defaults (5, 500 ms, 30 s). A longer Retry-After is
+// still honoured; the call's ctx bounds everything.
+func WithRetry(attempts uint, minDelay, maxDelay time.Duration) Option {
+	return func(o *options) { o.retry = RetryPolicy{Attempts: attempts, MinDelay: minDelay, MaxDelay: maxDelay} }
+}
+
+// WithClock sets the clock of the rate limiter's waits, Retry-After, the
+// retry backoff and the pauses between label writes (default: the process
+// clock). Give it the clock that drives the fleet Manager and the simulator
+// (sim.ScaledClock), or the client's waits run on the wall clock while the
+// clouds run faster. nil keeps the default.
+func WithClock(c Clock) Option { return func(o *options) { o.clock = c } }
 
 // WithLogger sets the logger, which receives one debug line per attempt
 // (method, path, status, duration) and never headers, bodies or the key.
@@ -113,18 +136,23 @@ func New(apiKey, team string, opts ...Option) *Client {
 	if o.http == nil {
 		o.http = defaultHTTPClient()
 	}
+	if o.clock == nil {
+		o.clock = api.RealClock()
+	}
 	var lim *rate.Limiter
 	if o.rps > 0 && !math.IsInf(o.rps, 1) {
 		lim = rate.NewLimiter(rate.Limit(o.rps), max(o.burst, 1))
 	}
 	base := strings.TrimRight(o.baseURL, "/")
 	auth := "Token " + apiKey
-	return &Client{team: team, baseURL: base, api: api.New(api.Config{
+	return &Client{team: team, baseURL: base, clock: o.clock, api: api.New(api.Config{
+		Provider:   "hotaisle",
 		BaseURL:    base,
 		HTTPClient: o.http,
 		UserAgent:  o.userAgent,
 		Limiter:    lim,
 		Retry:      api.RetryPolicy(o.retry),
+		Clock:      o.clock,
 		Authorize:  func(h http.Header) { h.Set("Authorization", auth) },
 		ParseError: func(r *api.Response) error { return parseError(r, apiKey) },
 		Logger:     o.logger,
@@ -186,7 +214,7 @@ func (c *Client) itemPath(kind, collection, name string, extra ...string) (strin
 // any call with an error answering fleet.ErrInvalidRequest.
 func nameSeg(kind, name string) (string, error) {
 	if name == "" || name == "." || name == ".." {
-		return "", fmt.Errorf("hotaisle: invalid %s name %q: %w", kind, name, fleet.ErrInvalidRequest)
+		return "", invalid("%s name %q", kind, name)
 	}
 	return url.PathEscape(name), nil
 }

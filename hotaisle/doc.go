@@ -3,6 +3,24 @@
 // available VM and bare-metal types (offers), virtual machines and bare-metal
 // servers.
 //
+// # Where to start
+//
+//   - [New] with an API key, the team handle and options such as
+//     [WithHTTPClient] (point it at package sim's fake in tests).
+//   - [Client.Check] to verify the key, the team and the role it needs.
+//   - [Client.ListVMTypes] and [Client.ListBareMetalTypes] for offers;
+//     [Client.ProvisionVM], [Client.UpdateVM] (the label), [Client.DeleteVM]
+//     for VMs; [Client.ReserveBareMetal] and [Client.ReleaseBareMetal] for
+//     bare metal; [Client.AddSSHKey] and [Client.DeleteSSHKey] for the keys
+//     machines accept.
+//   - [APIError] for what Hot Aisle answered; errors.Is with package fleet's
+//     classes (fleet.ErrMinReservation, fleet.ErrNotFound, ...) for what it
+//     meant.
+//   - [NewProvider] (with [WithBareMetal] to rent bare metal, prepaid for 8
+//     hours) to hand the client to a fleet.Manager.
+//
+// The Examples run against package sim's in-memory fake of Hot Aisle.
+//
 // # Shapes and units
 //
 // The raw types mirror the API and keep its units: every capacity
@@ -13,7 +31,10 @@
 // object ([VMSpecs.CPUs] is a *[CPU]); a bare-metal server's "cpus" is an
 // array ([BareMetalSpecs.CPUs] is a [CPUList]). Decoding is lenient: unknown
 // fields are ignored, optional fields may be absent, "" and null both mean
-// unset.
+// unset. It is strict about what each endpoint promises: a 2xx answer that
+// is not a JSON array where a list is due (an empty body, null, {}, an error
+// message sent with 200), or an object without its name (a VM, a server), is
+// a *[DecodeError], never an empty list or a nameless VM.
 //
 // # Errors
 //
@@ -22,7 +43,8 @@
 // package fleet (fleet.ErrNotFound, fleet.ErrMinReservation, ...). The
 // (status, message) patterns that select a class live in one table in
 // errors.go; no other code compares error text. A failure to reach the API
-// answers fleet.ErrUnavailable.
+// (*[TransportError]) answers fleet.ErrUnavailable. Error texts start with
+// "hotaisle: " once and end with the request id when the API sent one.
 //
 // # Retries, rate limit, timeouts
 //
@@ -30,7 +52,9 @@
 // 504 and connection failures, with capped jittered backoff bounded by the
 // call's context. POSTs (provision, reserve, add key) and PATCHes are never
 // retried: a 5xx can hide a success. All calls of one Client share one
-// client-side rate limiter (default [DefaultRateLimit] per second). A VM
+// client-side rate limiter (default [DefaultRateLimit] per second). Every
+// wait (limiter, Retry-After, backoff) runs on the Client's [Clock]: give
+// [WithClock] the clock of the fleet Manager and the simulator. A VM
 // DELETE blocks server-side until the VM is reset (about 20 s), so the
 // default HTTP client allows [DefaultTimeout] per attempt; a DELETE that timed
 // out is safe to repeat, and fleet.ErrNotFound on the repeat means "gone".
@@ -39,5 +63,6 @@
 //
 // The API key lives only in the closure that sets the Authorization header:
 // it never appears in a log line, an error, or the String, GoString or %v
-// output of a Client.
+// output of a Client. A redirect to another scheme, host or port is followed
+// without it, and a redirect from https to http is refused (*[RedirectError]).
 package hotaisle

@@ -16,8 +16,8 @@ import (
 // message, sent either as a JSON string ("Unauthorized") or as plain text
 // (swagger error schemas are {type: string}); both decode into Message.
 //
-// errors.Is(err, class) is true for the one fleet class that classTable
-// assigns to (status, message, call kind), for example fleet.ErrNotFound for
+// errors.Is(err, class) is true for the one fleet class that the client's
+// error table assigns to (status, message, call kind), for example fleet.ErrNotFound for
 // a 404. The API key never appears in any field: it is cut out of the body
 // should the server ever echo it.
 type APIError struct {
@@ -30,7 +30,7 @@ type APIError struct {
 	Body []byte
 	// RetryAfter is the parsed Retry-After header, 0 when absent.
 	RetryAfter time.Duration
-	// RequestID is the X-Request-Id (or Request-Id, CF-Ray) header when sent.
+	// RequestID is the X-Request-Id (or Request-Id, or Cloudflare's CF-Ray) header when sent.
 	RequestID string
 	// Method and Path are the call, Path relative to the base URL
 	// ("/teams/acme/virtual_machines/"), without the query.
@@ -39,10 +39,44 @@ type APIError struct {
 	class error
 }
 
-// Error returns "hotaisle: METHOD PATH: STATUS: MESSAGE".
+// Error returns "hotaisle: METHOD PATH: STATUS: MESSAGE", followed by
+// " (request id ID)" when the API sent one.
 func (e *APIError) Error() string {
-	return fmt.Sprintf("hotaisle: %s %s: %d: %s", e.Method, e.Path, e.Status, e.Message)
+	s := fmt.Sprintf("hotaisle: %s %s: %d: %s", e.Method, e.Path, e.Status, e.Message)
+	if e.RequestID != "" {
+		s += " (request id " + e.RequestID + ")"
+	}
+	return s
 }
+
+// invalidError is a request refused by the client before it is sent. It
+// answers errors.Is(err, fleet.ErrInvalidRequest) without repeating that
+// error's text.
+type invalidError struct{ msg string }
+
+func (e *invalidError) Error() string        { return "hotaisle: invalid request: " + e.msg }
+func (e *invalidError) Is(target error) bool { return target == fleet.ErrInvalidRequest }
+
+// invalid returns a local validation error of class fleet.ErrInvalidRequest.
+func invalid(format string, args ...any) error {
+	return &invalidError{msg: fmt.Sprintf(format, args...)}
+}
+
+// DecodeError is a 2xx answer whose body is not what the endpoint promises:
+// empty, not JSON, cut short, of another shape (an error message, {} or null
+// where an object or a list should be), or an object without its name. After
+// a provision or a reserve it means the server may exist. It answers no
+// fleet error class.
+type DecodeError = api.DecodeError
+
+// TransportError is a failure to get any answer (connection refused or
+// reset, DNS, TLS, timeout); it answers errors.Is(err, fleet.ErrUnavailable).
+type TransportError = api.TransportError
+
+// RedirectError is a redirect from https to plain http that the client
+// refused to follow (the key would travel in clear); nothing was sent to the
+// new location. A redirect to another origin is followed without the key.
+type RedirectError = api.RedirectError
 
 // Is reports whether target is the fleet class of e.
 func (e *APIError) Is(target error) bool { return e.class != nil && target == e.class }
@@ -75,7 +109,7 @@ type classRule struct {
 
 // classTable is the only place that reads Hot Aisle error text. The first
 // matching row wins. Sources: swagger responses and descriptions, see
-// hotaisle.md sections 2 and 6 (E11).
+// the Hot Aisle fact sheet (endpoints and example errors).
 var classTable = []classRule{
 	// VM limit answers 401 (sic): "Maximum VMs already provisioned for this team".
 	{401, 401, anyCall, "maximum vms", fleet.ErrQuotaExceeded},

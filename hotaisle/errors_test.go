@@ -69,7 +69,7 @@ func TestClassTableEveryRowIsExercised(t *testing.T) {
 func TestClassificationThroughRealCalls(t *testing.T) {
 	for _, tc := range classCases {
 		t.Run(tc.name, func(t *testing.T) {
-			c, m := newMock(t, WithRetry(1))
+			c, m := newMock(t, WithRetry(1, 0, 0))
 			m.on(tc.method, tc.path, tc.status, tc.body, "X-Request-Id", "req-42")
 			_, err := c.api.Do(context.Background(), apiReq(tc.method, tc.path), nil)
 			var ae *APIError
@@ -107,7 +107,7 @@ func TestMessageFromJSONStringOrPlainText(t *testing.T) {
 }
 
 func TestAPIErrorCarriesRetryAfterAndFormats(t *testing.T) {
-	c, m := newMock(t, WithRetry(1))
+	c, m := newMock(t, WithRetry(1, 0, 0))
 	m.on("GET", "/teams/acme/virtual_machines/", 429, `"Too Many Requests"`, "Retry-After", "7")
 	_, err := c.ListVMs(context.Background())
 	var ae *APIError

@@ -2,7 +2,6 @@ package hotaisle
 
 import (
 	"context"
-	"net/http"
 )
 
 // VMType is one row of GET /teams/{team}/virtual_machines/available/
@@ -48,11 +47,7 @@ func (c *Client) ListVMTypes(ctx context.Context) ([]VMType, error) {
 	if err != nil {
 		return nil, err
 	}
-	var out []VMType
-	if err := c.do(ctx, http.MethodGet, p, nil, nil, &out); err != nil {
-		return nil, err
-	}
-	return out, nil
+	return list[VMType](ctx, c, p, "", nil)
 }
 
 // ListBareMetalTypes returns the bare-metal types the team can reserve: GET
@@ -62,9 +57,5 @@ func (c *Client) ListBareMetalTypes(ctx context.Context) ([]BareMetalType, error
 	if err != nil {
 		return nil, err
 	}
-	var out []BareMetalType
-	if err := c.do(ctx, http.MethodGet, p, nil, nil, &out); err != nil {
-		return nil, err
-	}
-	return out, nil
+	return list[BareMetalType](ctx, c, p, "", nil)
 }

@@ -3,9 +3,7 @@ package hotaisle
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
-	"time"
 
 	"github.com/gpufleet/gpufleet/fleet"
 )
@@ -24,6 +22,9 @@ type Provider struct {
 	offers  map[string]fleet.Offer // instance type → offer last built
 	loaded  map[string]bool        // "vm", "bm": types listed at least once
 	claimed map[string]bool        // VMs created here and not labelled yet
+	seen    map[string]bool        // VM names of the latest list and own creates since; nil before any list
+
+	listMu sync.Mutex // serialises the first list of ensureSeen
 }
 
 // ProviderOption configures a Provider.
@@ -72,20 +73,24 @@ func (p *Provider) Offers(ctx context.Context) ([]fleet.Offer, error) {
 	return offers, nil
 }
 
-// Create registers the SSH keys on the account (409 means already there),
+// Create registers the SSH keys on the account with the request's label as
+// their comment (409 means already there: the key keeps its comment),
 // then provisions a VM and writes the label into its description with a
 // PATCH (the VM request has no description field), or reserves a bare-metal
 // server with the label in the request. The create call itself is never
 // retried. A VM provision that fails ambiguously (5xx, timeout) after
-// creating the VM is recovered by comparing VM lists (see createVM). A VM
-// whose label could not be written is still returned: the Manager tracks it
-// by name. Errors: those of ProvisionVM and ReserveBareMetal;
-// fleet.ErrInvalidRequest for a bare-metal offer without WithBareMetal or an
-// offer of another provider.
+// creating the VM is recovered by comparing the team's VMs with the names
+// this Provider has seen; no list is made before a provision
+// except the very first one of a Provider that never listed. A VM whose label
+// could not be written is still returned, with LabelError saying why: the
+// Manager tracks it by name and writes the label again later. The instance
+// returned always has an ID. Errors: those of ProvisionVM and
+// ReserveBareMetal; fleet.ErrInvalidRequest for a bare-metal offer without
+// WithBareMetal or an offer of another provider.
 func (p *Provider) Create(ctx context.Context, req fleet.CreateRequest) (fleet.Instance, error) {
 	for _, k := range req.SSHKeys {
-		if _, _, err := p.c.AddSSHKey(ctx, k); err != nil {
-			return fleet.Instance{}, fmt.Errorf("hotaisle: register SSH key: %w", err)
+		if _, _, err := p.c.AddSSHKey(ctx, labelledKey(k, req.Label)); err != nil {
+			return fleet.Instance{}, err // POST /user/ssh_keys/ in its text says which call
 		}
 	}
 	switch specs := req.Offer.ProviderData.(type) {
@@ -93,7 +98,7 @@ func (p *Provider) Create(ctx context.Context, req fleet.CreateRequest) (fleet.I
 		return p.createVM(ctx, req, specs)
 	case BareMetalSpecs:
 		if !p.bareMetal {
-			return fleet.Instance{}, fmt.Errorf("hotaisle: bare metal is not enabled (WithBareMetal): %w", fleet.ErrInvalidRequest)
+			return fleet.Instance{}, invalid("bare metal is not enabled (WithBareMetal)")
 		}
 		bm, err := p.c.ReserveBareMetal(ctx, BareMetalReservation{Description: req.Label.String(), Specs: specs})
 		if err != nil {
@@ -105,30 +110,8 @@ func (p *Provider) Create(ctx context.Context, req fleet.CreateRequest) (fleet.I
 		p.fillOffer(&inst.Offer)
 		return inst, nil
 	default:
-		return fleet.Instance{}, fmt.Errorf("hotaisle: offer %s did not come from this provider: %w", req.Offer.InstanceType, fleet.ErrInvalidRequest)
+		return fleet.Instance{}, invalid("offer %s did not come from this provider", req.Offer.InstanceType)
 	}
-}
-
-// labelVM writes the label, retrying the (idempotent) PATCH a few times. It
-// runs detached from the caller's cancellation (bounded by a minute): the VM
-// exists and bills, and without its label it could not be found again.
-func (p *Provider) labelVM(ctx context.Context, name, label string) error {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-	defer cancel()
-	var err error
-	for attempt := range 3 {
-		if err = p.c.UpdateVM(ctx, name, VMUpdate{Description: label}); err == nil {
-			return nil
-		}
-		if ctx.Err() != nil {
-			break
-		}
-		select {
-		case <-time.After(time.Duration(attempt+1) * time.Second):
-		case <-ctx.Done():
-		}
-	}
-	return err
 }
 
 func (p *Provider) remember(name string, bareMetal bool) {
@@ -154,7 +137,8 @@ func (p *Provider) Get(ctx context.Context, name string) (fleet.Instance, error)
 			inst := p.vmInstance(*vm)
 			if st, serr := p.c.GetVMState(ctx, name); serr == nil {
 				inst.ProviderStatus = st.State
-				if st.State != VMRunning {
+				inst.Stopped = st.State == VMShutOff
+				if st.State != VMRunning && !inst.Stopped {
 					inst.Status = fleet.StatusProvisioning
 				}
 			}
@@ -175,15 +159,31 @@ func (p *Provider) Get(ctx context.Context, name string) (fleet.Instance, error)
 // listed VM counts as running: the API says "running" as soon as it is
 // assigned, and the list carries no state. When no offers of a listed kind
 // were built yet (a fresh Provider adopting after a lost Store), the types
-// are listed once for their price and minimum reservation (see loadTypes).
+// are listed once for their price and minimum reservation.
 func (p *Provider) List(ctx context.Context) ([]fleet.Instance, error) {
-	vms, err := p.c.ListVMs(ctx)
-	if err != nil {
-		return nil, err
+	return p.list(ctx, true, true)
+}
+
+// ListKind lists only VMs (bareMetal false) or only bare-metal servers
+// (true): one call (fleet.KindLister).
+func (p *Provider) ListKind(ctx context.Context, bareMetal bool) ([]fleet.Instance, error) {
+	return p.list(ctx, !bareMetal, bareMetal)
+}
+
+func (p *Provider) list(ctx context.Context, listVMs, listMetal bool) ([]fleet.Instance, error) {
+	var vms []VM
+	var bms []BareMetal
+	var err error
+	if listVMs {
+		if vms, err = p.c.ListVMs(ctx); err != nil {
+			return nil, err
+		}
+		p.sawList(vms)
 	}
-	bms, err := p.c.ListBareMetal(ctx)
-	if err != nil {
-		return nil, err
+	if listMetal {
+		if bms, err = p.c.ListBareMetal(ctx); err != nil {
+			return nil, err
+		}
 	}
 	p.loadTypes(ctx, vms, bms)
 	out := make([]fleet.Instance, 0, len(vms)+len(bms))
@@ -215,7 +215,7 @@ func (p *Provider) Delete(ctx context.Context, name string, opts fleet.DeleteOpt
 
 func labelled(inst *fleet.Instance, description string) {
 	if l, ok := fleet.ParseLabel(description); ok {
-		inst.Fleet, inst.RequestID = l.Fleet, l.RequestID
+		inst.Fleet, inst.Owner, inst.RequestID = l.Fleet, l.Owner, l.RequestID
 	}
 }
 

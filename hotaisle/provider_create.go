@@ -16,37 +16,47 @@ const recoverTimeout = time.Minute
 // createVM provisions a VM and labels it. The VM request has no description
 // field, so a provision that fails after committing leaves a VM no label
 // lookup can ever find: it would bill until someone notices. To close that
-// window, the team's VM names are listed before the POST; when the POST fails
-// ambiguously (not a definite refusal, see definiteRefusal), the VMs are
-// listed again and the one VM that is new, unlabelled, not claimed by another
-// Create of this Provider and matches the requested specs is taken as the
-// created one: it is labelled and returned. With zero or several candidates
-// the original error is returned and nothing is touched: the window between
-// the two lists is seconds, so a lone candidate is very unlikely to be
-// someone else's, but among several there is no telling which one is ours.
-// When the first list fails, there is no recovery.
+// window without listing the team's VMs before every provision (at thousands
+// of VMs that list is most of a create's cost), the Provider keeps the names
+// it has seen: those of its latest list (List, or a recovery's) and of its own
+// creates since. A fresh Provider that never listed lists once, before its
+// first provision. When a provision fails ambiguously (not a definite
+// refusal, see definiteRefusal), the VMs are listed and the one VM that is
+// not among the names seen, unlabelled, not claimed by another Create of
+// this Provider and matching the requested specs is taken as the created
+// one: it is labelled and returned. With zero or several candidates the
+// original error is returned and nothing is touched: among several there is
+// no telling which one is ours. Without any successful list there is no
+// recovery.
+//
+// A label that cannot be written is reported in the instance's LabelError
+// (the VM is returned all the same: it exists and bills).
 func (p *Provider) createVM(ctx context.Context, req fleet.CreateRequest, specs VMSpecs) (fleet.Instance, error) {
-	before, listErr := p.vmNames(ctx)
+	p.ensureSeen(ctx)
 	vm, err := p.c.ProvisionVM(ctx, VMProvisionRequest{VMSpecs: specs})
 	if err != nil {
-		if listErr != nil || definiteRefusal(err) {
+		if definiteRefusal(err) {
 			return fleet.Instance{}, err
 		}
-		found := p.findProvisioned(ctx, before, specs)
+		found := p.findProvisioned(ctx, specs)
 		if found == nil {
 			return fleet.Instance{}, err
 		}
 		vm = found
 	} else {
-		p.claim(vm.Name)
+		p.own(vm.Name)
 	}
 	p.remember(vm.Name, false)
 	label := req.Label.String()
-	if err := p.labelVM(ctx, vm.Name, label); err == nil {
+	labelErr := p.labelVM(ctx, vm.Name, label)
+	if labelErr == nil {
 		vm.Description = label
 		p.unclaim(vm.Name) // labelled: the empty-description rule excludes it now
 	}
 	inst := p.vmInstance(*vm)
+	if labelErr != nil {
+		inst.LabelError = labelErr.Error()
+	}
 	inst.Offer = req.Offer
 	p.fillOffer(&inst.Offer)
 	return inst, nil
@@ -64,25 +74,51 @@ func definiteRefusal(err error) bool {
 	return false
 }
 
-// vmNames lists the names of the team's VMs.
-func (p *Provider) vmNames(ctx context.Context) (map[string]bool, error) {
-	vms, err := p.c.ListVMs(ctx)
-	if err != nil {
-		return nil, err
+// ensureSeen lists the team's VMs once if no list has succeeded yet, so
+// that a recovery has names to compare with. Concurrent first creates list
+// once between them.
+func (p *Provider) ensureSeen(ctx context.Context) {
+	p.listMu.Lock()
+	defer p.listMu.Unlock()
+	p.mu.Lock()
+	have := p.seen != nil
+	p.mu.Unlock()
+	if have {
+		return
 	}
-	names := make(map[string]bool, len(vms))
-	for _, vm := range vms {
-		names[vm.Name] = true
+	if vms, err := p.c.ListVMs(ctx); err == nil {
+		p.sawList(vms)
 	}
-	return names, nil
 }
 
-// findProvisioned lists the VMs again, detached from the caller's
-// cancellation (a timed-out POST may still have assigned a VM), and returns
-// the only VM that is not in before, has no description, is not claimed and
-// matches specs; it is claimed. nil when there is no such VM, several, or the
-// list fails.
-func (p *Provider) findProvisioned(ctx context.Context, before map[string]bool, specs VMSpecs) *VM {
+// sawList makes the names of a complete VM list the names seen.
+func (p *Provider) sawList(vms []VM) {
+	names := make(map[string]bool, len(vms))
+	for i := range vms {
+		names[vms[i].Name] = true
+	}
+	p.mu.Lock()
+	p.seen = names
+	p.mu.Unlock()
+}
+
+// own records a VM this Provider provisioned: seen, and claimed until
+// labelled, so that a concurrent recovery does not take it for its own.
+func (p *Provider) own(name string) {
+	p.mu.Lock()
+	if p.seen != nil {
+		p.seen[name] = true
+	}
+	p.claimed[name] = true
+	p.mu.Unlock()
+}
+
+// findProvisioned lists the VMs, detached from the caller's cancellation (a
+// timed-out POST may still have assigned a VM), and returns the only VM that
+// was not seen, has no description, is not claimed and matches specs; it is
+// claimed, and the list becomes the names seen. nil when there is no such VM,
+// several, no earlier list to compare with, or the list fails.
+func (p *Provider) findProvisioned(ctx context.Context, specs VMSpecs) *VM {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recoverTimeout)
 	defer cancel()
 	vms, err := p.c.ListVMs(ctx)
@@ -91,6 +127,14 @@ func (p *Provider) findProvisioned(ctx context.Context, before map[string]bool, 
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	before := p.seen
+	p.seen = make(map[string]bool, len(vms))
+	for i := range vms {
+		p.seen[vms[i].Name] = true
+	}
+	if before == nil {
+		return nil
+	}
 	var found *VM
 	for i := range vms {
 		vm := &vms[i]
@@ -123,16 +167,27 @@ func matchesVMSpecs(want, got VMSpecs) bool {
 	return want.GPUs[0].Model == "" || strings.EqualFold(want.GPUs[0].Model, got.GPUs[0].Model)
 }
 
-// claim marks a VM as provisioned by a Create of this Provider and not yet
-// labelled, so that a concurrent recovery does not take it for its own.
-func (p *Provider) claim(name string) {
-	p.mu.Lock()
-	p.claimed[name] = true
-	p.mu.Unlock()
-}
-
 func (p *Provider) unclaim(name string) {
 	p.mu.Lock()
 	delete(p.claimed, name)
 	p.mu.Unlock()
+}
+
+// labelVM writes the label, retrying the (idempotent) PATCH a few times,
+// pausing on the client's clock. It runs detached from the caller's
+// cancellation (bounded by a minute): the VM exists and bills, and without
+// its label it could not be found again.
+func (p *Provider) labelVM(ctx context.Context, name, label string) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	defer cancel()
+	var err error
+	for attempt := range 3 {
+		if err = p.c.UpdateVM(ctx, name, VMUpdate{Description: label}); err == nil {
+			return nil
+		}
+		if attempt == 2 || p.c.clock.Sleep(ctx, time.Duration(attempt+1)*time.Second) != nil {
+			break
+		}
+	}
+	return err
 }

@@ -2,11 +2,14 @@ package hotaisle_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/gpufleet/gpufleet/fleet"
 	"github.com/gpufleet/gpufleet/hotaisle"
@@ -68,7 +71,7 @@ func TestProviderCreateRecoversVMProvisionedBehind500(t *testing.T) {
 		assert.Equal(t, "ha", inst.Fleet)
 		assert.Equal(t, label.RequestID, inst.RequestID)
 		assert.Equal(t, o.InstanceType, inst.Offer.InstanceType)
-		assert.Equal(t, 2, callsTo(h, routeListVMs), "one list before, one after")
+		assert.Equal(t, 2, callsTo(h, routeListVMs), "the first list of a fresh Provider, then the recovery's")
 	})
 }
 
@@ -82,7 +85,7 @@ func TestProviderCreateDoesNotRecoverAfterDefiniteRefusal(t *testing.T) {
 			Message: "No available virtual machine matching requested specifications"}))
 		_, err := p.Create(t.Context(), fleet.CreateRequest{Offer: o, Label: fleet.Label{Fleet: "ha", RequestID: "0123456789ab"}})
 		require.ErrorIs(t, err, fleet.ErrNoCapacity)
-		assert.Equal(t, 1, callsTo(h, routeListVMs), "only the list before the POST")
+		assert.Equal(t, 1, callsTo(h, routeListVMs), "only the first list of a fresh Provider")
 		assert.Zero(t, callsTo(h, routePatchVM))
 		vms := liveVMs(h)
 		require.Len(t, vms, 1)
@@ -151,6 +154,7 @@ func TestProviderCreateRecoveryIgnoresItsOwnUnlabelledVMs(t *testing.T) {
 			var err error
 			first, err = p.Create(context.Background(), fleet.CreateRequest{Offer: o, Label: fleet.Label{Fleet: "a", RequestID: "aaaaaaaaaaaa"}})
 			assert.NoError(t, err)
+			assert.Contains(t, first.LabelError, "PATCH", "the failed label is reported")
 			assert.NoError(t, h.Inject(sim.Fault{Route: routeProvision, Times: 1, Status: 500, AfterCommit: true}))
 		})
 		o = oneGPUOffer(t, p)
@@ -166,4 +170,108 @@ func TestProviderCreateRecoveryIgnoresItsOwnUnlabelledVMs(t *testing.T) {
 		assert.Empty(t, byID[first.ID])
 		assert.Equal(t, label.String(), byID[inst.ID])
 	})
+}
+
+// Creates list nothing once the Provider has listed: N creates cost N
+// provisions and N label writes, whatever the size of the team.
+func TestProviderCreateListsOnlyAfterAnAmbiguousFailure(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h, p := simProvider(t)
+		o := oneGPUOffer(t, p)
+		require.NoError(t, h.SetQuantity(o.InstanceType, 100))
+		h.SetVMLimit(100)
+		_, err := p.List(t.Context())
+		require.NoError(t, err)
+		for i := range 20 {
+			inst, err := p.Create(t.Context(), fleet.CreateRequest{Offer: o, Label: fleet.Label{Fleet: "n", RequestID: fmt.Sprintf("%012x", i)}})
+			require.NoError(t, err)
+			require.NotEmpty(t, inst.ID)
+			assert.Empty(t, inst.LabelError)
+		}
+		assert.Equal(t, 1, callsTo(h, routeListVMs), "the Manager-style List only")
+		assert.Equal(t, 20, callsTo(h, routeProvision))
+		assert.Equal(t, 20, callsTo(h, routePatchVM))
+	})
+}
+
+// The names of the latest List are the baseline: an unlabelled VM that
+// another client made before it is not taken for ours, the one our
+// provision assigned behind its 500 is.
+func TestProviderCreateRecoveryUsesTheNamesOfTheLatestList(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h, p := simProvider(t)
+		o := oneGPUOffer(t, p)
+		other := hotaisle.New(sim.DefaultAPIKey, sim.DefaultTeam, hotaisle.WithHTTPClient(h.Client()))
+		theirs, err := other.ProvisionVM(t.Context(), hotaisle.VMProvisionRequest{VMSpecs: o.ProviderData.(hotaisle.VMSpecs)})
+		require.NoError(t, err)
+		_, err = p.List(t.Context())
+		require.NoError(t, err)
+		require.NoError(t, h.Inject(sim.Fault{Route: routeProvision, Times: 1, Status: 502, AfterCommit: true}))
+		label := fleet.Label{Fleet: "r", RequestID: "0123456789ab"}
+		inst, err := p.Create(t.Context(), fleet.CreateRequest{Offer: o, Label: label})
+		require.NoError(t, err)
+		assert.NotEqual(t, theirs.Name, inst.ID)
+		byID := map[string]string{}
+		for _, vm := range liveVMs(h) {
+			byID[vm.ID] = vm.Description
+		}
+		assert.Empty(t, byID[theirs.Name], "the other client's VM is untouched")
+		assert.Equal(t, label.String(), byID[inst.ID])
+		assert.Equal(t, 2, callsTo(h, routeListVMs), "List, then the recovery")
+	})
+}
+
+// A label write that keeps failing is reported on the instance; the pauses
+// between the three attempts run on the client's clock.
+func TestProviderReportsAFailedLabelWrite(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := sim.NewHotAisle()
+		clock := &recordingClock{}
+		p := hotaisle.NewProvider(hotaisle.New(sim.DefaultAPIKey, sim.DefaultTeam,
+			hotaisle.WithHTTPClient(h.Client()), hotaisle.WithClock(clock)))
+		o := oneGPUOffer(t, p)
+		require.NoError(t, h.Inject(sim.Fault{Route: routePatchVM, Times: 3, Status: 500}))
+		start := time.Now()
+		inst, err := p.Create(t.Context(), fleet.CreateRequest{Offer: o, Label: fleet.Label{Fleet: "l", RequestID: "0123456789ab"}})
+		require.NoError(t, err, "the VM exists and bills: it is returned")
+		require.NotEmpty(t, inst.ID)
+		assert.Contains(t, inst.LabelError, "hotaisle: PATCH /teams/"+sim.DefaultTeam+"/virtual_machines/"+inst.ID+"/: 500")
+		assert.Empty(t, inst.Fleet, "not labelled")
+		assert.Equal(t, []time.Duration{time.Second, 2 * time.Second}, clock.sleeps())
+		assert.Zero(t, time.Since(start), "no wall time was slept")
+		assert.Equal(t, 3, callsTo(h, routePatchVM))
+	})
+}
+
+// recordingClock is a clock whose sleeps return at once and are recorded.
+type recordingClock struct {
+	mu    sync.Mutex
+	slept []time.Duration
+}
+
+func (c *recordingClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return time.Now().Add(c.total())
+}
+
+func (c *recordingClock) total() time.Duration {
+	var t time.Duration
+	for _, d := range c.slept {
+		t += d
+	}
+	return t
+}
+
+func (c *recordingClock) Sleep(ctx context.Context, d time.Duration) error {
+	c.mu.Lock()
+	c.slept = append(c.slept, d)
+	c.mu.Unlock()
+	return ctx.Err()
+}
+
+func (c *recordingClock) sleeps() []time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]time.Duration(nil), c.slept...)
 }

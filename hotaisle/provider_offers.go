@@ -70,12 +70,16 @@ func vmOffer(row VMType) fleet.Offer {
 		GPU: offerGPU(s.GPUs), PricePerHour: float64(row.OnDemandPrice) / 100,
 		MinimumReservation: time.Duration(row.MinimumReservationMinutes) * time.Minute,
 		BillingGranularity: time.Minute, Available: row.Quantity > 0, Quantity: int(row.Quantity),
-		ProviderData: s}
+		LabelAfterCreate: true, ProviderData: s}
 	if s.CPUs != nil {
 		o.CPUModel = s.CPUs.Model
 	}
 	return o
 }
+
+// BareMetalTypicalBoot is how long a reserved bare-metal server usually
+// takes to install its OS (os_install_status first_boot → installed).
+const BareMetalTypicalBoot = 10 * time.Minute
 
 // bareMetalOffer converts one bare-metal type row. The boot disk (the
 // smallest SATA SSD, Hot Aisle's 480 GB M.2) is DiskGiB; the NVMe drives
@@ -87,7 +91,7 @@ func bareMetalOffer(row BareMetalType) fleet.Offer {
 		MemoryGiB: floorGiB(s.RAMCapacity), GPU: offerGPU(s.GPUs), PricePerHour: float64(row.OnDemandPrice) / 100,
 		MinimumReservation: time.Duration(row.MinimumReservationMinutes) * time.Minute,
 		BillingGranularity: time.Minute, Available: row.Quantity > 0, Quantity: int(row.Quantity),
-		ProviderData: s}
+		TypicalBoot: BareMetalTypicalBoot, ProviderData: s}
 	if len(s.CPUs) > 0 {
 		o.CPUModel = s.CPUs[0].Model
 	}

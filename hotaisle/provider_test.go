@@ -40,7 +40,7 @@ func vmGolden(gpus int, cores int, minutes time.Duration, qty int) fleet.Offer {
 		CPUArch: "x86", VCPUs: cores, CPUModel: "Xeon Platinum 8470", MemoryGiB: float64(224 * gpus), DiskGiB: 12288,
 		GPU:          fleet.GPU{Vendor: "AMD", Model: "MI300X", Count: gpus, MemoryGiB: 192},
 		PricePerHour: 2.99 * float64(gpus), MinimumReservation: minutes * time.Minute, BillingGranularity: time.Minute,
-		Available: true, Quantity: qty}
+		Available: true, Quantity: qty, LabelAfterCreate: true}
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
@@ -62,7 +62,8 @@ func TestOffersGoldenDefaultCatalog(t *testing.T) {
 		{Provider: "hotaisle", Region: "us-michigan-1", InstanceType: "bm-mi300x-8", BareMetal: true,
 			CPUArch: "x86", VCPUs: 104, CPUCores: 104, CPUModel: offers[len(offers)-1].CPUModel, MemoryGiB: 2048, DiskGiB: 447,
 			LocalDisks: nvme, GPU: fleet.GPU{Vendor: "AMD", Model: "MI300X", Count: 8, MemoryGiB: 192},
-			PricePerHour: 27.12, MinimumReservation: 8 * time.Hour, BillingGranularity: time.Minute, Available: true, Quantity: 2},
+			PricePerHour: 27.12, MinimumReservation: 8 * time.Hour, BillingGranularity: time.Minute, Available: true, Quantity: 2,
+			TypicalBoot: 10 * time.Minute},
 	}
 	require.Len(t, offers, len(want))
 	for i := range want {

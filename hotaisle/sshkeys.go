@@ -4,11 +4,9 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
-	"fmt"
 	"net/http"
 	"strings"
 
-	"github.com/gpufleet/gpufleet/fleet"
 	"golang.org/x/crypto/ssh"
 )
 
@@ -43,7 +41,8 @@ func (c *Client) AddSSHKey(ctx context.Context, authorizedKey string) (key *SSHK
 		AuthorizedKey string `json:"authorized_key"`
 	}{strings.TrimSpace(authorizedKey)}
 	var out SSHKey
-	err = c.do(ctx, http.MethodPost, "/user/ssh_keys/", nil, body, &out)
+	err = c.object(ctx, http.MethodPost, "/user/ssh_keys/", nil, body, &out, "fingerprint",
+		func() bool { return out.Fingerprint != "" })
 	var ae *APIError
 	if errors.As(err, &ae) && ae.Status == http.StatusConflict {
 		return local, true, nil
@@ -56,11 +55,7 @@ func (c *Client) AddSSHKey(ctx context.Context, authorizedKey string) (key *SSHK
 
 // ListSSHKeys returns the user's keys: GET /user/ssh_keys/.
 func (c *Client) ListSSHKeys(ctx context.Context) ([]SSHKey, error) {
-	var out []SSHKey
-	if err := c.do(ctx, http.MethodGet, "/user/ssh_keys/", nil, nil, &out); err != nil {
-		return nil, err
-	}
-	return out, nil
+	return list(ctx, c, "/user/ssh_keys/", "fingerprint", func(k *SSHKey) string { return k.Fingerprint })
 }
 
 // DeleteSSHKey removes a key by fingerprint: DELETE
@@ -80,7 +75,7 @@ func (c *Client) DeleteSSHKey(ctx context.Context, fingerprint string) error {
 func parseAuthorizedKey(line string) (*SSHKey, error) {
 	pk, comment, _, _, err := ssh.ParseAuthorizedKey([]byte(line))
 	if err != nil {
-		return nil, fmt.Errorf("hotaisle: add SSH key: not an authorized_keys line: %w", fleet.ErrInvalidRequest)
+		return nil, invalid("SSH key: not an authorized_keys line")
 	}
 	return &SSHKey{
 		Type:        pk.Type(),

@@ -30,7 +30,8 @@ type User struct {
 	Created time.Time `json:"created"`
 }
 
-// UnmarshalJSON decodes leniently (see flexTime).
+// UnmarshalJSON decodes leniently: a date-time that is "", null or not
+// RFC 3339 is the zero time.
 func (u *User) UnmarshalJSON(b []byte) error {
 	type plain User
 	v := struct {
@@ -82,7 +83,8 @@ type TeamMember struct {
 	Invitation bool      `json:"invitation,omitempty"`
 }
 
-// UnmarshalJSON decodes leniently (see flexTime).
+// UnmarshalJSON decodes leniently: a date-time that is "", null or not
+// RFC 3339 is the zero time.
 func (m *TeamMember) UnmarshalJSON(b []byte) error {
 	type plain TeamMember
 	v := struct {
@@ -155,7 +157,7 @@ func (e *MissingRoleError) Is(target error) bool { return target == fleet.ErrFor
 // GetUser returns the user and their teams: GET /user/.
 func (c *Client) GetUser(ctx context.Context) (*UserInfo, error) {
 	var out UserInfo
-	if err := c.do(ctx, http.MethodGet, "/user/", nil, nil, &out); err != nil {
+	if err := c.object(ctx, http.MethodGet, "/user/", nil, nil, &out, "teams", func() bool { return out.Teams != nil }); err != nil {
 		return nil, err
 	}
 	return &out, nil
@@ -163,11 +165,7 @@ func (c *Client) GetUser(ctx context.Context) (*UserInfo, error) {
 
 // ListTeams returns the teams the key has a role on: GET /teams/.
 func (c *Client) ListTeams(ctx context.Context) ([]Team, error) {
-	var out []Team
-	if err := c.do(ctx, http.MethodGet, "/teams/", nil, nil, &out); err != nil {
-		return nil, err
-	}
-	return out, nil
+	return list(ctx, c, "/teams/", "handle", func(t *Team) string { return t.Handle })
 }
 
 // GetTeam returns the Client's team with members and resources: GET
@@ -178,7 +176,7 @@ func (c *Client) GetTeam(ctx context.Context) (*TeamDetails, error) {
 		return nil, err
 	}
 	var out TeamDetails
-	if err := c.do(ctx, http.MethodGet, p, nil, nil, &out); err != nil {
+	if err := c.object(ctx, http.MethodGet, p, nil, nil, &out, "handle", func() bool { return out.Handle != "" }); err != nil {
 		return nil, err
 	}
 	return &out, nil

@@ -2,10 +2,7 @@ package hotaisle
 
 import (
 	"context"
-	"fmt"
 	"net/http"
-
-	"github.com/gpufleet/gpufleet/fleet"
 )
 
 // VMSpecs is the hardware of a VM or VM type (swagger VirtualMachineSpecs).
@@ -90,14 +87,14 @@ type VMUpdate struct {
 func (c *Client) ProvisionVM(ctx context.Context, req VMProvisionRequest) (*VM, error) {
 	s := req.VMSpecs
 	if s.CPUCores == 0 && s.RAMCapacity == 0 && s.DiskCapacity == 0 && s.CPUs == nil && len(s.GPUs) == 0 {
-		return nil, fmt.Errorf("hotaisle: provision: empty VM spec: %w", fleet.ErrInvalidRequest)
+		return nil, invalid("provision: empty VM spec")
 	}
 	p, err := c.teamPath("virtual_machines")
 	if err != nil {
 		return nil, err
 	}
 	var vm VM
-	if err := c.do(ctx, http.MethodPost, p, nil, req, &vm); err != nil {
+	if err := c.object(ctx, http.MethodPost, p, nil, req, &vm, "VM name", func() bool { return vm.Name != "" }); err != nil {
 		return nil, err
 	}
 	return &vm, nil
@@ -111,7 +108,7 @@ func (c *Client) GetVM(ctx context.Context, name string) (*VM, error) {
 		return nil, err
 	}
 	var vm VM
-	if err := c.do(ctx, http.MethodGet, p, nil, nil, &vm); err != nil {
+	if err := c.object(ctx, http.MethodGet, p, nil, nil, &vm, "VM name", func() bool { return vm.Name != "" }); err != nil {
 		return nil, err
 	}
 	return &vm, nil
@@ -124,11 +121,7 @@ func (c *Client) ListVMs(ctx context.Context) ([]VM, error) {
 	if err != nil {
 		return nil, err
 	}
-	var out []VM
-	if err := c.do(ctx, http.MethodGet, p, nil, nil, &out); err != nil {
-		return nil, err
-	}
-	return out, nil
+	return list(ctx, c, p, "VM name", vmName)
 }
 
 // GetVMState returns the power state of a VM: GET .../virtual_machines/{vm}/state/.
@@ -139,7 +132,7 @@ func (c *Client) GetVMState(ctx context.Context, name string) (*VMState, error) 
 		return nil, err
 	}
 	var st VMState
-	if err := c.do(ctx, http.MethodGet, p, nil, nil, &st); err != nil {
+	if err := c.object(ctx, http.MethodGet, p, nil, nil, &st, "state", func() bool { return st.State != "" }); err != nil {
 		return nil, err
 	}
 	return &st, nil

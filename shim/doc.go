@@ -12,4 +12,19 @@
 // (systemd, or setsid/nohup) so it outlives the session, and verifies the
 // agent's health through a direct-tcpip forward to its localhost port, the
 // same path used afterwards. Starter implements fleet.Agent.
+//
+// # Where to start
+//
+//   - [New] with an [AgentSpec] ([DstackShim] is the preset), the SSH keys to
+//     log in with and a [HostKeyPolicy] ([TrustOnFirstUse] with a
+//     [MemoryHostKeyStore], [PinnedKey] or [KnownHosts]).
+//   - Options: [WithDial] (a fake network in tests), [WithUser],
+//     [WithTimeouts], [WithBackoff], [WithLogger].
+//   - [Starter.Start] and [Starter.Check] directly, or pass the Starter as
+//     fleet.Config.Agent and let the Manager call them.
+//   - Errors: [StageOf] tells which stage failed ([StageDial], ...); a failed
+//     install step is a [*StepError] with its stderr, a bad host key a
+//     [*HostKeyMismatchError], an unhealthy agent a [*HealthError].
+//
+// The Example starts dstack-shim on a fake host of package sim.
 package shim

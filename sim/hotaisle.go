@@ -11,8 +11,8 @@ import (
 	"time"
 )
 
-// Default physics of sim.HotAisle (scenarios.md, "Default physics of
-// sim.HotAisle"); each is adjustable by an option.
+// Default physics of sim.HotAisle, taken from the published API facts and
+// what users observed; each is adjustable by an option.
 const (
 	// DefaultHotAisleSSHDelay is how long after provisioning a VM's sshd
 	// starts accepting TCP connections (its state says "running" at once).
@@ -129,8 +129,8 @@ func WithHotAisleUserRoleOnly() Option {
 // "Authorization: Token <key>" or a bare key, answers errors as a JSON string
 // ("Unauthorized", "Not Found: Resource not found", ...), and follows the
 // default physics documented on its options and constants. An unknown team
-// handle answers 404, a
-// mutation by a key without the operator role 403, a bad key 401.
+// handle answers 404, a mutation by a key without the operator role 403, a
+// bad key 401.
 type HotAisle struct {
 	*server
 	cfg *settings

@@ -114,16 +114,20 @@ func (h *Host) KillAgent() bool { return h.stopAgent(nil) }
 
 // launchAgent starts the agent unless one runs: a second launch is counted
 // and exits at once (its port is taken), returning the running process and
-// false. Callers hold no lock.
-func (h *Host) launchAgent(detached bool, unit string, root bool, cmdline string) (*agentProc, bool) {
+// false. pid is the process's pid (a background job's), or 0 for a new one.
+// Callers do not hold h.mu.
+func (h *Host) launchAgent(detached bool, unit string, root bool, cmdline string, pid int) (*agentProc, bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.starts++
 	if h.proc != nil {
 		return h.proc, false
 	}
-	h.lastPID += 1000
-	p := &agentProc{pid: h.lastPID, detached: detached, unit: unit, root: root, cmdline: cmdline,
+	if pid == 0 {
+		h.lastPID += 1000
+		pid = h.lastPID
+	}
+	p := &agentProc{pid: pid, detached: detached, unit: unit, root: root, cmdline: cmdline,
 		started: h.net.clock.Now(), dead: make(chan struct{})}
 	h.proc = p
 	return p, true

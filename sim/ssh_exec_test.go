@@ -39,7 +39,7 @@ func TestSSHExecInterpreter(t *testing.T) {
 			{cmd: "false && echo no || echo yes", out: "yes\n"},
 			{cmd: "mkdir -p /opt/agent", exit: 1, errHas: "Permission denied"},
 			{cmd: "sudo mkdir -p /opt/agent/bin && test -d /opt/agent/bin && echo ok", out: "ok\n"},
-			{cmd: "sudo echo hi > /etc/motd", exit: 2, errHas: "cannot create /etc/motd: Permission denied"},
+			{cmd: "sudo echo hi > /etc/motd", exit: 1, errHas: "cannot create /etc/motd: Permission denied"},
 			{cmd: `sudo sh -c 'echo hi > /etc/motd' && cat /etc/motd`, out: "hi\n"},
 			{cmd: "sudo tee /etc/agent.env > /dev/null", stdin: "A=1\n"},
 			{cmd: "cat /etc/agent.env", out: "A=1\n"},
@@ -60,9 +60,10 @@ func TestSSHExecInterpreter(t *testing.T) {
 			{cmd: "sudo bash -c 'id -u; echo $HOME'", out: "0\n/root\n"},
 			{cmd: "echo err 1>&2 2>/dev/null", errHas: "err"},
 			{cmd: "printf '%s=%s\\n' a 1 b 2", out: "a=1\nb=2\n"},
-			{cmd: "if true; then echo; fi", exit: 2, errHas: "not supported"},
-			{cmd: "cat <<EOF", exit: 2, errHas: "here-documents"},
-			{cmd: "echo 'open", exit: 2, errHas: "unterminated"},
+			{cmd: "if test -d /tmp; then echo dir; else echo no; fi", out: "dir\n"},
+			{cmd: "cat <<EOF\nhi $USER\nEOF", out: "hi hotaisle\n"},
+			{cmd: "cat <<EOF", exit: 2, errHas: "syntax error: unclosed here-document"},
+			{cmd: "echo 'open", exit: 2, errHas: "syntax error"},
 			{cmd: "echo a &&", exit: 2, errHas: "syntax error"},
 			{cmd: "sleep 30 && echo slept", out: "slept\n"},
 		}
@@ -147,6 +148,11 @@ func TestSSHScriptedOutcomes(t *testing.T) {
 			_, _, exit = run(t, c, install, "")
 			assert.Equal(t, want, exit)
 		}
+
+		h.OnCommand("echo scripted", func(cmd string, stdin []byte) (string, string, int) { return "", "no\n", 4 })
+		_, errOut, exit = run(t, c, "echo scripted builtin", "")
+		assert.Equal(t, 4, exit, "a builtin can be scripted too")
+		assert.Equal(t, "no\n", errOut)
 
 		h.OnCommandFunc(func(cmd string) bool { return strings.HasPrefix(cmd, "docker ") },
 			func(cmd string, stdin []byte) (string, string, int) { return "got " + string(stdin), "", 0 })

@@ -12,9 +12,10 @@ import (
 )
 
 // Host is a fake SSH host: an x/crypto/ssh server with public-key auth
-// only, a tiny shell for "exec" requests (ssh_shell.go lists the commands
-// it understands; "pty-req", "shell" and "subsystem" are refused), an
-// in-memory file system, one tracked agent process (see AgentSpec), and
+// only, a bash shell for "exec" requests (mvdan.cc/sh/v3's interpreter over
+// the host's memory: sshhost_shell_exec.go lists the commands it knows;
+// "pty-req", "shell" and "subsystem" are refused), an in-memory file
+// system, one tracked agent process (see AgentSpec), and
 // direct-tcpip to the agent's localhost port (and, on a Jump host, to the
 // network's other hosts). All methods are safe for concurrent use.
 //

@@ -173,18 +173,6 @@ func (s *session) end() {
 	}
 }
 
-// recStdin records what a command consumes from the channel.
-type recStdin struct {
-	r   io.Reader
-	got bytes.Buffer
-}
-
-func (r *recStdin) Read(p []byte) (int, error) {
-	n, err := r.r.Read(p)
-	r.got.Write(p[:n])
-	return n, err
-}
-
 // exec runs cmd, records it, sends its exit status, then closes the
 // channel, after waiting for a session-tied background process to die (as
 // sshd waits for a child holding the session's output).
@@ -194,14 +182,12 @@ func (s *session) exec(cmd string) {
 	h.mu.Lock()
 	h.cmds = append(h.cmds, rec)
 	h.mu.Unlock()
-	var out, errOut bytes.Buffer
+	var out, errOut syncBuffer
 	in := &recStdin{r: s.ch}
-	detached := false
-	sh := newShell(s, &detached)
-	status := sh.run(cmd, stdio{in: in, out: io.MultiWriter(s.ch, &out), err: io.MultiWriter(s.ch.Stderr(), &errOut)})
+	status, detached := runExec(s, cmd, in, io.MultiWriter(s.ch, &out), io.MultiWriter(s.ch.Stderr(), &errOut))
 	killed := s.ctx.Err() != nil
 	h.mu.Lock()
-	rec.Stdin, rec.Stdout, rec.Stderr, rec.Detached = in.got.Bytes(), out.String(), errOut.String(), detached
+	rec.Stdin, rec.Stdout, rec.Stderr, rec.Detached = in.consumed(), out.String(), errOut.String(), detached
 	if !killed {
 		rec.Exit = status
 	}

@@ -3,7 +3,6 @@ package vultr
 import (
 	"context"
 	"iter"
-	"net/url"
 )
 
 // BareMetal is a bare-metal server as GET /v2/bare-metals/{id} returns it
@@ -129,17 +128,20 @@ type bareMetalUpdateWire struct {
 }
 
 // BareMetalListOptions filters GET /v2/bare-metals (the same filters as
-// instances; the API documents only paging for bare metal, so a filter it
-// ignores may return more: check the fields you filter on).
+// instances, one per request; the API documents only paging for bare metal,
+// so a filter it ignores may return more: check the fields you filter on).
 type BareMetalListOptions = InstanceListOptions
 
 type bareMetalsPage struct {
-	BareMetals []BareMetal `json:"bare_metals"`
-	Meta       *Meta       `json:"meta"`
+	BareMetals *[]BareMetal `json:"bare_metals"`
+	Meta       *Meta        `json:"meta"`
 }
 
-func (p *bareMetalsPage) items() []BareMetal { return p.BareMetals }
-func (p *bareMetalsPage) meta() *Meta        { return p.Meta }
+func (p *bareMetalsPage) items() ([]BareMetal, error) {
+	return pageItems(p.BareMetals, "bare_metals", func(v *BareMetal) string { return v.ID })
+}
+
+func (p *bareMetalsPage) meta() *Meta { return p.Meta }
 
 // CreateBareMetal deploys a bare-metal server (POST /v2/bare-metals → 202,
 // "pending"). Never retried (see CreateInstance). Errors: *APIError with
@@ -162,14 +164,13 @@ func (c *Client) GetBareMetal(ctx context.Context, id string) (*BareMetal, error
 	return one[BareMetal](ctx, c, "GET", "/v2/bare-metals/"+pathEscape(id), nil, "bare_metal", true)
 }
 
-// ListBareMetals iterates over GET /v2/bare-metals, all pages; opts may be nil.
+// ListBareMetals iterates over GET /v2/bare-metals, all pages; opts may be
+// nil and sets at most one filter (two or more: fleet.ErrInvalidRequest,
+// nothing sent).
 func (c *Client) ListBareMetals(ctx context.Context, opts *BareMetalListOptions) iter.Seq2[BareMetal, error] {
-	q := url.Values{}
-	if opts != nil {
-		setIf(q, "label", opts.Label)
-		setIf(q, "tag", opts.Tag)
-		setIf(q, "region", opts.Region)
-		setIf(q, "main_ip", opts.MainIP)
+	q, err := opts.query()
+	if err != nil {
+		return failed[BareMetal](err)
 	}
 	return list[BareMetal, *bareMetalsPage](ctx, c, "/v2/bare-metals", q)
 }
@@ -192,7 +193,9 @@ func (c *Client) UpdateBareMetal(ctx context.Context, id string, u *BareMetalUpd
 
 // DeleteBareMetal destroys a server (DELETE → 204), retried on 429 and
 // transient failures; fleet.ErrNotFound means already gone, fleet.ErrLocked
-// and fleet.ErrNotActive are returned for the caller to retry later.
+// and fleet.ErrNotActive are returned for the caller to retry later, and
+// fleet.ErrDeletePending means an earlier delete was accepted (wait for the
+// 404).
 func (c *Client) DeleteBareMetal(ctx context.Context, id string) error {
 	if err := requireID("bare-metal", id); err != nil {
 		return err

@@ -39,8 +39,11 @@ func BenchmarkDecodePlans500(b *testing.B) {
 	b.SetBytes(int64(len(plans500)))
 	for b.Loop() {
 		var p plansPage
-		if err := json.Unmarshal(plans500, &p); err != nil || len(p.Plans) != 500 {
-			b.Fatal(err, len(p.Plans))
+		if err := json.Unmarshal(plans500, &p); err != nil {
+			b.Fatal(err)
+		}
+		if items, err := p.items(); err != nil || len(items) != 500 {
+			b.Fatal(err, len(items))
 		}
 	}
 }
@@ -50,8 +53,11 @@ func BenchmarkDecodeInstances500(b *testing.B) {
 	b.SetBytes(int64(len(instances500)))
 	for b.Loop() {
 		var p instancesPage
-		if err := json.Unmarshal(instances500, &p); err != nil || len(p.Instances) != 500 {
-			b.Fatal(err, len(p.Instances))
+		if err := json.Unmarshal(instances500, &p); err != nil {
+			b.Fatal(err)
+		}
+		if items, err := p.items(); err != nil || len(items) != 500 {
+			b.Fatal(err, len(items))
 		}
 	}
 }

@@ -15,8 +15,10 @@ import (
 // DefaultBaseURL is the Vultr API origin; every path starts with /v2/.
 const DefaultBaseURL = "https://api.vultr.com"
 
-// DefaultUserAgent is sent as User-Agent unless WithUserAgent is given.
-const DefaultUserAgent = "gpufleet-vultr"
+// DefaultUserAgent is sent as User-Agent unless WithUserAgent is given:
+// "gpufleet/<version> (vultr)", with this module's version from the
+// binary's build information ("devel" when it has none).
+var DefaultUserAgent = api.UserAgent("vultr")
 
 // DefaultRateLimit is the client-side request rate (requests per second):
 // Vultr answers 429 above 30 requests/s.
@@ -27,9 +29,26 @@ const DefaultRateLimit = 30
 // 30 requests/s limit. WithPerPage changes it.
 const DefaultPerPage = 500
 
-// RetryPolicy bounds the retries of GET and DELETE calls (attempts, minimum
-// and maximum backoff). The zero value means 5 attempts, 500 ms, 30 s.
-type RetryPolicy = api.RetryPolicy
+// RetryPolicy bounds the retries of GET and DELETE calls: on 429 (honouring
+// Retry-After) and on 502, 503, 504 or a transport failure, with exponential
+// backoff from MinDelay capped at MaxDelay and jitter, all inside the call's
+// context and on the client's Clock. Zero fields take the defaults: 5
+// attempts, 500 ms, 30 s.
+type RetryPolicy struct {
+	// Attempts is the total number of attempts; 1 disables retries.
+	Attempts uint
+	// MinDelay is the first backoff.
+	MinDelay time.Duration
+	// MaxDelay caps one backoff (a longer Retry-After is still honoured).
+	MaxDelay time.Duration
+}
+
+// Clock is the client's source of time, with the method set of fleet.Clock
+// (and of the simulator's clock): Now() time.Time, and Sleep(ctx, d) error,
+// which waits for d or until ctx ends, returning ctx.Err(). The rate
+// limiter's waits, Retry-After and the retry backoff are read and slept on
+// it. Default: the process clock.
+type Clock = api.Clock
 
 // Client calls the Vultr API v2. It is safe for concurrent use; all its calls
 // share one rate limiter. Its formatted forms (%v, %+v, %#v, String) never
@@ -49,6 +68,7 @@ type settings struct {
 	retry      RetryPolicy
 	logger     *slog.Logger
 	perPage    int
+	clock      Clock
 }
 
 // Option configures a Client.
@@ -82,6 +102,13 @@ func WithRetry(attempts uint, minDelay, maxDelay time.Duration) Option {
 // WithRetryPolicy sets the whole retry policy of GET and DELETE calls.
 func WithRetryPolicy(p RetryPolicy) Option { return func(s *settings) { s.retry = p } }
 
+// WithClock sets the clock of the rate limiter's waits, Retry-After and the
+// retry backoff (default: the process clock). Give it the clock that drives
+// the fleet Manager and the simulator (sim.ScaledClock), or the client's
+// waits run on the wall clock while the clouds run faster. nil keeps the
+// default.
+func WithClock(c Clock) Option { return func(s *settings) { s.clock = c } }
+
 // WithLogger sets the logger; it receives one debug line per HTTP attempt
 // (method, path, status, duration), never headers or bodies. Default: discard.
 func WithLogger(l *slog.Logger) Option { return func(s *settings) { s.logger = l } }
@@ -109,11 +136,13 @@ func New(apiKey string, opts ...Option) *Client {
 		baseURL: s.baseURL,
 		perPage: s.perPage,
 		api: api.New(api.Config{
+			Provider:   "vultr",
 			BaseURL:    s.baseURL,
 			HTTPClient: s.httpClient,
 			UserAgent:  s.userAgent,
 			Limiter:    lim,
-			Retry:      s.retry,
+			Retry:      api.RetryPolicy(s.retry),
+			Clock:      s.clock,
 			Authorize:  bearer(apiKey),
 			ParseError: func(r *api.Response) error { return parseError(r, apiKey) },
 			Logger:     s.logger,

@@ -16,7 +16,7 @@ import (
 //	ssh_authorized_keys:
 //	  - "ssh-ed25519 AAAA... user@host"
 //
-// Each key is a YAML double-quoted scalar (see yamlQuote), so no key text,
+// Each key is a YAML double-quoted scalar on one line, so no key text,
 // a newline or ": " included, can add or change a cloud-config entry.
 func CloudConfig(keys []string) []byte {
 	var b strings.Builder

@@ -12,10 +12,6 @@ import (
 	"github.com/gpufleet/gpufleet/internal/api"
 )
 
-// ErrRepeatedCursor is yielded by a list whose meta.links.next cursor repeats
-// one already followed: the listing would otherwise never end.
-var ErrRepeatedCursor = errors.New("vultr: list cursor repeated")
-
 // ErrEndlessList is yielded (after the items already read) by a list cut
 // short because its pages would not end. Before following a next cursor,
 // every list stops when: the cursor was followed before (ErrRepeatedCursor
@@ -24,6 +20,11 @@ var ErrRepeatedCursor = errors.New("vultr: list cursor repeated")
 // during the listing through; a meta.total of 0 is taken as unknown); or
 // MaxListPages pages have been read.
 var ErrEndlessList = errors.New("vultr: list does not end")
+
+// ErrRepeatedCursor is yielded by a list whose meta.links.next cursor repeats
+// one already followed: the listing would otherwise never end. It also
+// answers errors.Is(err, ErrEndlessList).
+var ErrRepeatedCursor = fmt.Errorf("%w: cursor repeated", ErrEndlessList)
 
 // APIError is a non-2xx answer of the Vultr API. Vultr writes
 // {"error":"<message>","status":<code>}; a body that is not that JSON is kept
@@ -47,16 +48,22 @@ type APIError struct {
 	class error
 }
 
-// Error shows method, path, status and message (never headers).
+// Error shows method, path, status and message, then the request id when
+// the API sent one: "vultr: DELETE /v2/instances/ID: 500: Server is
+// currently locked (request id 3f2a...)". Never headers.
 func (e *APIError) Error() string {
 	msg := e.Message
 	if msg == "" {
 		msg = http.StatusText(e.Status)
 	}
 	if len(msg) > maxErrorText {
-		msg = msg[:maxErrorText] + "…"
+		msg = strings.ToValidUTF8(msg[:maxErrorText], "") + "…"
 	}
-	return fmt.Sprintf("vultr: %s %s: %d: %s", e.Method, e.Path, e.Status, msg)
+	s := fmt.Sprintf("vultr: %s %s: %d: %s", e.Method, e.Path, e.Status, msg)
+	if e.RequestID != "" {
+		s += " (request id " + e.RequestID + ")"
+	}
+	return s
 }
 
 // maxErrorText bounds the message shown by Error (an HTML error page from a
@@ -89,10 +96,14 @@ type rule struct {
 }
 
 // classTable is the only place where Vultr error text is compared. Rows are
-// tried in order; the first match wins. Sources: /shared/api/vultr.md §1, §4,
-// §7.10 (Vultr answers most domain refusals with 500, so message rows come
-// before status rows).
+// tried in order; the first match wins. Sources: the Vultr fact sheet's
+// transport, error and example sections (Vultr answers most domain refusals
+// with 500, so message rows come before status rows).
 var classTable = []rule{
+	// "Unable to destroy server: Server is already pending destruction" (400
+	// or 500) on a repeated DELETE; "Server is pending destruction" on a read
+	// right after one: the delete is under way, wait for the 404.
+	{0, "pending destruction", fleet.ErrDeletePending},
 	{0, "server is currently locked", fleet.ErrLocked},                  // DELETE/reinstall, 500
 	{0, "not currently active", fleet.ErrNotActive},                     // DELETE while pending, 500
 	{0, "does not support private networking", fleet.ErrVPCUnsupported}, // attach on vbm-4c-32gb
@@ -104,8 +115,12 @@ var classTable = []rule{
 	{0, "insufficient capacity", fleet.ErrNoCapacity},
 	{0, "no capacity", fleet.ErrNoCapacity},
 	{0, "invalid instance-id", fleet.ErrNotFound}, // GET …/vpcs of a gone server, 404
-	{0, "invalid server", fleet.ErrNotFound},      // GET gone bare metal
-	{0, "invalid vpc id", fleet.ErrNotFound},      // GET/DELETE unknown VPC
+	{0, "invalid instance id", fleet.ErrNotFound}, // 400 for a server deleted in the console
+	// "You have reached the maximum number of active virtual machines for
+	// this account" (create).
+	{0, "maximum number of active", fleet.ErrQuotaExceeded},
+	{0, "invalid server", fleet.ErrNotFound}, // GET gone bare metal
+	{0, "invalid vpc id", fleet.ErrNotFound}, // GET/DELETE unknown VPC
 	{0, "invalid private network id", fleet.ErrNotFound},
 	{0, "instance not found", fleet.ErrNotFound},
 	{0, "not found.", fleet.ErrNotFound},
@@ -154,10 +169,18 @@ func parseError(r *api.Response, key string) error {
 	return e
 }
 
+// invalidError is a request refused by the client before it is sent. It
+// answers errors.Is(err, fleet.ErrInvalidRequest) without repeating that
+// error's text.
+type invalidError struct{ msg string }
+
+func (e *invalidError) Error() string        { return "vultr: invalid request: " + e.msg }
+func (e *invalidError) Is(target error) bool { return target == fleet.ErrInvalidRequest }
+
 // invalid returns a local validation error of class fleet.ErrInvalidRequest,
 // for a request refused before it is sent.
 func invalid(format string, args ...any) error {
-	return fmt.Errorf("vultr: %w: %s", fleet.ErrInvalidRequest, fmt.Sprintf(format, args...))
+	return &invalidError{msg: fmt.Sprintf(format, args...)}
 }
 
 // requireID refuses an empty id before it turns a GET of one resource into
@@ -176,3 +199,8 @@ type DecodeError = api.DecodeError
 // TransportError is a failure to get any answer (connection refused or
 // reset, DNS, TLS, timeout); it answers errors.Is(err, fleet.ErrUnavailable).
 type TransportError = api.TransportError
+
+// RedirectError is a redirect from https to plain http that the client
+// refused to follow (the key would travel in clear); nothing was sent to the
+// new location. A redirect to another origin is followed without the key.
+type RedirectError = api.RedirectError

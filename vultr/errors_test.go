@@ -15,7 +15,8 @@ import (
 var allClasses = []error{fleet.ErrNotFound, fleet.ErrUnauthorized, fleet.ErrForbidden,
 	fleet.ErrRateLimited, fleet.ErrLocked, fleet.ErrNotActive, fleet.ErrMinReservation,
 	fleet.ErrNoCapacity, fleet.ErrVPCUnsupported, fleet.ErrVPCInUse, fleet.ErrAttachFailed,
-	fleet.ErrInsufficientBalance, fleet.ErrQuotaExceeded, fleet.ErrInvalidRequest, fleet.ErrUnavailable}
+	fleet.ErrInsufficientBalance, fleet.ErrQuotaExceeded, fleet.ErrInvalidRequest, fleet.ErrUnavailable,
+	fleet.ErrDeletePending}
 
 // Real error bodies from /shared/api/vultr.md §1, §4 and §7.10 (statuses as
 // recorded there; where the status is unknown, the one the sim uses).
@@ -37,6 +38,14 @@ var classCases = []struct {
 	{"out of stock", 400, `{"error":"Plan out of stock.","status":400}`, fleet.ErrNoCapacity},
 	{"insufficient capacity", 500, `{"error":"Insufficient capacity to deploy.","status":500}`, fleet.ErrNoCapacity},
 	{"no capacity", 400, `{"error":"No capacity available for this plan.","status":400}`, fleet.ErrNoCapacity},
+	{"pending destruction 400", 400, `{"error":"Unable to destroy server: Server is already pending destruction","status":400}`, fleet.ErrDeletePending},
+	{"pending destruction 500", 500, `{"error":"Unable to destroy server: Server is already pending destruction","status":500}`, fleet.ErrDeletePending},
+	{"pending destruction on read", 400, `{"error":"Server is pending destruction","status":400}`, fleet.ErrDeletePending},
+	{"invalid instance ID console-deleted", 400, `{"error":"invalid instance ID","status":400}`, fleet.ErrNotFound},
+	{"invalid instance ID 404", 404, `{"error":"Invalid instance ID.","status":404}`, fleet.ErrNotFound},
+	{"instance limit", 400, `{"error":"You have reached the maximum number of active virtual machines for this account. For security reasons, please contact our support team to have the limit raised","status":400}`, fleet.ErrQuotaExceeded},
+	{"server limit 500", 500, `{"error":"Server add failed: You have reached the maximum number of active servers for this account.","status":500}`, fleet.ErrQuotaExceeded},
+	{"unknown limit wording falls through", 400, `{"error":"Account limit hit.","status":400}`, fleet.ErrInvalidRequest},
 	{"invalid instance-id", 404, `{"error":"Invalid instance-id.","status":404}`, fleet.ErrNotFound},
 	{"invalid instance-id as 400", 400, `{"error":"Invalid instance-id.","status":400}`, fleet.ErrNotFound},
 	{"invalid server", 400, `{"error":"Invalid server.","status":400}`, fleet.ErrNotFound},
@@ -103,7 +112,7 @@ func TestAPIErrorFields(t *testing.T) {
 	assert.Equal(t, int64(2e9), int64(ae.RetryAfter))
 	assert.Equal(t, 429, ae.HTTPStatus())
 	assert.Equal(t, ae.RetryAfter, ae.RetryAfterDuration())
-	assert.Equal(t, "vultr: GET /v2/instances: 429: Rate limit reached", ae.Error())
+	assert.Equal(t, "vultr: GET /v2/instances: 429: Rate limit reached (request id req-42)", ae.Error())
 	assert.NotContains(t, ae.Error(), "must-not-show")
 }
 
@@ -117,7 +126,7 @@ func TestNonJSONBodyIsTheMessage(t *testing.T) {
 	assert.ErrorIs(t, err, fleet.ErrUnavailable)
 
 	empty := parseError(&api.Response{Status: 503, Header: http.Header{}, Method: "GET", Path: "/v2/plans"}, "")
-	assert.Equal(t, "vultr: GET /v2/plans: 503: Service Unavailable", empty.Error())
+	assert.Equal(t, "vultr: GET /v2/plans: 503: Service Unavailable", empty.Error(), "no request id, no suffix")
 
 	long := parseError(&api.Response{Status: 500, Body: []byte(strings.Repeat("x", 5000)), Header: http.Header{}}, "")
 	assert.Less(t, len(long.Error()), 400, "Error() is bounded")

@@ -1,6 +1,7 @@
 package vultr
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -29,31 +30,43 @@ func optionalIP(ip *string) (string, bool) {
 	return assignedIP(*ip)
 }
 
-// missingKey reports a 2xx answer without the object it should carry.
-func missingKey(method, path, key string) error {
-	return &api.DecodeError{Method: method, Path: path, Err: fmt.Errorf("answer has no %q object", key)}
-}
+// identified is implemented by the objects a create or get answers with:
+// the id that makes them trackable.
+type identified interface{ objectID() string }
+
+func (i *Instance) objectID() string  { return i.ID }
+func (b *BareMetal) objectID() string { return b.ID }
+func (v *VPC) objectID() string       { return v.ID }
+func (k *SSHKey) objectID() string    { return k.ID }
 
 // one makes a call whose answer wraps a single object under key, as every
 // Vultr create, get and update does ({"instance": {...}}), and returns the
-// object. A 2xx answer without it is a *DecodeError when required (the
-// create or get cannot have meant "nothing"), else nil with no error (an
-// update answered with no body).
-func one[T any](ctx context.Context, c *Client, method, path string, body any, key string, required bool) (*T, error) {
+// object. A 2xx answer without it (an empty body, {}, an error object, an
+// object without its id) is a *DecodeError; only an update (required false)
+// may answer with no body at all: nil, no error.
+func one[T any, P interface {
+	*T
+	identified
+}](ctx context.Context, c *Client, method, path string, body any, key string, required bool) (*T, error) {
 	var env map[string]json.RawMessage
-	if err := c.do(ctx, method, path, nil, body, &env); err != nil {
+	req := api.Request{Method: method, Path: path, Body: body, OptionalBody: !required}
+	resp, err := c.api.Do(ctx, req, &env)
+	if err != nil {
 		return nil, err
+	}
+	if !required && len(bytes.TrimSpace(resp.Body)) == 0 {
+		return nil, nil
 	}
 	raw, ok := env[key]
 	if !ok || string(raw) == "null" {
-		if required {
-			return nil, missingKey(method, path, key)
-		}
-		return nil, nil
+		return nil, c.api.DecodeError(method, path, fmt.Errorf("the answer has no %q object", key))
 	}
-	v := new(T)
+	v := P(new(T))
 	if err := json.Unmarshal(raw, v); err != nil {
-		return nil, &api.DecodeError{Method: method, Path: path, Err: err}
+		return nil, c.api.DecodeError(method, path, err)
 	}
-	return v, nil
+	if v.objectID() == "" {
+		return nil, c.api.DecodeError(method, path, fmt.Errorf("the %q object has no id", key))
+	}
+	return (*T)(v), nil
 }

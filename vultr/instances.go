@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"iter"
 	"net/url"
+	"strings"
 )
 
 // Instance is a VM (CPU or Cloud GPU) as GET /v2/instances/{id} returns it.
@@ -153,6 +154,9 @@ func (u *InstanceUpdate) wire() *instanceUpdateWire {
 }
 
 // InstanceListOptions filters GET /v2/instances; empty fields are not sent.
+// The API takes ONE filter per request (it answers 400 to two): set at most
+// one field, or the list yields a fleet.ErrInvalidRequest before any call.
+// To combine filters, filter by one and check the others on the results.
 type InstanceListOptions struct {
 	Label  string // exact label
 	Tag    string // one tag
@@ -160,17 +164,49 @@ type InstanceListOptions struct {
 	MainIP string // main IPv4 address
 }
 
-type instancesPage struct {
-	Instances []Instance `json:"instances"`
-	Meta      *Meta      `json:"meta"`
+// query returns the filter as a query, or an error when more than one
+// field is set.
+func (o *InstanceListOptions) query() (url.Values, error) {
+	q := url.Values{}
+	if o == nil {
+		return q, nil
+	}
+	var set []string
+	for _, f := range [...]struct{ key, value string }{
+		{"label", o.Label}, {"tag", o.Tag}, {"region", o.Region}, {"main_ip", o.MainIP}} {
+		if f.value != "" {
+			q.Set(f.key, f.value)
+			set = append(set, f.key)
+		}
+	}
+	if len(set) > 1 {
+		return nil, invalid("a Vultr list takes one filter per request, got %s", strings.Join(set, " and "))
+	}
+	return q, nil
 }
 
-func (p *instancesPage) items() []Instance { return p.Instances }
-func (p *instancesPage) meta() *Meta       { return p.Meta }
+// failed is an iterator that yields err once.
+func failed[T any](err error) iter.Seq2[T, error] {
+	return func(yield func(T, error) bool) {
+		var zero T
+		yield(zero, err)
+	}
+}
+
+type instancesPage struct {
+	Instances *[]Instance `json:"instances"`
+	Meta      *Meta       `json:"meta"`
+}
+
+func (p *instancesPage) items() ([]Instance, error) {
+	return pageItems(p.Instances, "instances", func(v *Instance) string { return v.ID })
+}
+
+func (p *instancesPage) meta() *Meta { return p.Meta }
 
 // CreateInstance deploys a VM (POST /v2/instances → 202, status "pending").
 // It is never retried: after a transport error, a 5xx or an answer without
-// the instance (an *api.DecodeError) the server may exist anyway, so look it
+// the instance (a *DecodeError) the server may exist anyway, so look it
 // up by label before creating again. Errors: a *APIError
 // (fleet.ErrNoCapacity when sold out, fleet.ErrInvalidRequest for
 // "Invalid plan chosen." such as a vbm-* plan), or a local
@@ -183,7 +219,8 @@ func (c *Client) CreateInstance(ctx context.Context, req *InstanceCreate) (*Inst
 	return one[Instance](ctx, c, "POST", "/v2/instances", body, "instance", true)
 }
 
-// GetInstance reads one VM. A gone VM is fleet.ErrNotFound.
+// GetInstance reads one VM. A gone VM is fleet.ErrNotFound ("Invalid
+// instance ID", 404); one being destroyed may answer fleet.ErrDeletePending.
 func (c *Client) GetInstance(ctx context.Context, id string) (*Instance, error) {
 	if err := requireID("instance", id); err != nil {
 		return nil, err
@@ -191,14 +228,13 @@ func (c *Client) GetInstance(ctx context.Context, id string) (*Instance, error) 
 	return one[Instance](ctx, c, "GET", "/v2/instances/"+pathEscape(id), nil, "instance", true)
 }
 
-// ListInstances iterates over GET /v2/instances, all pages; opts may be nil.
+// ListInstances iterates over GET /v2/instances, all pages; opts may be nil
+// and sets at most one filter (two or more: fleet.ErrInvalidRequest, nothing
+// sent).
 func (c *Client) ListInstances(ctx context.Context, opts *InstanceListOptions) iter.Seq2[Instance, error] {
-	q := url.Values{}
-	if opts != nil {
-		setIf(q, "label", opts.Label)
-		setIf(q, "tag", opts.Tag)
-		setIf(q, "region", opts.Region)
-		setIf(q, "main_ip", opts.MainIP)
+	q, err := opts.query()
+	if err != nil {
+		return failed[Instance](err)
 	}
 	return list[Instance, *instancesPage](ctx, c, "/v2/instances", q)
 }
@@ -219,8 +255,10 @@ func (c *Client) UpdateInstance(ctx context.Context, id string, u *InstanceUpdat
 // DeleteInstance destroys a VM (DELETE /v2/instances/{id} → 204); retried on
 // 429 and transient failures. Domain refusals are returned, not retried:
 // fleet.ErrNotActive while pending, fleet.ErrLocked for minutes after it
-// became active. fleet.ErrNotFound means already gone (also when a retried
-// attempt follows one whose answer was lost).
+// became active. fleet.ErrDeletePending ("Server is already pending
+// destruction") means an earlier delete was accepted: wait for
+// fleet.ErrNotFound, which means already gone (also when a retried attempt
+// follows one whose answer was lost).
 func (c *Client) DeleteInstance(ctx context.Context, id string) error {
 	if err := requireID("instance", id); err != nil {
 		return err

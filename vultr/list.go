@@ -10,8 +10,24 @@ import (
 
 // pager is implemented by the list envelopes ({"<key>":[...],"meta":{...}}).
 type pager[T any] interface {
-	items() []T
+	// items returns the page's items, or why the page is not one: its list
+	// is absent or not an array, or an item has no id.
+	items() ([]T, error)
 	meta() *Meta
+}
+
+// pageItems is items for an envelope whose list under key decoded into
+// list (nil when the key was absent or null).
+func pageItems[T any](list *[]T, key string, id func(*T) string) ([]T, error) {
+	if list == nil {
+		return nil, fmt.Errorf("the answer has no %q list", key)
+	}
+	for i := range *list {
+		if id(&(*list)[i]) == "" {
+			return nil, fmt.Errorf("item %d of %q has no id", i, key)
+		}
+	}
+	return *list, nil
 }
 
 // MaxListPages is the most pages one list follows (ErrEndlessList beyond):
@@ -25,7 +41,10 @@ var maxListPages = MaxListPages
 // list returns an iterator over every item of a paginated GET of path: it
 // sends per_page (the client's page size) and, after the first page, cursor
 // set to meta.links.next, until next is "" or meta is absent. A request error
-// is yielded once and ends the iteration. Each page is fetched only when the
+// is yielded once and ends the iteration; so is a *DecodeError for a 2xx page
+// without its list (an empty body, {}, an error object) or with an item
+// without id: a page that does not say what it holds is never taken for the
+// last one. Each page is fetched only when the
 // previous one has been consumed, and breaking out of the loop fetches
 // nothing more.
 //
@@ -49,7 +68,11 @@ func list[T any, P interface {
 				yield(zero, err)
 				return
 			}
-			items := page.items()
+			items, err := page.items()
+			if err != nil {
+				yield(zero, c.api.DecodeError("GET", path, err))
+				return
+			}
 			for _, it := range items {
 				if !yield(it, nil) {
 					return
@@ -101,13 +124,13 @@ func (w *pageWalk) next(n, total int, cursor string) error {
 	w.pageSize = max(w.pageSize, n)
 	switch {
 	case w.seen[cursor]:
-		return fmt.Errorf("GET %s: cursor %q: %w (%w)", w.path, cursor, ErrRepeatedCursor, ErrEndlessList)
+		return fmt.Errorf("%w: GET %s: cursor %q", ErrRepeatedCursor, w.path, cursor)
 	case n == 0:
-		return fmt.Errorf("GET %s: %w: empty page %d with a next cursor", w.path, ErrEndlessList, w.pages)
+		return fmt.Errorf("%w: GET %s: empty page %d with a next cursor", ErrEndlessList, w.path, w.pages)
 	case w.total > 0 && w.items > w.total+w.pageSize:
-		return fmt.Errorf("GET %s: %w: %d items read, meta.total %d", w.path, ErrEndlessList, w.items, w.total)
+		return fmt.Errorf("%w: GET %s: %d items read, meta.total %d", ErrEndlessList, w.path, w.items, w.total)
 	case w.pages >= maxListPages:
-		return fmt.Errorf("GET %s: %w: %d pages read", w.path, ErrEndlessList, w.pages)
+		return fmt.Errorf("%w: GET %s: %d pages read", ErrEndlessList, w.path, w.pages)
 	}
 	w.seen[cursor] = true
 	return nil

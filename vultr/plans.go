@@ -58,20 +58,26 @@ type PlanListOptions struct {
 }
 
 type plansPage struct {
-	Plans []Plan `json:"plans"`
-	Meta  *Meta  `json:"meta"`
+	Plans *[]Plan `json:"plans"`
+	Meta  *Meta   `json:"meta"`
 }
 
-func (p *plansPage) items() []Plan { return p.Plans }
-func (p *plansPage) meta() *Meta   { return p.Meta }
+func (p *plansPage) items() ([]Plan, error) {
+	return pageItems(p.Plans, "plans", func(v *Plan) string { return v.ID })
+}
+
+func (p *plansPage) meta() *Meta { return p.Meta }
 
 type metalPlansPage struct {
-	Plans []MetalPlan `json:"plans_metal"`
-	Meta  *Meta       `json:"meta"`
+	Plans *[]MetalPlan `json:"plans_metal"`
+	Meta  *Meta        `json:"meta"`
 }
 
-func (p *metalPlansPage) items() []MetalPlan { return p.Plans }
-func (p *metalPlansPage) meta() *Meta        { return p.Meta }
+func (p *metalPlansPage) items() ([]MetalPlan, error) {
+	return pageItems(p.Plans, "plans_metal", func(v *MetalPlan) string { return v.ID })
+}
+
+func (p *metalPlansPage) meta() *Meta { return p.Meta }
 
 // ListPlans iterates over GET /v2/plans (public: no key needed), all pages.
 // opts may be nil.

@@ -29,9 +29,11 @@ type Provider struct {
 	regions []string
 
 	mu         sync.Mutex
-	metal      map[string]bool      // server id → bare metal, as seen
-	plans      map[string]Plan      // VM plan rows by id; nil until fetched
-	metalPlans map[string]MetalPlan // bare-metal plan rows by id; nil until fetched
+	metal      map[string]bool          // server id → bare metal, as seen
+	members    map[string]bool          // server ids known to be VPC members
+	attached   map[string]VPCAttachment // a member's attachment with its address, once read
+	plans      map[string]Plan          // VM plan rows by id; nil until fetched
+	metalPlans map[string]MetalPlan     // bare-metal plan rows by id; nil until fetched
 }
 
 // ProviderOption configures a Provider.
@@ -42,7 +44,7 @@ func WithRegions(ids ...string) ProviderOption { return func(p *Provider) { p.re
 
 // NewProvider returns the Vultr fleet.Provider over c.
 func NewProvider(c *Client, opts ...ProviderOption) *Provider {
-	p := &Provider{c: c, metal: map[string]bool{}}
+	p := &Provider{c: c, metal: map[string]bool{}, members: map[string]bool{}, attached: map[string]VPCAttachment{}}
 	for _, o := range opts {
 		o(p)
 	}
@@ -155,7 +157,7 @@ func (p *Provider) Create(ctx context.Context, req fleet.CreateRequest) (fleet.I
 		return fleet.Instance{}, err
 	}
 	label := req.Label.String()
-	tags := []string{TagFleet, TagFleet + "-" + req.Label.Fleet}
+	tags := labelTags(req.Label)
 	userData := CloudConfig(req.SSHKeys)
 	host := strings.ReplaceAll(label, ".", "-")
 	var vpcs []string
@@ -169,6 +171,9 @@ func (p *Provider) Create(ctx context.Context, req fleet.CreateRequest) (fleet.I
 			return fleet.Instance{}, err
 		}
 		p.remember(bm.ID, true)
+		if req.VPCID != "" {
+			p.markMember(bm.ID)
+		}
 		inst := bareMetalInstance(*bm)
 		inst.Offer = req.Offer
 		p.fillOffer(&inst.Offer)
@@ -186,6 +191,9 @@ func (p *Provider) Create(ctx context.Context, req fleet.CreateRequest) (fleet.I
 		return fleet.Instance{}, err
 	}
 	p.remember(in.ID, false)
+	if req.VPCID != "" {
+		p.markMember(in.ID)
+	}
 	inst := vmInstance(*in)
 	inst.Offer = req.Offer
 	p.fillOffer(&inst.Offer)
@@ -206,13 +214,18 @@ func (p *Provider) isMetal(id string) (metal, known bool) {
 }
 
 // Get reads an instance or a bare-metal server; fleet.ErrNotFound when gone.
-// Its Offer is filled from the cached plan rows (no plan call is made).
+// Its Offer is filled from the cached plan rows (no plan call is made). A
+// running VPC member whose answer has no internal address gets it from its
+// VPC attachments (one more call, once).
 func (p *Provider) Get(ctx context.Context, id string) (fleet.Instance, error) {
 	inst, err := p.get(ctx, id)
-	if err == nil {
-		p.fillOffer(&inst.Offer)
+	if err != nil {
+		return inst, err
 	}
-	return inst, err
+	p.fillOffer(&inst.Offer)
+	one := []fleet.Instance{inst}
+	p.fillPrivateIPs(ctx, one)
+	return one[0], nil
 }
 
 func (p *Provider) get(ctx context.Context, id string) (fleet.Instance, error) {
@@ -222,11 +235,17 @@ func (p *Provider) get(ctx context.Context, id string) (fleet.Instance, error) {
 		if err == nil {
 			return vmInstance(*in), nil
 		}
+		if known && errors.Is(err, fleet.ErrNotFound) {
+			p.forget(id)
+		}
 		if known || !errors.Is(err, fleet.ErrNotFound) {
 			return fleet.Instance{}, err
 		}
 	}
 	bm, err := p.c.GetBareMetal(ctx, id)
+	if errors.Is(err, fleet.ErrNotFound) {
+		p.forget(id)
+	}
 	if err != nil {
 		return fleet.Instance{}, err
 	}
@@ -234,36 +253,62 @@ func (p *Provider) get(ctx context.Context, id string) (fleet.Instance, error) {
 }
 
 // List reads every instance and bare-metal server across all pages (two
-// paginated lists), labels parsed, offers filled from the cached plan rows
-// (fetched first when none are cached; see loadPlans).
+// paginated lists, no filter), labels parsed, offers filled from the cached
+// plan rows (fetched first when none are cached), private
+// addresses as Get fills them.
 func (p *Provider) List(ctx context.Context) ([]fleet.Instance, error) {
+	return p.list(ctx, true, true)
+}
+
+// ListKind lists only VMs (bareMetal false) or only bare metal (true), one
+// paged list instead of two (fleet.KindLister); otherwise as List.
+func (p *Provider) ListKind(ctx context.Context, bareMetal bool) ([]fleet.Instance, error) {
+	return p.list(ctx, !bareMetal, bareMetal)
+}
+
+func (p *Provider) list(ctx context.Context, vms, metal bool) ([]fleet.Instance, error) {
 	var out []fleet.Instance
-	for in, err := range p.c.ListInstances(ctx, nil) {
-		if err != nil {
-			return nil, err
+	if vms {
+		for in, err := range p.c.ListInstances(ctx, nil) {
+			if err != nil {
+				return nil, err
+			}
+			p.remember(in.ID, false)
+			out = append(out, vmInstance(in))
 		}
-		p.remember(in.ID, false)
-		out = append(out, vmInstance(in))
 	}
-	for bm, err := range p.c.ListBareMetals(ctx, nil) {
-		if err != nil {
-			return nil, err
+	if metal {
+		for bm, err := range p.c.ListBareMetals(ctx, nil) {
+			if err != nil {
+				return nil, err
+			}
+			p.remember(bm.ID, true)
+			out = append(out, bareMetalInstance(bm))
 		}
-		p.remember(bm.ID, true)
-		out = append(out, bareMetalInstance(bm))
 	}
 	p.loadPlans(ctx, out)
 	for i := range out {
 		p.fillOffer(&out[i].Offer)
 	}
+	p.fillPrivateIPs(ctx, out)
 	return out, nil
 }
 
 // Delete destroys a server. Expect fleet.ErrNotActive while it is pending and
-// fleet.ErrLocked for minutes after it becomes active: retry later. The
-// server is gone once Get answers fleet.ErrNotFound. opts.Force is ignored:
+// fleet.ErrLocked for minutes after it becomes active: retry later.
+// fleet.ErrDeletePending means an earlier delete was accepted and the server
+// is being destroyed: nothing to repeat. The server is gone once Get answers
+// fleet.ErrNotFound. opts.Force is ignored:
 // Vultr bills whole started hours and has no minimum to force.
 func (p *Provider) Delete(ctx context.Context, id string, _ fleet.DeleteOptions) error {
+	err := p.delete(ctx, id)
+	if errors.Is(err, fleet.ErrNotFound) {
+		p.forget(id) // after an accepted delete the kind is kept: the Gets that confirm it need it
+	}
+	return err
+}
+
+func (p *Provider) delete(ctx context.Context, id string) error {
 	metal, known := p.isMetal(id)
 	if !known || !metal {
 		err := p.c.DeleteInstance(ctx, id)
@@ -272,4 +317,14 @@ func (p *Provider) Delete(ctx context.Context, id string, _ fleet.DeleteOptions)
 		}
 	}
 	return p.c.DeleteBareMetal(ctx, id)
+}
+
+// labelTags are the tags a labelled server carries: "gpufleet",
+// "gpufleet-<fleet>" and, in label format 2, "gpufleet-owner-<owner>".
+func labelTags(l fleet.Label) []string {
+	tags := []string{TagFleet, TagFleet + "-" + l.Fleet}
+	if l.Owner != "" {
+		tags = append(tags, TagFleet+"-owner-"+l.Owner)
+	}
+	return tags
 }

@@ -40,6 +40,16 @@ const (
 	VMProvisionTimeout        = 20 * time.Minute
 )
 
+// Typical times: a VM is active after about 2 minutes, bare metal after
+// about 40; a server refuses deletes while pending ("not currently
+// active") and for 5 minutes after it becomes active ("Server is currently
+// locked").
+const (
+	VMTypicalBoot        = 2 * time.Minute
+	BareMetalTypicalBoot = 40 * time.Minute
+	DeleteLock           = 5 * time.Minute
+)
+
 func agentCapable(plan string) bool {
 	for _, re := range agentPlans {
 		if re.MatchString(plan) {
@@ -92,7 +102,8 @@ func planOffer(p Plan, region string, available bool) fleet.Offer {
 	o := fleet.Offer{Provider: fleet.ProviderVultr, Region: region, InstanceType: p.ID, CPUArch: "x86",
 		VCPUs: p.VCPUCount, MemoryGiB: float64(p.RAM) / 1024, DiskGiB: float64(p.Disk),
 		PricePerHour: p.HourlyCost, MinimumReservation: time.Hour, BillingGranularity: time.Hour,
-		Available: available, Quantity: -1, SupportsVPC: !noPrivateNetworking[p.ID], ProvisionTimeout: VMProvisionTimeout}
+		Available: available, Quantity: -1, SupportsVPC: !noPrivateNetworking[p.ID], ProvisionTimeout: VMProvisionTimeout,
+		TypicalBoot: VMTypicalBoot, DeleteLock: DeleteLock, DeleteNeedsRunning: true}
 	if p.Type == "vcg" || p.GPUType != "" {
 		o.GPU = cloudGPU(p)
 	}
@@ -107,7 +118,8 @@ func metalOffer(p MetalPlan, region string, available bool) fleet.Offer {
 		VCPUs: p.CPUThreads, CPUCores: p.CPUCores, CPUModel: p.CPUModel, MemoryGiB: float64(p.RAM) / 1024,
 		DiskGiB: float64(p.Disk), GPU: metalGPU(p.ID), PricePerHour: p.HourlyCost,
 		MinimumReservation: time.Hour, BillingGranularity: time.Hour, Available: available, Quantity: -1,
-		SupportsVPC: !noPrivateNetworking[p.ID], ProvisionTimeout: BareMetalProvisionTimeout, SlowProvisioning: true}
+		SupportsVPC: !noPrivateNetworking[p.ID], ProvisionTimeout: BareMetalProvisionTimeout, SlowProvisioning: true,
+		TypicalBoot: BareMetalTypicalBoot, DeleteLock: DeleteLock, DeleteNeedsRunning: true}
 	if o.VCPUs == 0 {
 		o.VCPUs = p.CPUCount
 	}

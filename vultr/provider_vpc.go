@@ -15,7 +15,7 @@ const (
 
 func labelled(inst *fleet.Instance, label string) {
 	if l, ok := fleet.ParseLabel(label); ok {
-		inst.Fleet, inst.RequestID = l.Fleet, l.RequestID
+		inst.Fleet, inst.Owner, inst.RequestID = l.Fleet, l.Owner, l.RequestID
 	}
 }
 
@@ -36,6 +36,7 @@ func vmInstance(in Instance) fleet.Instance {
 	if ip, ok := in.PrivateIP(); ok {
 		inst.PrivateIP = ip
 	}
+	inst.Stopped = in.PowerStatus == "stopped"
 	labelled(&inst, in.Label)
 	return inst
 }
@@ -58,6 +59,7 @@ func bareMetalInstance(bm BareMetal) fleet.Instance {
 	if ip, ok := bm.PrivateIP(); ok {
 		inst.PrivateIP = ip
 	}
+	inst.Stopped = bm.PowerStatus == "stopped"
 	labelled(&inst, bm.Label)
 	return inst
 }
@@ -76,7 +78,7 @@ func neutralVPC(v VPC) fleet.VPC {
 	out := fleet.VPC{ID: v.ID, Provider: fleet.ProviderVultr, Region: v.Region, Created: v.DateCreated.Time,
 		Subnet: fmt.Sprintf("%s/%d", v.V4Subnet, v.V4SubnetMask)}
 	if l, ok := fleet.ParseLabel(v.Description); ok {
-		out.Fleet, out.RequestID = l.Fleet, l.RequestID
+		out.Fleet, out.Owner, out.RequestID = l.Fleet, l.Owner, l.RequestID
 	}
 	return out
 }
@@ -85,23 +87,29 @@ func neutralVPC(v VPC) fleet.VPC {
 // caller confirms with InstanceVPCs and retries fleet.ErrAttachFailed and
 // fleet.ErrLocked; fleet.ErrVPCUnsupported is final for the plan.
 func (p *Provider) AttachVPC(ctx context.Context, id, vpcID string) error {
+	var err error
 	if metal, _ := p.isMetal(id); metal {
-		return p.c.AttachBareMetalVPC(ctx, id, vpcID)
+		err = p.c.AttachBareMetalVPC(ctx, id, vpcID)
+	} else {
+		err = p.c.AttachInstanceVPC(ctx, id, vpcID)
 	}
-	return p.c.AttachInstanceVPC(ctx, id, vpcID)
+	if err == nil {
+		p.markMember(id)
+	}
+	return err
 }
 
-// InstanceVPCs lists the VPC ids a server is attached to.
+// InstanceVPCs lists the VPC ids a server is attached to (and records the
+// server's VPC address for Get and List).
 func (p *Provider) InstanceVPCs(ctx context.Context, id string) ([]string, error) {
-	seq := p.c.ListInstanceVPCs(ctx, id)
-	if metal, _ := p.isMetal(id); metal {
-		seq = p.c.ListBareMetalVPCs(ctx, id)
+	metal, _ := p.isMetal(id)
+	atts, err := p.attachments(ctx, id, metal)
+	if err != nil {
+		return nil, err
 	}
-	var ids []string
-	for a, err := range seq {
-		if err != nil {
-			return nil, err
-		}
+	p.learn(id, atts)
+	ids := make([]string, 0, len(atts))
+	for _, a := range atts {
 		ids = append(ids, a.ID)
 	}
 	return ids, nil

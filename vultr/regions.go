@@ -2,6 +2,7 @@ package vultr
 
 import (
 	"context"
+	"errors"
 	"iter"
 	"net/url"
 )
@@ -17,12 +18,15 @@ type Region struct {
 }
 
 type regionsPage struct {
-	Regions []Region `json:"regions"`
-	Meta    *Meta    `json:"meta"`
+	Regions *[]Region `json:"regions"`
+	Meta    *Meta     `json:"meta"`
 }
 
-func (p *regionsPage) items() []Region { return p.Regions }
-func (p *regionsPage) meta() *Meta     { return p.Meta }
+func (p *regionsPage) items() ([]Region, error) {
+	return pageItems(p.Regions, "regions", func(v *Region) string { return v.ID })
+}
+
+func (p *regionsPage) meta() *Meta { return p.Meta }
 
 // ListRegions iterates over GET /v2/regions, all pages.
 func (c *Client) ListRegions(ctx context.Context) iter.Seq2[Region, error] {
@@ -40,10 +44,14 @@ func (c *Client) RegionAvailability(ctx context.Context, region, planType string
 	q := url.Values{}
 	setIf(q, "type", planType)
 	var out struct {
-		AvailablePlans []string `json:"available_plans"`
+		AvailablePlans *[]string `json:"available_plans"`
 	}
-	if err := c.do(ctx, "GET", "/v2/regions/"+pathEscape(region)+"/availability", q, nil, &out); err != nil {
+	path := "/v2/regions/" + pathEscape(region) + "/availability"
+	if err := c.do(ctx, "GET", path, q, nil, &out); err != nil {
 		return nil, err
 	}
-	return out.AvailablePlans, nil
+	if out.AvailablePlans == nil {
+		return nil, c.api.DecodeError("GET", path, errors.New(`the answer has no "available_plans" list`))
+	}
+	return *out.AvailablePlans, nil
 }

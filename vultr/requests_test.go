@@ -2,9 +2,12 @@ package vultr
 
 import (
 	"encoding/base64"
+	"errors"
+	"net/http"
 	"net/url"
 	"testing"
 
+	"github.com/gpufleet/gpufleet/fleet"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -88,11 +91,34 @@ func TestIDsArePathEscaped(t *testing.T) {
 func TestListInstancesFiltersAndPaging(t *testing.T) {
 	c, mt := mockClient(t, WithPerPage(2))
 	got := record(t, mt, "GET", "/v2/instances", 200, `{"instances":[{"id":"a"}],"meta":{"total":1,"links":{"next":"","prev":""}}}`)
-	_, err := Collect(c.ListInstances(t.Context(), &InstanceListOptions{Label: "fleet-7f3a-0", Tag: "gpufleet",
-		Region: "ewr", MainIP: "149.28.40.17"}))
-	require.NoError(t, err)
-	assert.Equal(t, url.Values{"label": {"fleet-7f3a-0"}, "tag": {"gpufleet"}, "region": {"ewr"},
-		"main_ip": {"149.28.40.17"}, "per_page": {"2"}}, query(t, (*got)[0].Query))
+	for _, tc := range []struct {
+		opts InstanceListOptions
+		want url.Values
+	}{
+		{InstanceListOptions{Label: "fleet-7f3a-0"}, url.Values{"label": {"fleet-7f3a-0"}}},
+		{InstanceListOptions{Tag: "gpufleet"}, url.Values{"tag": {"gpufleet"}}},
+		{InstanceListOptions{Region: "ewr"}, url.Values{"region": {"ewr"}}},
+		{InstanceListOptions{MainIP: "149.28.40.17"}, url.Values{"main_ip": {"149.28.40.17"}}},
+	} {
+		_, err := Collect(c.ListInstances(t.Context(), &tc.opts))
+		require.NoError(t, err)
+		tc.want.Set("per_page", "2")
+		assert.Equal(t, tc.want, query(t, (*got)[len(*got)-1].Query))
+	}
+}
+
+// The API refuses two filters with a 400: the client says so before
+// sending anything, for instances and bare metal alike.
+func TestListRefusesTwoFilters(t *testing.T) {
+	c, mt := mockClient(t)
+	sent := 0
+	mt.RegisterNoResponder(func(*http.Request) (*http.Response, error) { sent++; return nil, errors.New("unexpected") })
+	_, err := Collect(c.ListInstances(t.Context(), &InstanceListOptions{Tag: "gpufleet", Region: "ewr"}))
+	assert.ErrorIs(t, err, fleet.ErrInvalidRequest)
+	assert.EqualError(t, err, "vultr: invalid request: a Vultr list takes one filter per request, got tag and region")
+	_, err = Collect(c.ListBareMetals(t.Context(), &BareMetalListOptions{Label: "x", MainIP: "1.2.3.4"}))
+	assert.ErrorIs(t, err, fleet.ErrInvalidRequest)
+	assert.Zero(t, sent)
 }
 
 func TestBareMetalRequestShapes(t *testing.T) {

@@ -345,3 +345,37 @@ func TestSimCreateIsNeverRetried(t *testing.T) {
 		assert.Len(t, found, 1, "exactly one server, found by label")
 	})
 }
+
+// Against the fake's rules: a server with two private networks has a blank
+// internal_ip, and the provider reads its address from the attachments; a
+// list with two filters is refused before it is sent (the fake would answer
+// 400).
+func TestSimPrivateIPOfAServerInTwoVPCsAndOneListFilter(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		v, c := newSim(t)
+		var ids []string
+		for range 2 {
+			vpc, err := c.CreateVPC(t.Context(), &vultr.VPCCreate{Region: "ewr", Description: "net"})
+			require.NoError(t, err)
+			ids = append(ids, vpc.ID)
+		}
+		inst := createVM(t, c, "two-nets", ids...)
+		time.Sleep(10 * time.Minute)
+		raw, err := c.GetInstance(t.Context(), inst.ID)
+		require.NoError(t, err)
+		assert.Empty(t, raw.InternalIP, "the fake leaves internal_ip blank with two VPCs, as the API does")
+		p := vultr.NewProvider(c)
+		member, err := p.InstanceVPCs(t.Context(), inst.ID) // as the Manager confirms an attach
+		require.NoError(t, err)
+		require.ElementsMatch(t, ids, member)
+		got, err := p.Get(t.Context(), inst.ID)
+		require.NoError(t, err)
+		assert.NotEmpty(t, got.PrivateIP, "read from the VPC attachments")
+		before := len(v.Calls())
+		for _, err := range c.ListInstances(t.Context(), &vultr.InstanceListOptions{Tag: "gpufleet", Region: "ewr"}) {
+			require.ErrorIs(t, err, fleet.ErrInvalidRequest)
+			break
+		}
+		assert.Equal(t, before, len(v.Calls()), "nothing was sent")
+	})
+}

@@ -15,12 +15,15 @@ type SSHKey struct {
 }
 
 type sshKeysPage struct {
-	SSHKeys []SSHKey `json:"ssh_keys"`
-	Meta    *Meta    `json:"meta"`
+	SSHKeys *[]SSHKey `json:"ssh_keys"`
+	Meta    *Meta     `json:"meta"`
 }
 
-func (p *sshKeysPage) items() []SSHKey { return p.SSHKeys }
-func (p *sshKeysPage) meta() *Meta     { return p.Meta }
+func (p *sshKeysPage) items() ([]SSHKey, error) {
+	return pageItems(p.SSHKeys, "ssh_keys", func(v *SSHKey) string { return v.ID })
+}
+
+func (p *sshKeysPage) meta() *Meta { return p.Meta }
 
 // CreateSSHKey stores a public key (POST /v2/ssh-keys → 201), never retried.
 func (c *Client) CreateSSHKey(ctx context.Context, name, publicKey string) (*SSHKey, error) {

@@ -26,7 +26,7 @@ func (t *Time) UnmarshalJSON(b []byte) error {
 	}
 	s, err := jsonString(b)
 	if err != nil {
-		return fmt.Errorf("vultr: date %s: %w", b, err)
+		return fmt.Errorf("date %s: %w", b, err)
 	}
 	s = strings.TrimSpace(s)
 	if s == "" {
@@ -39,7 +39,7 @@ func (t *Time) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	return fmt.Errorf("vultr: unrecognised date %q", s)
+	return fmt.Errorf("unrecognised date %q", s)
 }
 
 // jsonString decodes a JSON string, without a second decoder pass when it
@@ -93,7 +93,7 @@ func (n *FlexInt) UnmarshalJSON(b []byte) error {
 	}
 	v, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
 	if err != nil {
-		return fmt.Errorf("vultr: not a number: %s", b)
+		return fmt.Errorf("not a number: %s", b)
 	}
 	*n = FlexInt(v)
 	return nil
@@ -114,7 +114,7 @@ func (m *MAC) UnmarshalJSON(b []byte) error {
 		}
 		v, err := strconv.ParseUint(string(b), 10, 64)
 		if err != nil {
-			return fmt.Errorf("vultr: mac_address %s: %w", b, err)
+			return fmt.Errorf("mac_address %s: %w", b, err)
 		}
 		*m = MAC(v)
 		return nil
@@ -133,7 +133,7 @@ func (m *MAC) UnmarshalJSON(b []byte) error {
 	}
 	hw, err := net.ParseMAC(s)
 	if err != nil || len(hw) != 6 {
-		return fmt.Errorf("vultr: mac_address %q: not a MAC", s)
+		return fmt.Errorf("mac_address %q: not a MAC", s)
 	}
 	var v uint64
 	for _, x := range hw {

@@ -123,12 +123,12 @@ func TestDecodeFixtures(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(fixturePlans2), &plans))
 	assert.Equal(t, Plan{ID: "vcg-a100-3c-30g-20vram", VCPUCount: 3, RAM: 30720, Disk: 700, DiskCount: 1,
 		Bandwidth: 6144, MonthlyCost: 437.5, HourlyCost: 0.599, Type: "vcg", GPUVRAMGB: 20,
-		GPUType: "NVIDIA_A100", Locations: []string{"ewr", "ord"}}, plans.Plans[0])
+		GPUType: "NVIDIA_A100", Locations: []string{"ewr", "ord"}}, (*plans.Plans)[0])
 	assert.Equal(t, 14, plans.Meta.Total)
 
 	var metal metalPlansPage
 	require.NoError(t, json.Unmarshal([]byte(fixtureMetalPlans), &metal))
-	mp := metal.Plans[0]
+	mp := (*metal.Plans)[0]
 	assert.Equal(t, 224, mp.CPUThreads)
 	assert.Equal(t, 2097152, mp.RAM)
 	assert.Equal(t, FlexInt(960), mp.Disk)
@@ -183,7 +183,7 @@ func TestDecodeFixtures(t *testing.T) {
 
 	var vpcs vpcsPage
 	require.NoError(t, json.Unmarshal([]byte(fixtureVPCList), &vpcs))
-	assert.Equal(t, "10.6.96.0", vpcs.VPCs[0].V4Subnet)
+	assert.Equal(t, "10.6.96.0", (*vpcs.VPCs)[0].V4Subnet)
 	var key sshKeyEnvelope
 	require.NoError(t, json.Unmarshal([]byte(fixtureSSHKey), &key))
 	assert.Equal(t, "fleet-key", key.SSHKey.Name)

@@ -42,20 +42,26 @@ type VPCAttachment struct {
 }
 
 type vpcsPage struct {
-	VPCs []VPC `json:"vpcs"`
-	Meta *Meta `json:"meta"`
+	VPCs *[]VPC `json:"vpcs"`
+	Meta *Meta  `json:"meta"`
 }
 
-func (p *vpcsPage) items() []VPC { return p.VPCs }
-func (p *vpcsPage) meta() *Meta  { return p.Meta }
+func (p *vpcsPage) items() ([]VPC, error) {
+	return pageItems(p.VPCs, "vpcs", func(v *VPC) string { return v.ID })
+}
+
+func (p *vpcsPage) meta() *Meta { return p.Meta }
 
 type attachmentsPage struct {
-	VPCs []VPCAttachment `json:"vpcs"`
-	Meta *Meta           `json:"meta"`
+	VPCs *[]VPCAttachment `json:"vpcs"`
+	Meta *Meta            `json:"meta"`
 }
 
-func (p *attachmentsPage) items() []VPCAttachment { return p.VPCs }
-func (p *attachmentsPage) meta() *Meta            { return p.Meta }
+func (p *attachmentsPage) items() ([]VPCAttachment, error) {
+	return pageItems(p.VPCs, "vpcs", func(v *VPCAttachment) string { return v.ID })
+}
+
+func (p *attachmentsPage) meta() *Meta { return p.Meta }
 
 // CreateVPC creates a VPC (POST /v2/vpcs → 201), never retried.
 func (c *Client) CreateVPC(ctx context.Context, req *VPCCreate) (*VPC, error) {
@@ -145,7 +151,7 @@ func (c *Client) DetachBareMetalVPC(ctx context.Context, id, vpcID string) error
 
 func (c *Client) serverVPCs(ctx context.Context, kind, prefix, id string) iter.Seq2[VPCAttachment, error] {
 	if err := requireID(kind, id); err != nil {
-		return func(yield func(VPCAttachment, error) bool) { yield(VPCAttachment{}, err) }
+		return failed[VPCAttachment](err)
 	}
 	return list[VPCAttachment, *attachmentsPage](ctx, c, prefix+pathEscape(id)+"/vpcs", nil)
 }

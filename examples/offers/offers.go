@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gpufleet/gpufleet/examples/internal/hint"
 	"github.com/gpufleet/gpufleet/fleet"
 	"github.com/gpufleet/gpufleet/hotaisle"
 	"github.com/gpufleet/gpufleet/sim"
@@ -20,7 +21,7 @@ const queryTimeout = 2 * time.Minute
 
 // run is the whole program; it returns the exit code: 0 when offers were
 // printed (or none matched), 1 when a cloud could not be asked, 2 for a bad
-// command line.
+// command line, an unknown name included.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
 	req, real, err := parseFlags(args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
@@ -42,14 +43,27 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	ctx, cancel := context.WithTimeout(ctx, queryTimeout)
 	defer cancel()
-	offers, err := fleet.NewCatalog(providers, 0).Offers(ctx, req)
+	cat := fleet.NewCatalog(providers, 0)
+	defer cat.Close()
+	all, err := cat.Offers(ctx, fleet.Requirements{Providers: req.Providers, IncludeSoldOut: true})
 	code := 0
 	if err != nil { // one cloud failed; the others' offers are still shown
-		fmt.Fprintln(stderr, "offers:", err)
+		fmt.Fprintln(stderr, "offers: listing offers failed:", err)
 		code = 1
 	}
+	if len(all) == 0 && err != nil {
+		fmt.Fprintln(stderr, "offers: no cloud answered, so nothing can be shown or matched")
+		return code
+	}
+	if err == nil { // a name unknown to every cloud asked is a typo
+		if uerr := hint.Unknown(req, all); uerr != nil {
+			fmt.Fprintln(stderr, "offers:", uerr)
+			return 2
+		}
+	}
+	offers := fleet.Filter(all, req)
 	if len(offers) == 0 {
-		fmt.Fprintln(stdout, "No offer matches.")
+		noMatch(stdout, req, all, err != nil)
 		return code
 	}
 	if werr := fleet.WriteOffers(stdout, offers); werr != nil {
@@ -59,10 +73,43 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	return code
 }
 
+// noMatch says that the filters matched nothing, and which flag to drop to
+// get offers.
+func noMatch(w io.Writer, req fleet.Requirements, all []fleet.Offer, partial bool) {
+	of := ""
+	if partial {
+		of = " (from the clouds that answered)"
+	}
+	fmt.Fprintf(w, "0 of %d offers%s match these filters.\n", len(all), of)
+	relax := hint.Relax(req, all)
+	if len(relax) == 0 {
+		fmt.Fprintln(w, "  dropping any one filter still matches nothing: drop several")
+	}
+	for _, r := range relax {
+		if r.Flag == "all" {
+			fmt.Fprintf(w, "  with -all (sold-out offers shown): %d\n", r.Matches)
+		} else {
+			fmt.Fprintf(w, "  without -%s: %d\n", r.Flag, r.Matches)
+		}
+	}
+}
+
 // parseFlags turns the command line into fleet.Requirements.
 func parseFlags(args []string, stderr io.Writer) (req fleet.Requirements, real bool, err error) {
 	fs := flag.NewFlagSet("offers", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, `offers lists what Vultr and Hot Aisle rent, as one table, cheapest first.
+
+By default it asks in-process fakes of both clouds and needs no account; with
+-real it asks the real APIs (VULTR_API_KEY; HOTAISLE_API_KEY and HOTAISLE_TEAM).
+
+Usage: go run ./examples/offers [flags]
+
+Flags:
+`)
+		fs.PrintDefaults()
+	}
 	gpu := fs.String("gpu", "", "GPU model, e.g. MI300X, H100, L40S (any when empty)")
 	vendor := fs.String("vendor", "", "GPU vendor, AMD or NVIDIA (any when empty)")
 	count := fs.Int("count", 0, "GPUs per instance (any when 0)")

@@ -26,7 +26,7 @@ func offers(t *testing.T, env func(string) string, args ...string) (int, []strin
 	code := run(t.Context(), args, env, &out, &errOut)
 	var rows []string
 	for _, l := range strings.Split(out.String(), "\n") {
-		if f := strings.Fields(l); len(f) > 0 && f[0] != "#" && f[0][0] >= '0' && f[0][0] <= '9' {
+		if f := strings.Fields(l); len(f) > 0 && f[0][0] >= '0' && f[0][0] <= '9' && strings.Contains(l, "$") {
 			rows = append(rows, l)
 		}
 	}
@@ -58,7 +58,7 @@ func testFilters(t *testing.T) {
 		{[]string{"-gpu", "MI300X", "-max-price", "10"}, 2, "hotaisle", "vultr"},
 		{[]string{"-gpu", "MI300X", "-provider", "vultr", "-region", "ord"}, 1, "vultr (ord)", "hotaisle"},
 		{[]string{"-vendor", "nvidia", "-count", "8", "-bare-metal", "yes"}, 1, "h100", "MI300X"},
-		{[]string{"-gpu", "B200"}, 0, "", ""},
+		{[]string{"-gpu", "MI300X", "-count", "3"}, 0, "", ""},
 	} {
 		code, rows, stderr := offers(t, noEnv, tc.args...)
 		require.Equal(t, 0, code, "%v: %s", tc.args, stderr)
@@ -70,6 +70,64 @@ func testFilters(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestNoMatchSaysWhichFlagToDrop: filters that match nothing are not an
+// error, and the output says which flag, dropped alone, would match.
+func TestNoMatchSaysWhichFlagToDrop(t *testing.T) { inBubble(t, testNoMatch) }
+
+func testNoMatch(t *testing.T) {
+	var out, errOut bytes.Buffer
+	code := run(t.Context(), []string{"-gpu", "MI300X", "-count", "3", "-max-price", "20"}, noEnv, &out, &errOut)
+	assert.Equal(t, 0, code, errOut.String())
+	assert.Regexp(t, `^0 of \d+ offers match these filters.\n  without -count: 6\n$`, out.String())
+}
+
+// TestUnknownNamesAreNamedWithTheNearest: a region, GPU model or vendor
+// that no offer has is a bad command line, named with the nearest known.
+func TestUnknownNamesAreNamedWithTheNearest(t *testing.T) { inBubble(t, testUnknownNames) }
+
+func testUnknownNames(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		says string
+	}{
+		{[]string{"-region", "nowhere"}, `offers: unknown region "nowhere"; nearest: ewr, nrt, ord`},
+		{[]string{"-provider", "hotaisle", "-region", "us-michigan"}, `offers: unknown Hot Aisle region "us-michigan"; nearest: us-michigan-1`},
+		{[]string{"-gpu", "mi300"}, `offers: unknown GPU model "mi300"; nearest: MI300X, `},
+		{[]string{"-vendor", "intel"}, `offers: unknown GPU vendor "intel"; nearest: AMD, NVIDIA`},
+	} {
+		code, rows, stderr := offers(t, noEnv, tc.args...)
+		assert.Equal(t, 2, code, "%v", tc.args)
+		assert.Empty(t, rows)
+		assert.Contains(t, stderr, tc.says)
+	}
+}
+
+// TestListingFailedIsNotNoMatch: when no cloud answers, the program says
+// the listing failed and exits 1; it does not say that nothing matched.
+func TestListingFailedIsNotNoMatch(t *testing.T) {
+	v, h := sim.NewVultr(), sim.NewHotAisle()
+	require.NoError(t, v.Inject(sim.Fault{Route: sim.AnyRoute, Status: 500, Message: "Internal server error."}))
+	require.NoError(t, h.Inject(sim.Fault{Route: sim.AnyRoute, Status: 500}))
+	vs, hs := httptest.NewServer(v), httptest.NewServer(h)
+	defer vs.Close()
+	defer hs.Close()
+	env := map[string]string{"VULTR_API_KEY": sim.DefaultAPIKey, "VULTR_BASE_URL": vs.URL + "/v2",
+		"HOTAISLE_API_KEY": sim.DefaultAPIKey, "HOTAISLE_TEAM": sim.DefaultTeam, "HOTAISLE_BASE_URL": hs.URL + "/api"}
+	var out, errOut bytes.Buffer
+	code := run(t.Context(), []string{"-real", "-gpu", "MI300X"}, func(k string) string { return env[k] }, &out, &errOut)
+	assert.Equal(t, 1, code)
+	assert.Empty(t, out.String(), "no table, no 'no offer matches'")
+	assert.Contains(t, errOut.String(), "offers: listing offers failed: vultr: ")
+	assert.Contains(t, errOut.String(), "hotaisle: ")
+	assert.Contains(t, errOut.String(), "offers: no cloud answered")
+}
+
+func TestHelpSaysWhatTheProgramIs(t *testing.T) {
+	var out, errOut bytes.Buffer
+	assert.Equal(t, 0, run(t.Context(), []string{"-h"}, noEnv, &out, &errOut))
+	assert.True(t, strings.HasPrefix(errOut.String(), "offers lists what Vultr and Hot Aisle rent"), errOut.String())
 }
 
 func TestBadCommandLines(t *testing.T) {

@@ -36,6 +36,7 @@ func leastUSD(provider string, rate float64, created, workEnd time.Time, minimum
 // charge is one instance's line of the bill.
 type charge struct {
 	provider, id, plan string
+	request            string        // the Manager's request id, "" when not known
 	billed             time.Duration // time charged, after rounding and minimums
 	usd, least         float64
 	live               bool // still billing when the report was made
@@ -55,7 +56,8 @@ func (d *driver) simCharges() []charge {
 			if r, ok := records[c.ResourceID]; ok {
 				minimum = r.Instance.Offer.MinimumReservation
 			}
-			out = append(out, charge{provider: side.provider, id: c.ResourceID, plan: c.Plan, billed: c.Billed, usd: c.USD,
+			req, _ := d.w.meter.link(c.ResourceID)
+			out = append(out, charge{provider: side.provider, id: c.ResourceID, request: req, plan: c.Plan, billed: c.Billed, usd: c.USD,
 				least: leastUSD(side.provider, c.RateUSD, c.From, d.workEndOf(c.ResourceID, c.From), minimum), live: c.Live})
 		}
 	}
@@ -81,7 +83,7 @@ func (d *driver) estimatedCharges() []charge {
 		}
 		o := i.Offer
 		billed, usd := billedUSD(i.Provider, o.PricePerHour, i.Created, end, o.MinimumReservation)
-		out = append(out, charge{provider: i.Provider, id: i.ID, plan: o.InstanceType, billed: billed, usd: usd,
+		out = append(out, charge{provider: i.Provider, id: i.ID, request: i.RequestID, plan: o.InstanceType, billed: billed, usd: usd,
 			least: leastUSD(i.Provider, o.PricePerHour, i.Created, d.workEndOf(i.ID, i.Created), o.MinimumReservation), live: live})
 	}
 	return out

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/gpufleet/gpufleet/examples/internal/hint"
 	"github.com/gpufleet/gpufleet/fleet"
 )
 
@@ -35,13 +36,13 @@ func (d *driver) intro(ctx context.Context) error {
 	for _, j := range d.jobs {
 		offers, err := d.m.Offers(ctx, j.requirements())
 		if err != nil {
-			fmt.Fprintf(out, "warning: fleet %s: %v\n", j.spec.Name, err)
+			fmt.Fprintf(out, "warning: fleet %s: listing offers failed: %v\n", j.spec.Name, err)
 		}
 		if len(offers) == 0 {
 			if err != nil {
-				d.fail("fleet %s: offers could not be listed; skipped", j.spec.Name)
-			} else {
-				d.fail("fleet %s: no offer matches; skipped", j.spec.Name)
+				d.fail("fleet %s: listing offers failed, so none can be chosen; skipped", j.spec.Name)
+			} else if err := d.noMatch(ctx, j); err != nil {
+				return err
 			}
 			continue
 		}
@@ -57,7 +58,7 @@ func (d *driver) intro(ctx context.Context) error {
 	}
 	d.jobs = kept
 	if len(kept) == 0 {
-		return fmt.Errorf("no fleet can run: no offer matches or offers could not be listed (see above)")
+		return fmt.Errorf("no fleet can run (see above)")
 	}
 	fmt.Fprintln(out, "\nOffers the fleets may use (USD per hour):")
 	if err := fleet.WriteOffers(out, all); err != nil {
@@ -72,7 +73,8 @@ func (d *driver) intro(ctx context.Context) error {
 		fmt.Fprintf(out, "  %-6s %d x %s (%s), then %s of work per node\n", j.spec.Name, j.spec.Nodes,
 			describe(j.spec.Requirements), where, j.work)
 	}
-	fmt.Fprintf(out, "The work alone costs at least $%.2f at these prices (boot time not counted).\n\n", least)
+	fmt.Fprintf(out, "The work alone costs at least $%.2f at these prices (boot time not counted).\n", least)
+	fmt.Fprintf(out, "%s\n\n", idLegend)
 	if d.w.sims != nil {
 		return d.sellOutFirstChoice(ctx)
 	}
@@ -98,6 +100,34 @@ func (d *driver) sellOutFirstChoice(ctx context.Context) error {
 	}
 	return nil
 }
+
+// noMatch explains why no offer matches job j: a name no offer has (a bad
+// command line, returned as a usageError) or filters that exclude every
+// offer (the job is skipped).
+func (d *driver) noMatch(ctx context.Context, j job) error {
+	r := j.requirements()
+	all, err := d.m.Offers(ctx, fleet.Requirements{Providers: r.Providers, IncludeSoldOut: true})
+	if err != nil {
+		d.fail("fleet %s: listing offers failed: %v; skipped", j.spec.Name, err)
+		return nil
+	}
+	if err := hint.Unknown(r, all); err != nil {
+		return usageError{err}
+	}
+	var why []string
+	for _, x := range hint.Relax(r, all) {
+		why = append(why, fmt.Sprintf("%d without %s", x.Matches, x.What))
+	}
+	if len(why) == 0 {
+		why = []string{"no single requirement is to blame"}
+	}
+	d.fail("fleet %s: 0 of %d %s offers match %s (%s); skipped", j.spec.Name, len(all), strings.Join(r.Providers, "/"),
+		describe(r), strings.Join(why, ", "))
+	return nil
+}
+
+// usageError is a bad command line found after the offers were listed.
+type usageError struct{ error }
 
 func describe(r fleet.Requirements) string {
 	var parts []string

@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
+	"regexp"
 	"sort"
 	"sync"
 
@@ -13,20 +15,44 @@ import (
 // survive, as its error class (errors.Is), never its text.
 type fault struct {
 	class error
-	name  string // what the cloud said, in short
-	how   string // what the Manager did about it
+	name  string           // what the cloud said, in short
+	say   func(int) string // one sentence: how often, and what the Manager did
 }
 
 // faults are the classes the meter counts, in report order.
 var faults = []fault{
-	{fleet.ErrNoCapacity, "sold out", "create refused; the next offer was taken"},
-	{fleet.ErrAttachFailed, "VPC attach failed", "attach retried until listing the server's VPCs confirmed it"},
-	{fleet.ErrLocked, "server locked", "refused while locked after boot; retried"},
-	{fleet.ErrNotActive, "not currently active", "delete refused; retried with backoff until accepted"},
-	{fleet.ErrMinReservation, "minimum reservation", "release refused before the minimum; retried"},
-	{fleet.ErrVPCInUse, "VPC in use", "VPC delete retried once its members were gone"},
-	{fleet.ErrRateLimited, "rate limited", "retried after Retry-After"},
-	{fleet.ErrUnavailable, "unavailable", "retried"},
+	{fleet.ErrNoCapacity, "sold out", func(n int) string {
+		return fmt.Sprintf("%s refused as sold out; the next offer was taken.", count(n, "create", "creates"))
+	}},
+	{fleet.ErrAttachFailed, "VPC attach failed", func(n int) string {
+		return fmt.Sprintf("%s failed; each was retried until listing the server's VPCs confirmed it.", count(n, "VPC attach", "VPC attaches"))
+	}},
+	{fleet.ErrLocked, "server locked", func(n int) string {
+		return fmt.Sprintf("%s refused while the server was locked after boot; retried.", count(n, "call", "calls"))
+	}},
+	{fleet.ErrNotActive, "not currently active", func(n int) string {
+		return fmt.Sprintf("%s refused as \"not currently active\"; retried with backoff until accepted.", count(n, "delete", "deletes"))
+	}},
+	{fleet.ErrMinReservation, "minimum reservation", func(n int) string {
+		return fmt.Sprintf("%s refused before the minimum reservation ended; retried.", count(n, "release", "releases"))
+	}},
+	{fleet.ErrVPCInUse, "VPC in use", func(n int) string {
+		return fmt.Sprintf("%s refused while members lingered; retried once they were gone.", count(n, "VPC delete", "VPC deletes"))
+	}},
+	{fleet.ErrRateLimited, "rate limited", func(n int) string {
+		return fmt.Sprintf("%s rate limited; retried after Retry-After.", count(n, "call was", "calls were"))
+	}},
+	{fleet.ErrUnavailable, "unavailable", func(n int) string {
+		return fmt.Sprintf("%s the API unavailable; retried.", count(n, "call found", "calls found"))
+	}},
+}
+
+// count is "1 create" or "3 creates".
+func count(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }
 
 // meter counts the calls the Manager makes through each provider and the
@@ -38,6 +64,7 @@ type meter struct {
 	counts map[string]map[string]int // provider → fault name → refusals
 	other  map[string]int            // provider → errors of no listed class
 	made   []made                    // what the run created, in order
+	links  map[string]string         // request id → provider id
 }
 
 // made is a resource a create call returned.
@@ -46,7 +73,7 @@ type made struct {
 }
 
 func newMeter() *meter {
-	return &meter{calls: map[string]int{}, counts: map[string]map[string]int{}, other: map[string]int{}}
+	return &meter{calls: map[string]int{}, counts: map[string]map[string]int{}, other: map[string]int{}, links: map[string]string{}}
 }
 
 func (m *meter) note(provider string, err error) {
@@ -81,8 +108,34 @@ func (m *meter) created() []made {
 	return append([]made(nil), m.made...)
 }
 
-// count returns the refusals of one kind seen from provider.
-func (m *meter) count(provider, name string) int {
+// linkIDs records that a create with requestID returned providerID.
+func (m *meter) linkIDs(requestID, providerID string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.links[requestID] = providerID
+}
+
+// link returns the request id and provider id of the instance one of them
+// names, as far as the run's create calls told ("" when not known).
+func (m *meter) link(id string) (requestID, providerID string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for req, prov := range m.links {
+		if id == req || id == prov {
+			return req, prov
+		}
+	}
+	if requestIDRE.MatchString(id) {
+		return id, ""
+	}
+	return "", id
+}
+
+// requestIDRE matches the Manager's request ids (fleet.NewRequestID).
+var requestIDRE = regexp.MustCompile(`^[0-9a-f]{12}$`)
+
+// refusals returns the refusals of one kind seen from provider.
+func (m *meter) refusals(provider, name string) int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.counts[provider][name]
@@ -132,6 +185,7 @@ func (p *metered) Create(ctx context.Context, req fleet.CreateRequest) (fleet.In
 	p.m.note(p.Name(), err)
 	if err == nil && i.ID != "" {
 		p.m.remember(made{p.Name(), "instance", i.ID})
+		p.m.linkIDs(req.Label.RequestID, i.ID)
 	}
 	return i, err
 }

@@ -38,6 +38,7 @@ type progress struct {
 	tty     bool
 	clock   fleet.Clock
 	start   time.Time // cloud time the run started
+	link    func(string) (requestID, providerID string)
 	records func() []fleet.InstanceRecord
 	header  func() string
 
@@ -59,8 +60,33 @@ func isTerminal(w io.Writer) bool {
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
-func newProgress(out io.Writer, plain bool, clock fleet.Clock) *progress {
-	return &progress{out: out, tty: !plain && isTerminal(out), clock: clock, start: clock.Now()}
+// newProgress shows events on out; link maps an instance id, request or
+// provider id, to both (see meter.link).
+func newProgress(out io.Writer, plain bool, clock fleet.Clock, link func(string) (string, string)) *progress {
+	return &progress{out: out, tty: !plain && isTerminal(out), clock: clock, start: clock.Now(), link: link}
+}
+
+// idLegend explains how instances are named in events and in the bill.
+const idLegend = "Instances are named by request id → provider id (? until the cloud has given one)."
+
+// idText names an instance by both its ids, "63ae721efefd → 8707a01d…":
+// the Manager's request id (in the resource's label) and the provider's id.
+// Short ids are for narrow columns.
+func idText(link func(string) (string, string), id string, shorten bool) string {
+	if id == "" {
+		return ""
+	}
+	req, prov := link(id)
+	if shorten {
+		prov = short(prov)
+	}
+	switch {
+	case req == "":
+		return prov
+	case prov == "":
+		return req + " → ?"
+	}
+	return req + " → " + prov
 }
 
 // event shows one Manager event (the Manager's OnEvent hook).
@@ -89,10 +115,7 @@ func (p *progress) printf(format string, args ...any) {
 func (p *progress) eventLine(e fleet.Event) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s %-21s", clockSince(e.Time.Sub(p.start)), e.Type)
-	id := e.InstanceID
-	if p.tty {
-		id = short(id) // the table is narrow; plain lines keep the whole id
-	}
+	id := idText(p.link, e.InstanceID, p.tty) // the table is narrow; plain lines keep the whole id
 	for _, s := range []string{e.Fleet, e.Provider, id, e.Message} {
 		if s != "" {
 			b.WriteString(" " + s)

@@ -72,6 +72,13 @@ func TestQuickstartMeetsEveryFaultLeaksNothingAndBillsNearTheLeast(t *testing.T)
 		assert.Positive(t, c.total, c.provider)
 	}
 	assert.Contains(t, out, "OfferSkipped")
+	assert.Contains(t, out, idLegend)
+	assert.Regexp(t, `InstanceCreated +train vultr [0-9a-f]{12} → 8707a01d-6329-`, out, "events link request and provider ids")
+	assert.Regexp(t, `\n  vultr +[0-9a-f]{12} → 8707a01d… +vbm-`, out, "so does the bill")
+	assert.Contains(t, out, "\n  hotaisle  2 releases waited for the end of the minimum reservation (paid anyway).\n")
+	assert.Contains(t, out, "\n  vultr     1 create refused as sold out; the next offer was taken.\n")
+	assert.Contains(t, out, "  (rows are rounded to the cent; totals add the unrounded charges)\n",
+		"two 1.495 rows print as 1.50 beside a total of 2.99")
 	assert.Contains(t, out, "FleetDeleted          train")
 	assert.Contains(t, out, "FleetDeleted          infer")
 	assert.True(t, strings.HasSuffix(out, "leaked: 0\n"), out[max(0, len(out)-300):])
@@ -88,6 +95,16 @@ func TestQuickstartWithHotAisleBareMetal(t *testing.T) {
 	assert.Equal(t, 3, rep.deferred[fleet.ProviderHotAisle], "bare metal waits for its 8 prepaid hours")
 	assertWithin5Percent(t, rep)
 	assert.Contains(t, out, "FleetDeleted          metal")
+}
+
+func TestReportSentencesAndRounding(t *testing.T) {
+	assert.Equal(t, "1 release waited for the end of the minimum reservation (paid anyway); 2 were refused before it ended, and retried.",
+		minimumSentence(2, 1))
+	assert.Equal(t, "1 VPC attach failed; each was retried until listing the server's VPCs confirmed it.", faults[1].say(1))
+	rep := &report{charges: []charge{{provider: "vultr", usd: 17.52}, {provider: "vultr", usd: 17.52}}}
+	assert.False(t, rep.rounded(), "rows add up to the total")
+	rep.charges = append(rep.charges, charge{provider: "hotaisle", usd: 1.495}, charge{provider: "hotaisle", usd: 1.495})
+	assert.True(t, rep.rounded(), "1.50 + 1.50 beside 2.99")
 }
 
 func TestBillingRules(t *testing.T) {

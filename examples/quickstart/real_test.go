@@ -24,6 +24,8 @@ func TestRunCommandLine(t *testing.T) {
 		{[]string{"-speed", "0"}, 2, "-speed must be positive"},
 		{[]string{"extra"}, 2, "unexpected arguments"},
 		{[]string{"-real"}, 1, "VULTR_API_KEY"},
+		{[]string{"-vultr-plan", "nope"}, 2, `unknown Vultr plan "nope"; nearest: vc2-1c-1gb, `},
+		{[]string{"-vultr-plan", "vbm-4c-32gb", "-hotaisle-nodes", "0"}, 1, "5 without a VPC (private networking)); skipped"},
 	} {
 		var out, errOut bytes.Buffer
 		assert.Equal(t, tc.code, run(t.Context(), tc.args, noEnv, &out, &errOut), "%v", tc.args)
@@ -45,6 +47,24 @@ func fakeClouds(t *testing.T, speed float64) (*sim.Vultr, *sim.HotAisle, func(st
 		envHotAisleKey: sim.DefaultAPIKey, envHotAisleTeam: sim.DefaultTeam, envHotAisleURL: hs.URL + "/api",
 	}
 	return v, h, func(k string) string { return env[k] }
+}
+
+// TestListingFailureIsNotNoMatch: when no cloud answers, the program says
+// that listing failed, not that nothing matched.
+func TestListingFailureIsNotNoMatch(t *testing.T) {
+	v, h, env := fakeClouds(t, 1)
+	for _, err := range []error{
+		v.Inject(sim.Fault{Route: sim.AnyRoute, Status: 500, Message: "Internal server error."}),
+		h.Inject(sim.Fault{Route: sim.AnyRoute, Status: 500}),
+	} {
+		require.NoError(t, err)
+	}
+	var out, errOut bytes.Buffer
+	assert.Equal(t, 1, run(t.Context(), []string{"-real"}, env, &out, &errOut))
+	all := out.String() + errOut.String()
+	assert.Contains(t, all, "fleet train: listing offers failed: vultr: ")
+	assert.Contains(t, all, "fleet infer: listing offers failed: hotaisle: ")
+	assert.NotContains(t, all, "match")
 }
 
 func TestRealListsOffersAndRentsNothingWithoutYes(t *testing.T) {

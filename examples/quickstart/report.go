@@ -4,9 +4,11 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gpufleet/gpufleet/fleet"
 	"github.com/gpufleet/gpufleet/sim"
@@ -34,8 +36,9 @@ type callCount struct {
 
 // faultCount is one kind of refusal met, per provider.
 type faultCount struct {
-	provider, name, how string
-	count               int
+	provider, name string
+	count          int
+	sentence       string // what happened and what the Manager did
 }
 
 // ok reports a clean run: nothing leaked, nothing failed.
@@ -77,13 +80,14 @@ func (d *driver) report() *report {
 	for _, p := range d.w.providers {
 		name := p.Name()
 		for _, f := range faults {
-			n := d.w.meter.count(name, f.name)
+			n := d.w.meter.refusals(name, f.name)
+			sentence := f.say(n)
 			if f.class == fleet.ErrMinReservation && name == fleet.ProviderHotAisle {
-				f.how = fmt.Sprintf("%d refused before the minimum ended, %d releases held until it ended (paid anyway)", n, r.deferred[name])
+				sentence = minimumSentence(n, r.deferred[name])
 				n += r.deferred[name]
 			}
 			if n > 0 {
-				r.faults = append(r.faults, faultCount{provider: name, name: f.name, how: f.how, count: n})
+				r.faults = append(r.faults, faultCount{provider: name, name: f.name, count: n, sentence: sentence})
 			}
 		}
 	}
@@ -99,6 +103,17 @@ func (d *driver) report() *report {
 		r.created, r.terminated, r.leaked = d.realLeftovers()
 	}
 	return r
+}
+
+// minimumSentence says how Hot Aisle's minimum reservation was met:
+// releases held until it ended (the Manager's default) and releases the
+// cloud refused before it ended.
+func minimumSentence(refused, held int) string {
+	s := count(held, "release", "releases") + " waited for the end of the minimum reservation (paid anyway)"
+	if refused > 0 {
+		s += fmt.Sprintf("; %s refused before it ended, and retried", count(refused, "was", "were"))
+	}
+	return s + "."
 }
 
 func simCalls(provider string, calls []sim.Call) callCount {
@@ -148,7 +163,7 @@ func (r *report) print(w io.Writer) {
 		fmt.Fprintln(w, "  none")
 	}
 	for _, f := range r.faults {
-		fmt.Fprintf(w, "  %-9s %-21s %4d  %s\n", f.provider, f.name, f.count, f.how)
+		fmt.Fprintf(w, "  %-9s %s\n", f.provider, f.sentence)
 	}
 	r.printBill(w)
 	for _, e := range r.errs {
@@ -181,15 +196,22 @@ func (r *report) printBill(w io.Writer) {
 		source = "estimated from the Manager's records by each cloud's billing rule"
 	}
 	fmt.Fprintf(w, "bill in USD (%s) beside the least possible for the same work:\n", source)
-	const format = "  %-9s %-14s %-29s %7s %8s %15s  %s"
-	row := func(args ...any) { fmt.Fprintln(w, strings.TrimRight(fmt.Sprintf(format, args...), " ")) }
-	row("PROVIDER", "INSTANCE", "PLAN", "BILLED", "CHARGED", "LEAST POSSIBLE", "")
+	const format = "  %-9s %s %-28s %6s %8s %15s  %s"
+	row := func(provider, id string, args ...any) {
+		line := fmt.Sprintf(format, append([]any{provider, padRight(id, 28)}, args...)...)
+		fmt.Fprintln(w, strings.TrimRight(line, " "))
+	}
+	row("PROVIDER", "REQUEST → INSTANCE", "PLAN", "BILLED", "CHARGED", "LEAST POSSIBLE", "")
 	for _, c := range r.charges {
 		live := ""
 		if c.live {
 			live = "still billing"
 		}
-		row(c.provider, short(c.id), c.plan, billedText(c.billed), usd(c.usd), usd(c.least), live)
+		id := short(c.id)
+		if c.request != "" {
+			id = c.request + " → " + id
+		}
+		row(c.provider, id, c.plan, billedText(c.billed), usd(c.usd), usd(c.least), live)
 	}
 	for _, p := range append(providersOf(r.charges), "") {
 		charged, least := r.bill(p)
@@ -199,6 +221,9 @@ func (r *report) printBill(w io.Writer) {
 		}
 		row(name, "total", "", "", usd(charged), usd(least), over(charged, least))
 	}
+	if r.rounded() {
+		fmt.Fprintln(w, "  (rows are rounded to the cent; totals add the unrounded charges)")
+	}
 	if len(r.deferred) > 0 {
 		var parts []string
 		for _, p := range slices.Sorted(maps.Keys(r.deferred)) {
@@ -207,6 +232,31 @@ func (r *report) printBill(w io.Writer) {
 		fmt.Fprintf(w, "releases held for a reservation window (paid anyway): %s\n", strings.Join(parts, ", "))
 	}
 }
+
+// rounded reports whether a total differs from the sum of its rounded rows.
+func (r *report) rounded() bool {
+	for _, p := range append(providersOf(r.charges), "") {
+		var rows, total float64
+		for _, c := range r.charges {
+			if p == "" || c.provider == p {
+				rows += cents(c.usd)
+				total += c.usd
+			}
+		}
+		if math.Abs(rows-cents(total)) > 0.001 {
+			return true
+		}
+	}
+	return false
+}
+
+// padRight pads s with spaces to n characters (runes: "→" is one).
+func padRight(s string, n int) string {
+	return s + strings.Repeat(" ", max(n-utf8.RuneCountInString(s), 0))
+}
+
+// cents rounds USD to the cent, as usd prints it.
+func cents(v float64) float64 { return math.Round(v*100) / 100 }
 
 func providersOf(cs []charge) []string {
 	seen := map[string]bool{}

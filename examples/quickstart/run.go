@@ -17,8 +17,8 @@ import (
 )
 
 // run is the whole program; it returns the exit code: 0; 1 when something
-// failed or leaked; 2 for a bad command line; 130 when interrupted and torn
-// down cleanly.
+// failed or leaked; 2 for a bad command line (an unknown plan included);
+// 130 when interrupted and torn down cleanly.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
 	cfg, err := parseFlags(args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
@@ -29,6 +29,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return 2
 	}
 	rep, err := quickstart(ctx, cfg, getenv, stdout)
+	if errors.As(err, new(usageError)) {
+		fmt.Fprintln(stderr, "quickstart:", err)
+		return 2
+	}
 	if err != nil {
 		fmt.Fprintln(stderr, "quickstart:", err)
 		return 1
@@ -86,7 +90,7 @@ func quickstart(ctx context.Context, cfg config, getenv func(string) string, out
 	if w.sims != nil {
 		defer w.sims.close()
 	}
-	d := &driver{cfg: cfg, w: w, out: out, pub: signer.PublicKey(), ui: newProgress(out, cfg.plain, w.clock),
+	d := &driver{cfg: cfg, w: w, out: out, pub: signer.PublicKey(), ui: newProgress(out, cfg.plain, w.clock, w.meter.link),
 		start: w.clock.Now(), wallStart: time.Now(), workEnd: map[string]time.Time{}}
 	d.m, err = fleet.NewManager(fleet.Config{Providers: w.providers, Agent: w.agent, Clock: w.clock,
 		Interval: cfg.interval, OnEvent: d.onEvent})

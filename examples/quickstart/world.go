@@ -45,9 +45,10 @@ func (w *world) have() map[string]bool {
 
 // newSimWorld starts both fakes on one scaled clock and one SSH network,
 // switches on the faults the clouds are known for, and builds the clients,
-// providers and shim over them. Wall-clock waits of the clients (rate
-// limiter, retry backoff, SSH retry backoff) are divided by the speed so
-// that they take as much cloud time as they would on the real clouds.
+// providers and shim over them. The clients wait (rate limiter, Retry-After,
+// retry backoff) on the fakes' clock, as the Manager does; the shim's SSH
+// retry backoff, which runs on the wall clock, is divided by the speed so
+// that it takes as much cloud time as it would on the real clouds.
 func newSimWorld(cfg config, signer ssh.Signer) (*world, error) {
 	clock := sim.ScaledClock(cfg.speed)
 	network := sim.NewNetwork(clock, cfg.seed)
@@ -64,11 +65,8 @@ func newSimWorld(cfg config, signer ssh.Signer) (*world, error) {
 	wall := func(d time.Duration) time.Duration {
 		return max(time.Duration(float64(d)/cfg.speed), 50*time.Microsecond)
 	}
-	vc := vultr.New(sim.DefaultAPIKey, vultr.WithHTTPClient(s.vultr.Client()),
-		vultr.WithRateLimit(vultr.DefaultRateLimit*cfg.speed, 1), vultr.WithRetry(5, wall(500*time.Millisecond), wall(30*time.Second)))
-	hc := hotaisle.New(sim.DefaultAPIKey, sim.DefaultTeam, hotaisle.WithHTTPClient(s.hot.Client()),
-		hotaisle.WithRateLimit(hotaisle.DefaultRateLimit*cfg.speed, hotaisle.DefaultBurst),
-		hotaisle.WithRetryPolicy(hotaisle.RetryPolicy{Attempts: 5, MinDelay: wall(500 * time.Millisecond), MaxDelay: wall(30 * time.Second)}))
+	vc := vultr.New(sim.DefaultAPIKey, vultr.WithHTTPClient(s.vultr.Client()), vultr.WithClock(clock))
+	hc := hotaisle.New(sim.DefaultAPIKey, sim.DefaultTeam, hotaisle.WithHTTPClient(s.hot.Client()), hotaisle.WithClock(clock))
 	w := &world{clock: clock, meter: newMeter(), sims: s, hot: hc}
 	w.providers = []fleet.Provider{
 		w.meter.wrap(vultr.NewProvider(vc)),

@@ -21,14 +21,21 @@ const MaxResponseBytes = 16 << 20
 
 // Config configures a Client.
 type Config struct {
+	// Provider names the API in errors ("vultr: GET ...") and logs.
+	Provider string
 	// BaseURL is prefixed to every request path, e.g. "https://api.vultr.com".
 	BaseURL string
 	// HTTPClient sends the requests (default: a client with a 60 s timeout).
+	// The Client uses a copy whose redirects never carry the key elsewhere
+	// (see secureRedirects); HTTPClient itself is not changed.
 	HTTPClient *http.Client
 	// UserAgent is sent as the User-Agent header.
 	UserAgent string
 	// Limiter, if set, is waited on before every attempt (shared by all calls).
 	Limiter *rate.Limiter
+	// Clock is the time of the limiter's waits, Retry-After and retry
+	// backoff (default RealClock).
+	Clock Clock
 	// Retry bounds the retries of idempotent calls.
 	Retry RetryPolicy
 	// Authorize sets the auth header on a request. The key lives only in this
@@ -49,11 +56,18 @@ func New(cfg Config) *Client {
 	if cfg.HTTPClient == nil {
 		cfg.HTTPClient = &http.Client{Timeout: 60 * time.Second}
 	}
+	cfg.HTTPClient = secureRedirects(cfg.HTTPClient)
+	if cfg.Clock == nil {
+		cfg.Clock = RealClock()
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	if cfg.ParseError == nil {
 		cfg.ParseError = func(r *Response) error { return fmt.Errorf("HTTP %d", r.Status) }
+	}
+	if cfg.Provider == "" {
+		cfg.Provider = "api"
 	}
 	cfg.BaseURL = strings.TrimRight(cfg.BaseURL, "/")
 	cfg.Retry = cfg.Retry.withDefaults()
@@ -66,6 +80,9 @@ type Request struct {
 	Path   string     // appended to the base URL, starting with "/"
 	Query  url.Values // optional query
 	Body   any        // JSON-encoded when non-nil
+	// OptionalBody lets a 2xx answer come without a body even though out is
+	// given (an update that may or may not echo the object).
+	OptionalBody bool
 }
 
 // Response is an API answer, kept whole for error construction.
@@ -89,48 +106,114 @@ func Idempotent(method string) bool {
 	return false
 }
 
-// Do sends req (retrying it when idempotent) and decodes a 2xx JSON body into
-// out when out is non-nil and the body is not empty. A non-2xx answer is
-// returned as cfg.ParseError's error; a failure to reach the API as a
-// *TransportError; a cancelled ctx as ctx.Err() wrapped.
+// errEmptyBody is the cause of a *DecodeError for a 2xx answer with no body
+// where one was promised.
+var errEmptyBody = errors.New("the answer has no body")
+
+// Do sends req (retrying it when idempotent) and, when out is non-nil,
+// decodes the 2xx JSON body into out: an empty body (unless
+// req.OptionalBody) or one that does not decode is a *DecodeError. A non-2xx
+// answer is returned as cfg.ParseError's error; a failure to reach the API as
+// a *TransportError; a refused redirect as a *RedirectError; a cancelled ctx
+// as ctx.Err() wrapped.
 func (c *Client) Do(ctx context.Context, req Request, out any) (*Response, error) {
 	var body []byte
 	if req.Body != nil {
 		b, err := json.Marshal(req.Body)
 		if err != nil {
-			return nil, fmt.Errorf("encode %s %s: %w", req.Method, req.Path, err)
+			return nil, fmt.Errorf("%s: encode %s %s: %w", c.cfg.Provider, req.Method, req.Path, err)
 		}
 		body = b
 	}
-	var resp *Response
+	var (
+		resp *Response
+		last error
+	)
 	attempt := func() error {
 		r, err := c.once(ctx, req, body)
-		resp = r
+		resp, last = r, err
 		return err
 	}
 	var err error
 	if Idempotent(req.Method) {
-		err = c.cfg.Retry.run(ctx, attempt)
+		err = c.cfg.Retry.run(ctx, c.cfg.Clock, attempt)
 	} else {
 		err = attempt()
 	}
-	if err != nil {
+	if err != nil && ctx.Err() != nil {
+		err = c.ctxError(req, ctx.Err(), last)
+	}
+	if err != nil || out == nil {
 		return resp, err
 	}
-	if out != nil && len(bytes.TrimSpace(resp.Body)) > 0 {
-		if err := json.Unmarshal(resp.Body, out); err != nil {
-			return resp, &DecodeError{Method: req.Method, Path: req.Path, Err: err}
+	if len(bytes.TrimSpace(resp.Body)) == 0 {
+		if req.OptionalBody {
+			return resp, nil
 		}
+		return resp, c.DecodeError(req.Method, req.Path, errEmptyBody)
+	}
+	if err := json.Unmarshal(resp.Body, out); err != nil {
+		return resp, c.DecodeError(req.Method, req.Path, err)
 	}
 	return resp, nil
 }
 
-func (c *Client) once(ctx context.Context, req Request, body []byte) (*Response, error) {
-	if c.cfg.Limiter != nil {
-		if err := c.cfg.Limiter.Wait(ctx); err != nil {
-			return nil, fmt.Errorf("%s %s: rate limiter: %w", req.Method, req.Path, ctxErr(ctx, err))
-		}
+// DecodeError returns the *DecodeError of a 2xx answer to method and path
+// whose body is not what the endpoint promises (cause says why).
+func (c *Client) DecodeError(method, path string, cause error) *DecodeError {
+	return &DecodeError{Provider: c.cfg.Provider, Method: method, Path: path, Err: cause}
+}
+
+// ctxError names a call that ctx cut short, keeping its last error
+// (unless that was the cut itself).
+func (c *Client) ctxError(req Request, cerr, last error) error {
+	var ce *contextError
+	if errors.As(last, &ce) {
+		return last
 	}
+	if errors.Is(last, cerr) {
+		last = nil
+	}
+	return &contextError{provider: c.cfg.Provider, method: req.Method, path: req.Path, err: cerr, last: last}
+}
+
+func (c *Client) once(ctx context.Context, req Request, body []byte) (*Response, error) {
+	if err := c.wait(ctx); err != nil {
+		if cerr := ctx.Err(); cerr != nil {
+			return nil, &contextError{provider: c.cfg.Provider, method: req.Method, path: req.Path,
+				during: "rate limiter wait", err: cerr}
+		}
+		return nil, fmt.Errorf("%s: %s %s: rate limiter: %w", c.cfg.Provider, req.Method, req.Path, err)
+	}
+	hreq, err := c.build(ctx, req, body)
+	if err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	hresp, err := c.cfg.HTTPClient.Do(hreq)
+	if err != nil {
+		return nil, c.sendError(ctx, req, err, start)
+	}
+	defer hresp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(hresp.Body, MaxResponseBytes))
+	if err != nil {
+		if cerr := ctx.Err(); cerr != nil {
+			return nil, c.ctxError(req, cerr, nil)
+		}
+		return nil, &TransportError{Provider: c.cfg.Provider, Method: req.Method, Path: req.Path, Err: scrub(err)}
+	}
+	c.log(req, hresp.StatusCode, start)
+	resp := &Response{Status: hresp.StatusCode, Header: hresp.Header, Body: data,
+		RetryAfter: parseRetryAfter(hresp.Header.Get("Retry-After"), c.cfg.Clock.Now()),
+		Method:     req.Method, Path: req.Path}
+	if resp.Status < 200 || resp.Status > 299 {
+		return resp, c.cfg.ParseError(resp)
+	}
+	return resp, nil
+}
+
+// build makes the HTTP request with its headers.
+func (c *Client) build(ctx context.Context, req Request, body []byte) (*http.Request, error) {
 	u := c.cfg.BaseURL + req.Path
 	if len(req.Query) > 0 {
 		u += "?" + req.Query.Encode()
@@ -141,7 +224,7 @@ func (c *Client) once(ctx context.Context, req Request, body []byte) (*Response,
 	}
 	hreq, err := http.NewRequestWithContext(ctx, req.Method, u, rd)
 	if err != nil {
-		return nil, fmt.Errorf("build %s %s: %w", req.Method, req.Path, err)
+		return nil, fmt.Errorf("%s: build %s %s: %w", c.cfg.Provider, req.Method, req.Path, err)
 	}
 	hreq.Header.Set("Accept", "application/json")
 	if body != nil {
@@ -153,43 +236,52 @@ func (c *Client) once(ctx context.Context, req Request, body []byte) (*Response,
 	if c.cfg.Authorize != nil {
 		c.cfg.Authorize(hreq.Header)
 	}
-	start := time.Now()
-	hresp, err := c.cfg.HTTPClient.Do(hreq)
-	if err != nil {
-		if cerr := ctx.Err(); cerr != nil {
-			return nil, fmt.Errorf("%s %s: %w", req.Method, req.Path, cerr)
+	return hreq, nil
+}
+
+// sendError classifies a failure of HTTPClient.Do: the caller's ctx, a
+// refused redirect, or a transport failure.
+func (c *Client) sendError(ctx context.Context, req Request, err error, start time.Time) error {
+	if cerr := ctx.Err(); cerr != nil {
+		return c.ctxError(req, cerr, nil)
+	}
+	c.log(req, 0, start)
+	if errors.Is(err, errDowngrade) {
+		to := ""
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			to = originOf(ue.URL)
 		}
-		c.log(req, 0, start)
-		return nil, &TransportError{Method: req.Method, Path: req.Path, Err: scrub(err)}
+		return &RedirectError{Provider: c.cfg.Provider, Method: req.Method, Path: req.Path,
+			From: originOf(c.cfg.BaseURL), To: to}
 	}
-	defer hresp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(hresp.Body, MaxResponseBytes))
-	if err != nil {
-		if cerr := ctx.Err(); cerr != nil {
-			return nil, fmt.Errorf("%s %s: %w", req.Method, req.Path, cerr)
-		}
-		return nil, &TransportError{Method: req.Method, Path: req.Path, Err: scrub(err)}
+	return &TransportError{Provider: c.cfg.Provider, Method: req.Method, Path: req.Path, Err: scrub(err)}
+}
+
+// wait takes one token of the limiter, sleeping on the clock until it is due.
+func (c *Client) wait(ctx context.Context) error {
+	if c.cfg.Limiter == nil {
+		return nil
 	}
-	c.log(req, hresp.StatusCode, start)
-	resp := &Response{Status: hresp.StatusCode, Header: hresp.Header, Body: data,
-		RetryAfter: parseRetryAfter(hresp.Header.Get("Retry-After"), time.Now()),
-		Method:     req.Method, Path: req.Path}
-	if resp.Status < 200 || resp.Status > 299 {
-		return resp, c.cfg.ParseError(resp)
+	now := c.cfg.Clock.Now()
+	r := c.cfg.Limiter.ReserveN(now, 1)
+	if !r.OK() {
+		return errors.New("limiter burst is 0")
 	}
-	return resp, nil
+	d := r.DelayFrom(now)
+	if d <= 0 {
+		return nil
+	}
+	if err := c.cfg.Clock.Sleep(ctx, d); err != nil {
+		r.CancelAt(c.cfg.Clock.Now())
+		return err
+	}
+	return nil
 }
 
 func (c *Client) log(req Request, status int, start time.Time) {
-	c.cfg.Logger.Debug("api call", "method", req.Method, "path", req.Path,
+	c.cfg.Logger.Debug("api call", "provider", c.cfg.Provider, "method", req.Method, "path", req.Path,
 		"status", status, "duration", time.Since(start))
-}
-
-func ctxErr(ctx context.Context, err error) error {
-	if cerr := ctx.Err(); cerr != nil {
-		return cerr
-	}
-	return err
 }
 
 // scrub drops the *url.Error wrapper (which repeats the full URL) and keeps

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gpufleet/gpufleet/fleet"
@@ -13,12 +14,13 @@ import (
 // reset, DNS, TLS, a client timeout. It answers errors.Is(err,
 // fleet.ErrUnavailable).
 type TransportError struct {
+	Provider     string // "vultr", "hotaisle"
 	Method, Path string
 	Err          error
 }
 
 func (e *TransportError) Error() string {
-	return fmt.Sprintf("%s %s: %v", e.Method, e.Path, e.Err)
+	return fmt.Sprintf("%s: %s %s: %v", e.Provider, e.Method, e.Path, e.Err)
 }
 
 func (e *TransportError) Unwrap() error { return e.Err }
@@ -26,14 +28,19 @@ func (e *TransportError) Unwrap() error { return e.Err }
 // Is makes a TransportError match fleet.ErrUnavailable.
 func (e *TransportError) Is(target error) bool { return target == fleet.ErrUnavailable }
 
-// DecodeError is a 2xx answer whose body is not the JSON expected.
+// DecodeError is a 2xx answer whose body is not what the endpoint promises:
+// empty, not JSON (an HTML page), cut short, of another shape (an error
+// object, {} or null where an object or list should be), or without the field
+// that identifies the object. After a create it means the resource may exist.
+// It answers no fleet error class.
 type DecodeError struct {
+	Provider     string // "vultr", "hotaisle"
 	Method, Path string
-	Err          error
+	Err          error // why the body was refused
 }
 
 func (e *DecodeError) Error() string {
-	return fmt.Sprintf("%s %s: decode response: %v", e.Method, e.Path, e.Err)
+	return fmt.Sprintf("%s: %s %s: decode response: %v", e.Provider, e.Method, e.Path, e.Err)
 }
 
 func (e *DecodeError) Unwrap() error { return e.Err }
@@ -51,4 +58,35 @@ func parseRetryAfter(v string, now time.Time) time.Duration {
 		return t.Sub(now)
 	}
 	return 0
+}
+
+// contextError is a call cut short by its context: cancelled, or past its
+// deadline, during an attempt, a limiter wait or a backoff. It unwraps to the
+// context's error and to the last answer or failure, when there was one (so
+// errors.Is finds both); its text names the call once.
+type contextError struct {
+	provider, method, path string
+	during                 string // "rate limiter wait", or "" for the call itself
+	err                    error  // ctx.Err()
+	last                   error  // the last attempt's error, nil when none
+}
+
+func (e *contextError) Error() string {
+	call := e.provider + ": " + e.method + " " + e.path + ": "
+	s := call
+	if e.during != "" {
+		s += e.during + ": "
+	}
+	s += e.err.Error()
+	if e.last != nil {
+		s += " (last error: " + strings.TrimPrefix(e.last.Error(), call) + ")"
+	}
+	return s
+}
+
+func (e *contextError) Unwrap() []error {
+	if e.last == nil {
+		return []error{e.err}
+	}
+	return []error{e.err, e.last}
 }

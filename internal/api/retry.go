@@ -3,7 +3,6 @@ package api
 import (
 	"context"
 	"errors"
-	"fmt"
 	"math/rand/v2"
 	"net/http"
 	"time"
@@ -82,20 +81,17 @@ func (p RetryPolicy) delay(n uint, err error) time.Duration {
 	return backoff/2 + rand.N(backoff/2+1)
 }
 
-// run calls fn until it succeeds, fails for good, or ctx ends; an ended ctx
-// is returned wrapped together with the last error, so both stay visible.
-func (p RetryPolicy) run(ctx context.Context, fn func() error) error {
-	var last error
-	err := retry.Do(func() error { last = fn(); return last },
+// run calls fn until it succeeds, fails for good, or ctx ends, sleeping the
+// backoff on clock. It returns fn's last error, or ctx's error when ctx ended
+// first (Do then names the call and keeps the last error visible).
+func (p RetryPolicy) run(ctx context.Context, clock Clock, fn func() error) error {
+	return retry.Do(fn,
 		retry.Context(ctx),
+		retry.WithTimer(clockTimer{ctx: ctx, clock: clock}),
 		retry.Attempts(p.Attempts),
 		retry.RetryIf(Transient),
 		retry.DelayType(func(n uint, err error, _ *retry.Config) time.Duration { return p.delay(n, err) }),
 		retry.MaxDelay(0),
 		retry.LastErrorOnly(true),
 	)
-	if err != nil && ctx.Err() != nil && last != nil && !errors.Is(last, ctx.Err()) {
-		return fmt.Errorf("%w (last error: %w)", ctx.Err(), last)
-	}
-	return err
 }

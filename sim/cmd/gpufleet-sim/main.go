@@ -40,13 +40,17 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return // -h: the usage went to stderr
-		}
-		fmt.Fprintln(os.Stderr, "gpufleet-sim:", err)
-		os.Exit(2)
+	os.Exit(exitCode(run(ctx, os.Args[1:], os.Stdout, os.Stderr), os.Stderr))
+}
+
+// exitCode is 0 for success and for -h (the usage was printed: asking
+// for help is no error), else 2 after printing the error.
+func exitCode(err error, stderr io.Writer) int {
+	if err == nil || errors.Is(err, flag.ErrHelp) {
+		return 0
 	}
+	fmt.Fprintln(stderr, "gpufleet-sim:", err)
+	return 2
 }
 
 // config is the command line.

@@ -2,7 +2,9 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"os"
@@ -77,14 +79,15 @@ func TestRunServesBothFakes(t *testing.T) {
 	}
 }
 
-// -h prints what the command is and its flags, and exits 0.
-func TestHelpExitsZero(t *testing.T) {
+// The process run with -h prints what the command is and its flags, and
+// exits 0.
+func TestHelpProcessExitsZero(t *testing.T) {
 	if os.Getenv("GPUFLEET_SIM_MAIN") == "1" {
 		os.Args = []string{"gpufleet-sim", "-h"}
 		main()
 		return
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^TestHelpExitsZero$")
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHelpProcessExitsZero$")
 	cmd.Env = append(os.Environ(), "GPUFLEET_SIM_MAIN=1")
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
@@ -111,4 +114,13 @@ func TestParseChaosFlags(t *testing.T) {
 	assert.True(t, on)
 	_, on = chaosOn(h)
 	assert.True(t, on)
+}
+
+// -h prints what the program is and exits 0, like the examples.
+func TestHelpExitsZero(t *testing.T) {
+	var out, errOut bytes.Buffer
+	err := run(t.Context(), []string{"-h"}, &out, &errOut)
+	assert.Equal(t, 0, exitCode(err, &errOut))
+	assert.Contains(t, out.String()+errOut.String(), "gpufleet-sim serves fakes")
+	assert.Equal(t, 2, exitCode(errors.New("bad flag"), &errOut))
 }

@@ -1,0 +1,181 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// OnStopped says what the Manager does with an instance the provider says
+// is powered off although nobody here asked for it (a console user, a
+// host failure). A stopped machine still bills.
+type OnStopped string
+
+// OnStopped values.
+const (
+	// OnStoppedReplace (the default) releases the stopped instance by the
+	// fleet's release policy and creates a replacement.
+	OnStoppedReplace OnStopped = "replace"
+	// OnStoppedRestart powers it on again (providers that implement
+	// Restarter; others are replaced) and starts its agent again.
+	OnStoppedRestart OnStopped = "restart"
+)
+
+// stoppedOutOfBand acts on an instance a listing or a Get says is stopped. m.mu held.
+func (m *Manager) stoppedOutOfBand(r *InstanceRecord, now time.Time) {
+	if r.Termination != nil || !r.Instance.Running() || m.busy("start/"+r.Instance.RequestID) {
+		return
+	}
+	rs, canRestart := m.providers[r.Instance.Provider].(Restarter)
+	if m.pol.OnStopped == OnStoppedRestart && canRestart {
+		m.event(Event{Type: EventInstanceStopped, Fleet: r.Instance.Fleet, Provider: r.Instance.Provider, InstanceID: r.Instance.ID,
+			Message: "powered off out of band; starting it again"})
+		reqID, id := r.Instance.RequestID, r.Instance.ID
+		m.launch("start/"+reqID, taskCall, m.pol.CallTimeout, func(ctx context.Context) func(time.Time) {
+			err := rs.Start(ctx, id)
+			return func(now time.Time) { m.restarted(reqID, err, now) }
+		})
+		return
+	}
+	m.event(Event{Type: EventInstanceStopped, Fleet: r.Instance.Fleet, Provider: r.Instance.Provider, InstanceID: r.Instance.ID,
+		Message: "powered off out of band (it still bills); released and replaced"})
+	m.requestRelease(r, "stopped out of band", m.policyFor(m.fleets[r.Instance.Fleet]), now, true)
+}
+
+// restarted applies a power-on's answer: the agent is started again. m.mu held.
+func (m *Manager) restarted(reqID string, err error, now time.Time) {
+	r := m.insts[reqID]
+	if r == nil || r.Termination != nil || r.Instance.Status == StatusTerminated {
+		return
+	}
+	if err != nil {
+		m.event(Event{Type: EventInstanceStopped, Fleet: r.Instance.Fleet, Provider: r.Instance.Provider, InstanceID: r.Instance.ID,
+			Err: err.Error(), Message: "starting it again failed; released and replaced"})
+		m.requestRelease(r, "stopped out of band", m.policyFor(m.fleets[r.Instance.Fleet]), now, true)
+		return
+	}
+	r.Busy, r.Instance.Ready, r.RunningSince, r.AgentTries = false, time.Time{}, now, 0
+	m.setStatus(r, StatusBooting, "started again after a stop out of band", now)
+	if m.agentFor(r.Instance.Fleet) == nil {
+		m.markReady(r, now)
+	}
+}
+
+// checkAgents checks the agent of every ready instance each
+// Policy.AgentCheckInterval; a failed check restarts the agent, and after
+// Policy.AgentCheckFailures failures in a row the instance is released and
+// replaced. A failed check also asks the provider whether the machine was
+// stopped (Hot Aisle lists do not say). m.mu held.
+func (m *Manager) checkAgents(now time.Time) {
+	if m.cfg.Agent == nil {
+		return
+	}
+	for _, r := range m.insts {
+		id := r.Instance.RequestID
+		if (r.Instance.Status != StatusIdle && r.Instance.Status != StatusBusy) || r.Termination != nil ||
+			m.busy("check/"+id) || now.Before(maxTime(r.Instance.Ready, m.agentChecked[id]).Add(m.pol.AgentCheckInterval)) {
+			continue
+		}
+		agent := m.agentFor(r.Instance.Fleet)
+		if agent == nil || m.keyMissing[r.Instance.Fleet] || m.free(taskCall) <= 0 {
+			continue
+		}
+		m.agentChecked[id] = now
+		inst, p := cloneInst(r.Instance), m.providers[r.Instance.Provider]
+		m.launch("check/"+id, taskAgent, m.pol.AgentTimeout, func(ctx context.Context) func(time.Time) {
+			err := agent.Check(ctx, inst)
+			stopped, restartErr := false, error(nil)
+			if err != nil {
+				if seen, gerr := p.Get(ctx, inst.ID); gerr == nil && seen.Stopped {
+					stopped = true
+				} else if !errors.Is(gerr, ErrNotFound) {
+					restartErr = agent.Start(ctx, inst)
+				}
+			}
+			return func(now time.Time) { m.agentChecked2(id, err, stopped, restartErr, now) }
+		})
+	}
+}
+
+// agentChecked2 applies one agent check. m.mu held.
+func (m *Manager) agentChecked2(id string, err error, stopped bool, restartErr error, now time.Time) {
+	r := m.insts[id]
+	if r == nil || r.Termination != nil || !r.Instance.Running() {
+		return
+	}
+	if err == nil {
+		if r.AgentCheckFails > 0 {
+			r.AgentCheckFails = 0
+			m.dirtyI[id] = true
+		}
+		return
+	}
+	if stopped {
+		r.Instance.Stopped = true
+		m.stoppedOutOfBand(r, now)
+		return
+	}
+	r.AgentCheckFails++
+	m.dirtyI[id] = true
+	ev := Event{Type: EventAgentUnhealthy, Fleet: r.Instance.Fleet, Provider: r.Instance.Provider, InstanceID: r.Instance.ID, Err: err.Error()}
+	switch {
+	case r.AgentCheckFails >= m.pol.AgentCheckFailures:
+		ev.Message = fmt.Sprintf("the agent failed %d checks in a row; released and replaced", r.AgentCheckFails)
+		m.event(ev)
+		m.requestRelease(r, "agent unhealthy", m.policyFor(m.fleets[r.Instance.Fleet]), now, true)
+		return
+	case restartErr == nil:
+		ev.Message = fmt.Sprintf("check %d failed; the agent was started again", r.AgentCheckFails)
+	default:
+		ev.Message = fmt.Sprintf("check %d failed; starting the agent again failed too: %v", r.AgentCheckFails, restartErr)
+	}
+	m.event(ev)
+}
+
+// labelWrong reports whether a listed instance's label differs from what
+// the record says it should carry. m.mu held.
+func (m *Manager) labelWrong(r *InstanceRecord, seen Instance) bool {
+	if strings.Contains(r.Instance.RequestID, "-") { // a duplicate's record: its label names another request
+		return false
+	}
+	return seen.RequestID != r.Instance.RequestID || seen.Fleet != r.Instance.Fleet || seen.Owner != m.owner
+}
+
+// fixLabels writes the label again on instances whose label was lost, edited
+// or never written (Instance.LabelError), on providers that can (Labeler),
+// at most once a minute per instance. m.mu held.
+func (m *Manager) fixLabels(now time.Time) {
+	for _, r := range m.insts {
+		id := r.Instance.RequestID
+		if !m.relabel[id] && r.Instance.LabelError == "" {
+			continue
+		}
+		lp, ok := m.providers[r.Instance.Provider].(Labeler)
+		if !ok || r.Instance.ID == "" || !r.Instance.Status.Active() || r.Instance.Fleet == "" || m.busy("label/"+id) ||
+			now.Before(m.labelNext[id]) || m.free(taskCall) <= 0 {
+			continue
+		}
+		m.labelNext[id] = now.Add(time.Minute)
+		label, iid := Label{Owner: m.owner, Fleet: r.Instance.Fleet, RequestID: id}, r.Instance.ID
+		m.launch("label/"+id, taskCall, m.pol.CallTimeout, func(ctx context.Context) func(time.Time) {
+			err := lp.SetLabel(ctx, iid, label)
+			return func(now time.Time) {
+				r := m.insts[id]
+				if r == nil {
+					return
+				}
+				if err != nil {
+					r.Instance.LabelError = err.Error()
+					m.dirtyI[id] = true
+					return
+				}
+				delete(m.relabel, id)
+				r.Instance.LabelError, r.Instance.Owner = "", m.owner
+				m.dirtyI[id] = true
+				m.event(Event{Type: EventLabelRewritten, Fleet: r.Instance.Fleet, Provider: r.Instance.Provider, InstanceID: iid, Message: label.String()})
+			}
+		})
+	}
+}

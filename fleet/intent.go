@@ -1,0 +1,379 @@
+package fleet
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// An intent is what a public method recorded for the loop to carry out.
+type intentKind int
+
+const (
+	intentApply intentKind = iota
+	intentDelete
+	intentRelease
+	intentBusy
+	intentIdle
+)
+
+type intent struct {
+	kind   intentKind
+	spec   Spec   // apply
+	name   string // fleet (apply, delete) or instance id (release, busy, idle)
+	policy ReleasePolicy
+}
+
+// intentQueue holds intents in call order until the loop takes them. Lock
+// order: Manager.mu before intentQueue.mu.
+type intentQueue struct {
+	mu  sync.Mutex
+	ops []intent
+}
+
+func (q *intentQueue) push(i intent) {
+	q.mu.Lock()
+	q.ops = append(q.ops, i)
+	q.mu.Unlock()
+}
+
+func (q *intentQueue) take() []intent {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	ops := q.ops
+	q.ops = nil
+	return ops
+}
+
+// pendingSpecs returns the specs applied and not yet taken, latest per fleet.
+func (q *intentQueue) pendingSpecs() []Spec {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	by := map[string]Spec{}
+	for _, op := range q.ops {
+		if op.kind == intentApply {
+			by[op.spec.Name] = op.spec
+		}
+	}
+	out := make([]Spec, 0, len(by))
+	for _, s := range by {
+		out = append(out, s)
+	}
+	return out
+}
+
+// fleetState reports whether a queued intent creates or deletes fleet name
+// (the last one wins). q.mu held.
+func (q *intentQueue) fleetState(name string) (applied, deleted bool) {
+	for _, op := range q.ops {
+		if op.name != name && op.spec.Name != name {
+			continue
+		}
+		switch op.kind {
+		case intentApply:
+			applied, deleted = true, false
+		case intentDelete:
+			deleted = true
+		}
+	}
+	return applied, deleted
+}
+
+// wake tells the loop that something is waiting for it.
+func (m *Manager) wake() {
+	select {
+	case m.tasks.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Apply records a fleet's desired state; the loop acts on it at its next
+// step (Run wakes at once). It reads the offer catalog (cached) to refuse
+// requirements no offer could ever meet. Changed requirements or placement apply to
+// instances created from then on; existing members stay (release them to
+// replace them). Applying again also resumes a stalled fleet and gives back
+// a fleet's private key after a restart. Returns an error answering
+// ErrInvalidSpec for a spec that can never be met (see Spec; a provider
+// name that is not configured; a GPU model, vendor, region or instance type
+// no catalog knows, named with the nearest known ones; MinNodes over
+// Nodes), ErrVPCUnsupported for cluster placement no configured provider
+// supports, an error for a fleet being deleted, or ErrClosed.
+func (m *Manager) Apply(ctx context.Context, spec Spec) error {
+	if m.closed.Load() {
+		return ErrClosed
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := spec.validate(); err != nil {
+		return invalidSpec(err)
+	}
+	if err := ValidateLabelFits(m.owner, spec.Name); err != nil {
+		return invalidSpec(err)
+	}
+	for _, name := range spec.Requirements.Providers {
+		if !containsFold(m.order, name) {
+			return invalidSpec(fmt.Errorf("gpufleet: fleet %s: provider %q is not configured (have %v)", spec.Name, name, m.order))
+		}
+	}
+	cctx, cancel := context.WithTimeout(ctx, m.pol.CallTimeout)
+	err := m.checkKnown(cctx, spec)
+	cancel()
+	if err != nil {
+		return invalidSpec(err)
+	}
+	if spec.Placement == "" {
+		spec.Placement = PlacementAny
+	}
+	if err := m.placeable(spec); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.intents.mu.Lock()
+	defer m.intents.mu.Unlock()
+	_, queuedDelete := m.intents.fleetState(spec.Name)
+	if f, ok := m.fleets[spec.Name]; (ok && f.Deleting) || queuedDelete {
+		return fmt.Errorf("gpufleet: fleet %s is being deleted", spec.Name)
+	}
+	m.intents.ops = append(m.intents.ops, intent{kind: intentApply, spec: cloneSpec(spec), name: spec.Name})
+	m.wake()
+	return nil
+}
+
+// placeable refuses a cluster fleet that no configured provider it may
+// use can put in a VPC.
+func (m *Manager) placeable(spec Spec) error {
+	if spec.Placement != PlacementCluster {
+		return nil
+	}
+	var usable []string
+	for _, name := range m.order {
+		if len(spec.Requirements.Providers) > 0 && !containsFold(spec.Requirements.Providers, name) {
+			continue
+		}
+		if _, ok := m.providers[name].(VPCProvider); ok {
+			return nil
+		}
+		usable = append(usable, name)
+	}
+	return classed(ErrVPCUnsupported, "fleet %s: cluster placement needs a VPC, and none of %v offers one", spec.Name, usable)
+}
+
+// Delete records that a fleet is to be deleted: every instance is released
+// (by the release policy, or as opts say: WithReleasePolicy(ReleaseNow)
+// releases at once, forcing Hot Aisle releases inside their minimum
+// reservation, whose unrefunded part each ReleaseForced event states in
+// USD) and, once all are confirmed gone, its VPC. The fleet disappears after
+// that (EventFleetDeleted). It returns at once: ErrNotFound for an unknown
+// fleet, ErrClosed after Close.
+func (m *Manager) Delete(ctx context.Context, name string, opts ...ReleaseOption) error {
+	if m.closed.Load() {
+		return ErrClosed
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	o, err := releaseOpts(opts)
+	if err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.intents.mu.Lock()
+	defer m.intents.mu.Unlock()
+	applied, deleted := m.intents.fleetState(name)
+	if _, ok := m.fleets[name]; !ok && (!applied || deleted) {
+		return classed(ErrNotFound, "fleet %s", name)
+	}
+	m.intents.ops = append(m.intents.ops, intent{kind: intentDelete, name: name, policy: o.policy})
+	m.wake()
+	return nil
+}
+
+// ReleaseOption tunes one Release or Delete call.
+type ReleaseOption func(*releaseOptions)
+
+type releaseOptions struct{ policy ReleasePolicy }
+
+// WithReleasePolicy overrides the fleet's release policy for this release
+// (ReleaseNow forces a release inside the reservation window).
+func WithReleasePolicy(p ReleasePolicy) ReleaseOption {
+	return func(o *releaseOptions) { o.policy = p }
+}
+
+func releaseOpts(opts []ReleaseOption) (releaseOptions, error) {
+	var o releaseOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	switch o.policy {
+	case "", ReleaseAtReservationEnd, ReleaseNow, ReleaseCompat:
+		return o, nil
+	}
+	return o, fmt.Errorf("gpufleet: unknown release policy %q", o.policy)
+}
+
+// Release records that one instance (by provider id or request id) is to be
+// released, by its fleet's release policy unless overridden. It returns the
+// earliest time the release will be attempted: now, or the end of the
+// reservation window when the policy waits for it. The instance stays
+// tracked (terminating) until the provider confirms it gone. A fleet that
+// still wants the node replaces it. Errors: ErrNotFound for an unknown,
+// empty or terminated id; ErrClosed after Close.
+func (m *Manager) Release(ctx context.Context, instanceID string, opts ...ReleaseOption) (time.Time, error) {
+	if m.closed.Load() {
+		return time.Time{}, ErrClosed
+	}
+	if err := ctx.Err(); err != nil {
+		return time.Time{}, err
+	}
+	o, err := releaseOpts(opts)
+	if err != nil {
+		return time.Time{}, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r := m.find(instanceID)
+	if r == nil || r.Instance.Status == StatusTerminated {
+		return time.Time{}, classed(ErrNotFound, "instance %q (gone or unknown)", instanceID)
+	}
+	policy := o.policy
+	if policy == "" {
+		policy = m.policyFor(m.fleets[r.Instance.Fleet])
+	}
+	now := m.clock.Now()
+	at := now
+	switch {
+	case r.Termination != nil && !(o.policy == ReleaseNow && !r.Termination.NotBefore.IsZero()):
+		at = maxTime(now, r.Termination.NotBefore)
+	case policy == ReleaseAtReservationEnd:
+		at = maxTime(now, m.reservedUntil(r, now))
+	}
+	m.intents.push(intent{kind: intentRelease, name: r.Instance.RequestID, policy: o.policy})
+	m.wake()
+	return at, nil
+}
+
+// MarkBusy records that a ready instance is busy: it is not released for
+// idleness. ErrNotFound for an unknown id; an error for an instance that is
+// not ready; ErrClosed after Close.
+func (m *Manager) MarkBusy(instanceID string) error { return m.mark(instanceID, intentBusy) }
+
+// MarkIdle records that a busy instance is idle; its idle clock restarts
+// when the loop takes the mark. Errors as MarkBusy.
+func (m *Manager) MarkIdle(instanceID string) error { return m.mark(instanceID, intentIdle) }
+
+func (m *Manager) mark(instanceID string, kind intentKind) error {
+	if m.closed.Load() {
+		return ErrClosed
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r := m.find(instanceID)
+	if r == nil {
+		return classed(ErrNotFound, "instance %s", instanceID)
+	}
+	if st := r.Instance.Status; st != StatusIdle && st != StatusBusy {
+		return fmt.Errorf("gpufleet: instance %s is %s, not ready", instanceID, st)
+	}
+	m.intents.push(intent{kind: kind, name: r.Instance.RequestID})
+	m.wake()
+	return nil
+}
+
+// applyIntents carries out the recorded intents in call order. Loop only;
+// m.mu held.
+func (m *Manager) applyIntents(now time.Time) {
+	for _, op := range m.intents.take() {
+		switch op.kind {
+		case intentApply:
+			m.applySpec(op.spec, now)
+		case intentDelete:
+			m.deleteFleet(op.name, op.policy, now)
+		case intentRelease:
+			m.releaseInstance(op.name, op.policy, now)
+		case intentBusy, intentIdle:
+			delete(m.acquired, op.name)
+			m.markBusy(op.name, op.kind == intentBusy, now)
+		}
+	}
+}
+
+func (m *Manager) applySpec(spec Spec, now time.Time) {
+	f, ok := m.fleets[spec.Name]
+	if ok && f.Deleting {
+		m.event(Event{Type: EventFleetApplied, Fleet: spec.Name, Err: "the fleet is being deleted", Message: "ignored"})
+		return
+	}
+	if !ok {
+		f = &FleetRecord{Created: now}
+		m.fleets[spec.Name] = f
+	}
+	f.Spec = spec
+	f.KeyRequired = !spec.PrivateKey.IsZero()
+	delete(m.keyMissing, spec.Name)
+	delete(m.keyMissingSaid, spec.Name)
+	f.Stalled = false
+	delete(m.deadlineMisses, spec.Name)
+	delete(m.keyedAgents, spec.Name)
+	delete(m.fleetRetry, spec.Name)
+	m.dirtyF[spec.Name] = true
+	m.event(Event{Type: EventFleetApplied, Fleet: spec.Name, Message: fmt.Sprintf("nodes=%d placement=%s", spec.Nodes, spec.Placement)})
+}
+
+func (m *Manager) deleteFleet(name string, policy ReleasePolicy, now time.Time) {
+	f, ok := m.fleets[name]
+	if !ok {
+		return
+	}
+	f.Deleting = true
+	m.dirtyF[name] = true
+	if policy == "" {
+		policy = m.policyFor(f)
+	}
+	for _, r := range m.insts {
+		if r.Instance.Fleet != name || r.Instance.Status == StatusTerminated {
+			continue
+		}
+		if r.Termination != nil && policy == ReleaseNow && r.Termination.Attempts == 0 && !r.Termination.NotBefore.IsZero() {
+			r.Termination = nil // re-decide: the caller wants it released at once
+		}
+		if r.Termination == nil {
+			m.requestRelease(r, "fleet deleted", policy, now, true)
+		}
+	}
+}
+
+func (m *Manager) releaseInstance(reqID string, override ReleasePolicy, now time.Time) {
+	r := m.insts[reqID]
+	if r == nil || r.Instance.Status == StatusTerminated {
+		return
+	}
+	policy := override
+	if policy == "" {
+		policy = m.policyFor(m.fleets[r.Instance.Fleet])
+	}
+	if r.Termination != nil && override == ReleaseNow && r.Termination.Attempts == 0 && !r.Termination.NotBefore.IsZero() {
+		r.Termination = nil // re-decide: the caller now wants it released at once
+	}
+	m.requestRelease(r, "released", policy, now, true)
+}
+
+func (m *Manager) markBusy(reqID string, busy bool, now time.Time) {
+	r := m.insts[reqID]
+	if r == nil || r.Termination != nil || (r.Instance.Status != StatusIdle && r.Instance.Status != StatusBusy) {
+		return
+	}
+	r.Busy = busy
+	m.dirtyI[reqID] = true
+	if busy {
+		m.setStatus(r, StatusBusy, "marked busy", now)
+		m.event(Event{Type: EventInstanceBusy, Fleet: r.Instance.Fleet, Provider: r.Instance.Provider, InstanceID: r.Instance.ID})
+		return
+	}
+	r.IdleSince = now
+	m.setStatus(r, StatusIdle, "marked idle", now)
+	m.event(Event{Type: EventInstanceIdle, Fleet: r.Instance.Fleet, Provider: r.Instance.Provider, InstanceID: r.Instance.ID})
+}

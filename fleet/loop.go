@@ -1,0 +1,204 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// maxRounds bounds the steps of one Reconcile: list, act on what was seen,
+// act on the answers (attach after create, confirm after delete), and a few
+// more for offers tried one after another.
+const maxRounds = 12
+
+// Reconcile runs the loop until what is due now is done: it takes the
+// recorded intents, lists the providers that are due, acts (adopt, time
+// out, start agents, release, create, attach and delete VPCs) and waits for
+// the answers of its calls (agent starts go on in the background). Errors
+// of single calls become events and are retried later; the returned error
+// is a store failure, an ended ctx, or ErrClosed. While ctx is cancelled
+// no new call starts; calls under way finish under their own deadlines.
+func (m *Manager) Reconcile(ctx context.Context) error {
+	if err := m.acquire(ctx); err != nil {
+		return err
+	}
+	defer m.release()
+	for range maxRounds {
+		if m.step(ctx) == 0 || ctx.Err() != nil {
+			break
+		}
+		if err := m.await(ctx); err != nil {
+			break
+		}
+	}
+	m.mu.Lock()
+	m.drainResults(m.clock.Now())
+	m.mu.Unlock()
+	return errors.Join(m.flush(ctx), ctx.Err())
+}
+
+// Run is the loop: it steps whenever an intent is recorded or an answer
+// comes back, and at least every Config.Interval, until ctx ends (returning
+// ctx.Err()) or the Manager is closed (ErrClosed). It never waits for a
+// provider call: a slow create or a hanging provider delays nothing else.
+func (m *Manager) Run(ctx context.Context) error {
+	for {
+		if err := m.acquire(ctx); err != nil {
+			return err
+		}
+		m.step(ctx)
+		wait := m.untilNext()
+		m.release()
+		if err := m.sleepOrWake(ctx, wait); err != nil {
+			if m.closed.Load() {
+				return ErrClosed
+			}
+			return err
+		}
+	}
+}
+
+// acquire takes the loop's token.
+func (m *Manager) acquire(ctx context.Context) error {
+	if m.closed.Load() {
+		return ErrClosed
+	}
+	select {
+	case m.pass <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-m.done:
+		return ErrClosed
+	}
+	if m.closed.Load() {
+		<-m.pass
+		return ErrClosed
+	}
+	return nil
+}
+
+func (m *Manager) release() { <-m.pass }
+
+// await waits until every awaited task has answered, applying answers as
+// they come.
+func (m *Manager) await(ctx context.Context) error {
+	for {
+		signal := m.resultSignal()
+		m.mu.Lock()
+		m.drainResults(m.clock.Now())
+		n := m.awaited()
+		m.mu.Unlock()
+		if n == 0 {
+			return nil
+		}
+		select {
+		case <-signal:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-m.done:
+			return ErrClosed
+		}
+	}
+}
+
+// sleepOrWake waits for d of the Manager's clock, or until woken.
+func (m *Manager) sleepOrWake(ctx context.Context, d time.Duration) error {
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	woken := make(chan struct{})
+	signal := m.resultSignal()
+	go func() {
+		defer close(woken)
+		select {
+		case <-signal:
+			cancel()
+		case <-m.tasks.wake:
+			cancel()
+		case <-m.done:
+			cancel()
+		case <-sctx.Done():
+		}
+	}()
+	err := m.clock.Sleep(sctx, d)
+	cancel()
+	<-woken
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if m.closed.Load() {
+		return ErrClosed
+	}
+	_ = err // woken early: step again
+	return nil
+}
+
+// step is one turn of the loop: take intents and answers, then start what
+// is due. It returns how many awaited tasks it started. The loop's token
+// is held.
+func (m *Manager) step(ctx context.Context) int {
+	m.mu.Lock()
+	now := m.clock.Now()
+	before := m.started()
+	m.applyIntents(now)
+	m.drainResults(now)
+	if ctx.Err() == nil {
+		m.listDue(now)
+		m.claimOrphans(now)
+		m.checkDeadlines(now)
+		m.releaseIdle(now)
+		m.startAgents(now)
+		m.checkAgents(now)
+		m.fixLabels(now)
+		m.launchReleases(now)
+		m.reconcileVPCs(now)
+		m.collectOrphanVPCs(now)
+	}
+	m.finishFleets(now)
+	m.prune(now)
+	var creates []*InstanceRecord
+	if ctx.Err() == nil {
+		creates = m.planCreates(ctx, now)
+	}
+	m.mu.Unlock()
+	// Every create is in the Store before its call.
+	err := m.flush(ctx)
+	m.mu.Lock()
+	m.launchCreates(ctx, creates, err)
+	m.launchVPCCreates(ctx, err)
+	n := m.started() - before
+	m.mu.Unlock()
+	m.deliver()
+	return n
+}
+
+// started counts awaited tasks started so far (for step's return). m.mu held.
+func (m *Manager) started() int { return m.tasks.startedAwaited }
+
+// untilNext is how long Run may sleep: until the earliest due time, at
+// most Config.Interval. The loop's token is held.
+func (m *Manager) untilNext() time.Duration {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := m.clock.Now()
+	next := now.Add(m.cfg.Interval)
+	early := func(t time.Time) {
+		if !t.IsZero() && t.Before(next) {
+			next = t
+		}
+	}
+	for _, r := range m.insts {
+		if t := r.Termination; t != nil && r.Instance.Status == StatusTerminating && r.Instance.ID != "" {
+			if t.Accepted.IsZero() {
+				early(m.deleteAt(r))
+			} else {
+				early(t.NextAttempt)
+			}
+		}
+	}
+	early(m.nextDue())
+	d := next.Sub(now)
+	if d < time.Second {
+		d = time.Second
+	}
+	return d
+}

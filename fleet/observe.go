@@ -1,0 +1,219 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// observation is what one provider listed last.
+type observation struct {
+	at    time.Time
+	byID  map[string]Instance
+	byReq map[string]Instance // labelled ones, by request id
+	list  []Instance
+}
+
+// applyList applies one provider listing of the kinds it covered. m.mu held.
+func (m *Manager) applyList(name string, list []Instance, err error, kinds kindSet, now time.Time) {
+	if err != nil {
+		m.event(Event{Type: EventProviderUnavailable, Provider: name, Err: err.Error(), Message: "listing instances failed; nothing is concluded from it"})
+		return
+	}
+	o := &observation{at: now, list: list, byID: make(map[string]Instance, len(list)), byReq: map[string]Instance{}}
+	for _, inst := range list {
+		o.byID[inst.ID] = inst
+		if inst.RequestID != "" {
+			o.byReq[inst.RequestID] = inst
+		}
+	}
+	m.obs[name] = o
+	for _, r := range m.insts {
+		if r.Instance.Provider != name || (r.Instance.Offer.InstanceType != "" && !kinds.covers(r.Instance.Offer)) {
+			continue
+		}
+		m.seen[r.Instance.RequestID] = now
+		switch {
+		case r.Instance.ID == "":
+			m.resolveUncertain(r, o, now)
+		case r.Instance.Status == StatusTerminated:
+			if seen, ok := o.byID[r.Instance.ID]; ok {
+				m.reopen(r, seen, now)
+			}
+		default:
+			if seen, ok := o.byID[r.Instance.ID]; ok {
+				m.observeInstance(r, seen, now)
+			} else if r.Termination == nil {
+				m.confirmGone(r, now)
+			}
+		}
+	}
+	m.adoptUntracked(name, o, now)
+}
+
+// applyVPCList applies one listing of a provider's VPCs. m.mu held.
+func (m *Manager) applyVPCList(name string, vpcs []VPC, err error, now time.Time) {
+	if err != nil {
+		m.event(Event{Type: EventProviderUnavailable, Provider: name, Err: err.Error(), Message: "listing VPCs failed; nothing is concluded from it"})
+		return
+	}
+	m.observeVPCs(name, vpcs, now)
+}
+
+// confirmGone asks the provider for an instance its list did not show:
+// only a Get that answers ErrNotFound proves it gone, and not while the
+// instance is younger than Policy.VisibilityGrace (new servers can be
+// missing from lists and answer 404 for a while). m.mu held.
+func (m *Manager) confirmGone(r *InstanceRecord, now time.Time) {
+	if now.Sub(r.Instance.Created) < m.pol.VisibilityGrace || m.busy("delete/"+r.Instance.RequestID) {
+		return
+	}
+	reqID, id, p := r.Instance.RequestID, r.Instance.ID, m.providers[r.Instance.Provider]
+	m.launch("get/"+reqID, taskCall, m.pol.CallTimeout, func(ctx context.Context) func(time.Time) {
+		_, err := p.Get(ctx, id)
+		return func(now time.Time) {
+			r := m.insts[reqID]
+			if r == nil || r.Instance.ID != id || !r.Instance.Status.Active() || !errors.Is(err, ErrNotFound) {
+				return
+			}
+			if o := m.obs[r.Instance.Provider]; o != nil {
+				if _, listed := o.byID[id]; listed {
+					return // a newer list shows it
+				}
+			}
+			m.markGone(r, now)
+		}
+	})
+}
+
+// observeInstance updates r from the provider's view; the record is dirty
+// only when something changed. m.mu held.
+func (m *Manager) observeInstance(r *InstanceRecord, seen Instance, now time.Time) {
+	inst := &r.Instance
+	changed := false
+	set := func(dst *string, v string) {
+		if v != "" && *dst != v {
+			*dst, changed = v, true
+		}
+	}
+	set(&inst.ProviderStatus, seen.ProviderStatus)
+	set(&inst.PublicIP, seen.PublicIP)
+	set(&inst.PrivateIP, seen.PrivateIP)
+	if seen.SSH.Host != "" && !sameEndpoint(inst.SSH, seen.SSH) {
+		inst.SSH, changed = seen.SSH, true
+	}
+	if inst.Offer.InstanceType == "" && seen.Offer.InstanceType != "" {
+		inst.Offer, changed = seen.Offer, true
+	}
+	if changed {
+		m.dirtyI[inst.RequestID] = true
+	}
+	if m.labelWrong(r, seen) && !m.relabel[inst.RequestID] {
+		m.relabel[inst.RequestID] = true
+	}
+	if seen.Stopped {
+		m.stoppedOutOfBand(r, now)
+	}
+	if seen.Running() && r.RunningSince.IsZero() && r.Termination != nil {
+		r.RunningSince = now // the delete lock runs from here
+		m.dirtyI[inst.RequestID] = true
+	}
+	switch inst.Status {
+	case StatusPending, StatusProvisioning:
+		if seen.Running() {
+			m.markRunning(r, now)
+		} else {
+			m.setStatus(r, StatusProvisioning, "provider: "+seen.ProviderStatus, now)
+		}
+	}
+}
+
+func sameEndpoint(a, b SSHEndpoint) bool {
+	if a.User != b.User || a.Host != b.Host || a.Port != b.Port || (a.Jump == nil) != (b.Jump == nil) {
+		return false
+	}
+	return a.Jump == nil || *a.Jump == *b.Jump
+}
+
+// markRunning moves r to booting, or straight to idle without an agent.
+func (m *Manager) markRunning(r *InstanceRecord, now time.Time) {
+	r.RunningSince = now
+	m.setStatus(r, StatusBooting, "provider says running", now)
+	m.event(Event{Type: EventInstanceRunning, Fleet: r.Instance.Fleet, Provider: r.Instance.Provider,
+		InstanceID: r.Instance.ID, Message: r.Instance.ProviderStatus})
+	if m.agentFor(r.Instance.Fleet) == nil {
+		m.markReady(r, now)
+	}
+}
+
+func (m *Manager) markReady(r *InstanceRecord, now time.Time) {
+	delete(m.deadlineMisses, r.Instance.Fleet)
+	r.Instance.Ready = now
+	r.IdleSince = now
+	m.setStatus(r, StatusIdle, "ready", now)
+	m.event(Event{Type: EventInstanceReady, Fleet: r.Instance.Fleet, Provider: r.Instance.Provider, InstanceID: r.Instance.ID})
+}
+
+// markGone closes a record the provider confirmed gone. m.mu held.
+func (m *Manager) markGone(r *InstanceRecord, now time.Time) {
+	typ, msg := EventInstanceTerminated, "the provider confirmed the instance gone"
+	if r.Termination == nil {
+		typ, msg = EventInstanceVanished, "the instance disappeared without a release from this Manager"
+	}
+	r.Busy = false
+	m.cancelAgent(r.Instance.RequestID)
+	m.setStatus(r, StatusTerminated, msg, now)
+	m.event(Event{Type: typ, Fleet: r.Instance.Fleet, Provider: r.Instance.Provider, InstanceID: idOf(r), Message: msg})
+}
+
+// reopen tracks again an instance whose record was closed but which a list
+// shows: a vanished one that came back, or one confirmed gone that is
+// still listed past Policy.VisibilityGrace (its release is retried). m.mu held.
+func (m *Manager) reopen(r *InstanceRecord, seen Instance, now time.Time) {
+	closed := r.Instance.History[len(r.Instance.History)-1].Time
+	if r.Termination != nil && now.Sub(closed) < m.pol.VisibilityGrace {
+		return // lists lag behind deletes
+	}
+	m.event(Event{Type: EventInstanceAdopted, Fleet: r.Instance.Fleet, Provider: r.Instance.Provider, InstanceID: seen.ID,
+		Message: "listed again after its record was closed; tracked again"})
+	if r.Termination != nil {
+		t := r.Termination
+		t.Accepted, t.NextAttempt, t.NotBefore = time.Time{}, time.Time{}, time.Time{}
+		m.setStatus(r, StatusTerminating, "listed again after its release; releasing again", now)
+		return
+	}
+	r.Instance.Ready, r.RunningSince = time.Time{}, time.Time{}
+	m.setStatus(r, StatusProvisioning, "listed again", now)
+	m.observeInstance(r, seen, now)
+	if f := m.fleets[r.Instance.Fleet]; f == nil || f.Deleting || m.surplus(r.Instance.Fleet) {
+		m.requestRelease(r, "not wanted", m.pol.Release, now, true)
+	}
+}
+
+// resolveUncertain looks an uncertain create up by its label. m.mu held.
+func (m *Manager) resolveUncertain(r *InstanceRecord, o *observation, now time.Time) {
+	if !r.CreateUncertain || m.busy("create/"+r.Instance.RequestID) {
+		return
+	}
+	if seen, ok := o.byReq[r.Instance.RequestID]; ok {
+		m.event(Event{Type: EventInstanceAdopted, Fleet: r.Instance.Fleet, Provider: r.Instance.Provider,
+			InstanceID: seen.ID, Message: "found by label after an uncertain create"})
+		m.createResult(r.Instance.RequestID, seen, r.Instance.VPCID, nil, now)
+		return
+	}
+	if seen, ok := m.unlabelledMatch(r, o); ok {
+		m.event(Event{Type: EventInstanceAdopted, Fleet: r.Instance.Fleet, Provider: r.Instance.Provider, InstanceID: seen.ID,
+			Message: "found unlabelled after an uncertain create (the only new instance of its offer); labelling it"})
+		m.relabel[r.Instance.RequestID] = true
+		m.createResult(r.Instance.RequestID, seen, r.Instance.VPCID, nil, now)
+		return
+	}
+	if now.Sub(r.CreateUncertainSince) >= m.pol.CreateLookupGrace {
+		r.CreateUncertain = false
+		m.setStatus(r, StatusTerminated, "create failed: nothing carries its label", now)
+		m.event(Event{Type: EventCreateUnresolved, Fleet: r.Instance.Fleet, Provider: r.Instance.Provider,
+			InstanceID: r.Instance.RequestID, Err: r.Instance.LastError,
+			Message: fmt.Sprintf("no resource carries this create's label after %s; taken as not created. A resource the provider created without the label is not tracked: see UnlabelledFound events", m.pol.CreateLookupGrace)})
+	}
+}

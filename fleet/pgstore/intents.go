@@ -1,0 +1,86 @@
+package pgstore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/gpufleet/gpufleet/fleet"
+)
+
+// PutIntent records in (its Spec without the private key; never fenced)
+// and returns its Seq. Seq orders one caller's intents; intents put at
+// once by several callers take the order the database gives them.
+func (s *Store) PutIntent(ctx context.Context, in fleet.Intent) (int64, error) {
+	if in.Fleet == "" {
+		return 0, errors.New("pgstore: an intent needs a fleet")
+	}
+	in.Seq = 0
+	data, err := json.Marshal(in)
+	if err != nil {
+		return 0, fmt.Errorf("pgstore: encoding an intent: %w", err)
+	}
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	var seq int64
+	if err := s.pool.QueryRow(ctx, s.q.putIntent, in.Fleet, data).Scan(&seq); err != nil {
+		return 0, fmt.Errorf("pgstore: recording an intent of fleet %s: %w", in.Fleet, err)
+	}
+	return seq, nil
+}
+
+// Intents returns the pending intents of fleet ("" for every fleet), by Seq.
+func (s *Store) Intents(ctx context.Context, fleetName string) ([]fleet.Intent, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	sql, args := s.q.intents, []any{}
+	if fleetName != "" {
+		sql, args = s.q.intentsF, []any{fleetName}
+	}
+	rows, err := s.pool.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: reading intents: %w", err)
+	}
+	var out []fleet.Intent
+	var seq int64
+	var data []byte
+	_, err = pgx.ForEachRow(rows, []any{&seq, &data}, func() error {
+		var in fleet.Intent
+		if err := json.Unmarshal(data, &in); err != nil {
+			return err
+		}
+		in.Seq = seq
+		out = append(out, in)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: reading intents: %w", err)
+	}
+	return out, nil
+}
+
+// AckIntents forgets fleet's intents up to and including Seq through.
+// Fenced by fleet.FleetLease(fleet) (*fleet.FencedError).
+func (s *Store) AckIntents(ctx context.Context, fleetName string, through int64) error {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	lease := fleet.FleetLease(fleetName)
+	token, fenced := fleet.FenceToken(ctx, lease)
+	if !fenced {
+		if _, err := s.pool.Exec(ctx, s.q.ack, fleetName, through); err != nil {
+			return fmt.Errorf("pgstore: acknowledging intents of fleet %s: %w", fleetName, err)
+		}
+		return nil
+	}
+	tag, err := s.pool.Exec(ctx, s.q.ackFenced, fleetName, through, lease, token)
+	if err != nil {
+		return fmt.Errorf("pgstore: acknowledging intents of fleet %s: %w", fleetName, err)
+	}
+	if tag.RowsAffected() > 0 {
+		return nil
+	}
+	return s.checkFence(ctx, lease, token)
+}

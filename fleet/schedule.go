@@ -1,0 +1,162 @@
+package fleet
+
+import (
+	"context"
+	"time"
+)
+
+// uncertainCheck is how often an uncertain create is looked up by label.
+const uncertainCheck = 30 * time.Second
+
+// nextCheck is when record r next needs a listing of its provider and
+// kind (zero: none). It follows what is expected of the instance: a new
+// instance is first looked at near its offer's typical boot time and then
+// more often; a running one every Policy.DriftCheckInterval; a release is
+// followed by its own calls, not by listings. m.mu held.
+func (m *Manager) nextCheck(r *InstanceRecord) time.Time {
+	id := r.Instance.RequestID
+	seen := m.seen[id]
+	switch {
+	case r.Instance.Status == StatusTerminated:
+		return time.Time{}
+	case r.Instance.ID == "":
+		if !r.CreateUncertain || m.busy("create/"+id) {
+			return time.Time{}
+		}
+		return seen.Add(uncertainCheck)
+	case r.Termination != nil:
+		if r.Termination.Accepted.IsZero() && r.RunningSince.IsZero() && r.Instance.Offer.DeleteNeedsRunning {
+			return m.bootCheck(r, seen) // the delete waits for running
+		}
+		return time.Time{}
+	case r.Instance.Status == StatusPending || r.Instance.Status == StatusProvisioning:
+		return m.bootCheck(r, seen)
+	}
+	return seen.Add(m.pol.DriftCheckInterval)
+}
+
+// bootCheck: first near the typical boot time, then every twentieth of it
+// (between Config.Interval and a minute). m.mu held.
+func (m *Manager) bootCheck(r *InstanceRecord, seen time.Time) time.Time {
+	boot := r.Instance.Offer.TypicalBoot
+	first := r.Instance.Created.Add(boot * 9 / 10)
+	if seen.Before(first) {
+		return first
+	}
+	step := min(max(boot/20, m.cfg.Interval), time.Minute)
+	return seen.Add(step)
+}
+
+// dueKinds reports, per provider, which kinds of instances are due for a
+// listing now (one pass over the records). m.mu held.
+func (m *Manager) dueKinds(now time.Time) map[string]kindSet {
+	due := map[string]kindSet{}
+	for _, r := range m.insts {
+		k := due[r.Instance.Provider]
+		if (r.Instance.Offer.BareMetal && k.metal) || (!r.Instance.Offer.BareMetal && k.vms) {
+			continue
+		}
+		if t := m.nextCheck(r); !t.IsZero() && !t.After(now) {
+			if r.Instance.Offer.BareMetal {
+				k.metal = true
+			} else {
+				k.vms = true
+			}
+			due[r.Instance.Provider] = k
+		}
+	}
+	return due
+}
+
+// nextDue is the earliest time some record needs a listing. m.mu held.
+func (m *Manager) nextDue() time.Time {
+	var next time.Time
+	for _, r := range m.insts {
+		if t := m.nextCheck(r); !t.IsZero() && (next.IsZero() || t.Before(next)) {
+			next = t
+		}
+	}
+	return next
+}
+
+// listDue starts a listing of every provider that has something due: a
+// record's check (by kind, one list serving all), an uncertain VPC create,
+// SSH keys registered since the last listing, or the first listing after
+// start, which reads every kind (so that a Manager with an empty Store
+// finds what its owner left). m.mu held.
+func (m *Manager) listDue(now time.Time) {
+	due := m.dueKinds(now)
+	for _, name := range m.order {
+		if m.busy("list/" + name) {
+			continue
+		}
+		p := m.providers[name]
+		vp, _ := p.(VPCProvider)
+		kp := keyProvider(p)
+		first := !m.scanned[name]
+		vms, metal := due[name].vms, due[name].metal
+		wantVPCs := vp != nil && (first || m.vpcUncertain(name))
+		wantKeys := kp != nil && (first || m.keysDirty[name])
+		if first {
+			vms, metal = true, true
+		}
+		if !vms && !metal && !wantVPCs && !wantKeys {
+			continue
+		}
+		m.keysDirty[name] = false
+		m.launch("list/"+name, taskList, m.pol.CallTimeout, func(ctx context.Context) func(time.Time) {
+			var list []Instance
+			var err, verr, kerr error
+			switch kl, ok := p.(KindLister); {
+			case vms && metal, (vms || metal) && !ok:
+				list, err = p.List(ctx)
+				vms, metal = true, true
+			case vms || metal:
+				list, err = kl.ListKind(ctx, metal)
+			}
+			var vpcs []VPC
+			var keys []SSHKey
+			if err == nil && wantVPCs {
+				vpcs, verr = vp.ListVPCs(ctx)
+			}
+			if err == nil && wantKeys {
+				keys, kerr = kp.ListSSHKeys(ctx)
+			}
+			return func(now time.Time) {
+				if vms || metal || err != nil {
+					m.applyList(name, list, err, kindSet{vms, metal}, now)
+				}
+				if err != nil {
+					return
+				}
+				if wantVPCs {
+					m.applyVPCList(name, vpcs, verr, now)
+				}
+				if wantKeys && kerr == nil {
+					m.observeKeys(name, keys, now)
+				} else if wantKeys {
+					m.keysDirty[name] = true
+				}
+				if first && (!wantVPCs || verr == nil) && (!wantKeys || kerr == nil) {
+					m.scanned[name] = true
+				}
+			}
+		})
+	}
+}
+
+// kindSet says which kinds a listing covered.
+type kindSet struct{ vms, metal bool }
+
+func (k kindSet) covers(o Offer) bool { return (o.BareMetal && k.metal) || (!o.BareMetal && k.vms) }
+
+// vpcUncertain reports whether a VPC create on provider name waits for a
+// label lookup. m.mu held.
+func (m *Manager) vpcUncertain(name string) bool {
+	for _, f := range m.fleets {
+		if f.VPC != nil && f.VPC.Pending && f.VPC.LastError != "" && f.VPC.VPC.Provider == name && !m.busy("vpc/"+f.Spec.Name) {
+			return true
+		}
+	}
+	return false
+}
