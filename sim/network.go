@@ -90,6 +90,9 @@ type HostConfig struct {
 	// AuthorizedKeys is consulted at every authentication attempt, so keys
 	// registered after the host appeared work (Hot Aisle fetches them live).
 	AuthorizedKeys func() []ssh.PublicKey
+	// staticKeys, when AuthorizedKeys is nil, are the keys (a fake's server
+	// deployed with fixed keys, without a function per server).
+	staticKeys []ssh.PublicKey
 	// Schedule is when sshd comes up.
 	Schedule HostSchedule
 	// Private hosts are not reachable by Dial, only through a jump host's

@@ -235,28 +235,44 @@ func decodeJSON(r *http.Request, v any) (status int, msg string) {
 // with unmarshal, which must not keep the bytes: 413 for a body over
 // MaxBodyBytes, 400 for an empty or malformed one.
 func decodeBody(r *http.Request, unmarshal func([]byte) error) (status int, msg string) {
-	bp := jsonBufs.Get().(*[]byte)
-	defer jsonBufs.Put(bp)
-	buf := bytes.NewBuffer((*bp)[:0])
-	_, err := buf.ReadFrom(r.Body)
-	data := buf.Bytes()
-	if cap(data) <= 1<<20 {
-		*bp = data[:0]
-	}
-	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			return http.StatusRequestEntityTooLarge, "Request body too large."
-		}
-		return http.StatusBadRequest, "Unable to read request body."
-	}
-	if len(bytes.TrimSpace(data)) == 0 {
-		return http.StatusBadRequest, "Request body is empty."
+	data, bp, status, msg := readBody(r)
+	defer putBody(bp, data)
+	if status != 0 {
+		return status, msg
 	}
 	if err := unmarshal(data); err != nil {
 		return http.StatusBadRequest, "Malformed JSON: " + err.Error()
 	}
 	return 0, ""
+}
+
+// readBody reads the request body into a recycled buffer, which the caller
+// gives back with putBody once done with the bytes: 413 for a body over
+// MaxBodyBytes, 400 for an empty one.
+func readBody(r *http.Request) (data []byte, bp *[]byte, status int, msg string) {
+	bp = jsonBufs.Get().(*[]byte)
+	buf := bytes.NewBuffer((*bp)[:0])
+	_, err := buf.ReadFrom(r.Body)
+	data = buf.Bytes()
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return data, bp, http.StatusRequestEntityTooLarge, "Request body too large."
+		}
+		return data, bp, http.StatusBadRequest, "Unable to read request body."
+	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		return data, bp, http.StatusBadRequest, "Request body is empty."
+	}
+	return data, bp, 0, ""
+}
+
+// putBody recycles a buffer readBody gave (unless it grew too large).
+func putBody(bp *[]byte, data []byte) {
+	if cap(data) <= 1<<20 {
+		*bp = data[:0]
+	}
+	jsonBufs.Put(bp)
 }
 
 // writeJSON answers status with v encoded as JSON (and a newline, as

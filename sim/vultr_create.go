@@ -59,7 +59,14 @@ func vultrBadRequest(msg string) *vultrCreateErr { return &vultrCreateErr{http.S
 // private networking.").
 func (v *Vultr) createServer(w http.ResponseWriter, r *http.Request, metal bool) {
 	var req vultrCreateReq
-	if st, msg := decodeBody(r, func(data []byte) error { return decodeCreate(data, &req) }); st != 0 {
+	data, bp, st, msg := readBody(r)
+	if st == 0 {
+		if err := decodeCreate(data, &req); err != nil {
+			st, msg = http.StatusBadRequest, "Malformed JSON: "+err.Error()
+		}
+	}
+	putBody(bp, data)
+	if st != 0 {
 		writeVultrError(w, st, msg)
 		return
 	}

@@ -25,13 +25,12 @@ func (v *Vultr) registerHost(srv *vultrServer, restartAt time.Time) {
 	if srv.sshAddr == "" {
 		srv.sshAddr = srv.mainIP + ":22"
 	}
-	keys := srv.keys // set at create, never changed
 	cfg := &HostConfig{
-		Addr:           srv.sshAddr,
-		InstanceID:     srv.id,
-		User:           "root",
-		AuthorizedKeys: func() []ssh.PublicKey { return keys },
-		Schedule:       HostSchedule{RefuseUntil: up.Add(srv.timing.SSHDelay)},
+		Addr:       srv.sshAddr,
+		InstanceID: srv.id,
+		User:       "root",
+		staticKeys: srv.keys, // set at create, never changed
+		Schedule:   HostSchedule{RefuseUntil: up.Add(srv.timing.SSHDelay)},
 	}
 	v.hostOps = append(v.hostOps, vultrHostOp{add: cfg})
 	srv.hostAddr = srv.sshAddr
@@ -64,12 +63,19 @@ func (op vultrHostOp) apply(n *Network) {
 // it, outside v.mu (Network runs OnAddHost hooks and closes connections,
 // which may call back into the fake), in the order they were queued.
 func (v *Vultr) unlock() {
-	ops := v.hostOps
-	if len(ops) == 0 {
+	if len(v.hostOps) == 0 {
 		v.mu.Unlock()
 		return
 	}
-	v.hostOps = nil
+	var local [4]vultrHostOp
+	ops := v.hostOps
+	if len(ops) <= len(local) { // the usual case: keep the queue's array for the next batch
+		ops = local[:copy(local[:], v.hostOps)]
+		clear(v.hostOps)
+		v.hostOps = v.hostOps[:0]
+	} else {
+		v.hostOps = nil
+	}
 	ticket := v.hostTicket
 	v.hostTicket++
 	v.mu.Unlock()
