@@ -176,7 +176,7 @@ func (s *server) serveFaulty(w *statusWriter, r *http.Request, rt *serverRoute, 
 	setRetryAfter(w, f.RetryAfter)
 	switch {
 	case f.EmptyBody:
-		w.Header().Set("Content-Type", "application/json")
+		setJSONContentType(w)
 		w.Header().Set("Content-Length", "0")
 		w.WriteHeader(f.Status)
 	case f.Status < 300:
@@ -282,7 +282,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 		writeAppended(w, status, a.appendJSON)
 		return
 	}
-	w.Header().Set("Content-Type", "application/json")
+	setJSONContentType(w)
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(v)
 }

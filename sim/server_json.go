@@ -15,7 +15,7 @@ var jsonBufs = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b
 func writeAppended(w http.ResponseWriter, status int, fill func([]byte) []byte) {
 	bp := jsonBufs.Get().(*[]byte)
 	b := append(fill((*bp)[:0]), '\n')
-	w.Header().Set("Content-Type", "application/json")
+	setJSONContentType(w)
 	w.WriteHeader(status)
 	_, _ = w.Write(b)
 	if cap(b) <= 1<<20 {
@@ -90,3 +90,11 @@ func (o *jsonObject) strs(k string, v []string) {
 }
 
 func appendInt(dst []byte, n int) []byte { return strconv.AppendInt(dst, int64(n), 10) }
+
+// jsonContentType is the Content-Type of every answer, shared (a header
+// value is never changed in place).
+var jsonContentType = []string{"application/json"}
+
+// setJSONContentType sets Content-Type: application/json without the
+// canonicalisation Header.Set does ("Content-Type" is canonical already).
+func setJSONContentType(w http.ResponseWriter) { w.Header()["Content-Type"] = jsonContentType }
