@@ -141,7 +141,9 @@ func (m *Manager) step(ctx context.Context) int {
 	before := m.started()
 	m.applyIntents(now)
 	m.drainResults(now)
+	m.expireLeases(now)
 	if ctx.Err() == nil {
+		m.syncLeases(now)
 		m.listDue(now)
 		m.claimOrphans(now)
 		m.checkDeadlines(now)
@@ -196,6 +198,9 @@ func (m *Manager) untilNext() time.Duration {
 		}
 	}
 	early(m.nextDue())
+	if m.rep != nil {
+		early(m.rep.nextSync)
+	}
 	d := next.Sub(now)
 	if d < time.Second {
 		d = time.Second

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"reflect"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -52,6 +54,9 @@ type Config struct {
 	// in the Store, or a new random one, generated once and stored. A Store
 	// that already holds another owner is refused. See Label for the format.
 	Owner string
+	// ReplicaID names this process among the replicas sharing a LeaseStore
+	// (default: a random id). Replicas must share Config.Owner.
+	ReplicaID string
 	// AdoptLegacyLabels lets this Manager adopt and collect resources labelled
 	// in the format written before owners existed ("gpufleet.<fleet>.<request>"),
 	// whose records it no longer has. Set it only when no other gpufleet
@@ -121,6 +126,7 @@ type Manager struct {
 	done   chan struct{} // closed by Close
 
 	intents intentQueue
+	rep     *replica // nil unless Config.Store is a LeaseStore
 
 	mu      sync.Mutex // guards the records and everything below; written only by the loop
 	loaded  bool
@@ -233,6 +239,18 @@ func NewManager(cfg Config) (*Manager, error) {
 		return nil, err
 	}
 	m.owner = owner
+	if ls, ok := m.store.(LeaseStore); ok {
+		if cfg.Owner == "" {
+			return nil, errors.New("gpufleet: replicas sharing a LeaseStore need Config.Owner")
+		}
+		holder := cfg.ReplicaID
+		if holder == "" {
+			holder = NewRequestID()
+		}
+		m.rep = &replica{ls: ls, holder: holder, ttl: m.pol.LeaseTTL, held: map[string]Lease{}, heldAt: map[string]time.Time{},
+			applied: map[string]int64{}, acked: map[string]int64{}, keys: map[string]PrivateKey{}}
+		m.loaded = true // records are read fleet by fleet as their leases are taken
+	}
 	if err := m.load(ctx); err != nil {
 		return nil, fmt.Errorf("gpufleet: reading the store: %w", err)
 	}
@@ -288,6 +306,13 @@ func (m *Manager) Close() {
 	ctx, cancel := context.WithTimeout(context.Background(), m.pol.CallTimeout)
 	defer cancel()
 	_ = m.flush(ctx)
+	if m.rep != nil { // hand everything over at once rather than after the TTL
+		for _, l := range append(slices.Collect(maps.Values(m.rep.held)), m.rep.gc, m.rep.self) {
+			if l.Token != 0 {
+				_ = m.rep.ls.ReleaseLease(ctx, l)
+			}
+		}
+	}
 	<-m.pass
 }
 
@@ -304,6 +329,9 @@ func (m *Manager) Offers(ctx context.Context, r Requirements) ([]Offer, error) {
 // included, and those applied but not yet taken up by the loop), by name.
 // Private keys are not returned.
 func (m *Manager) Fleets() []Spec {
+	if m.rep != nil {
+		return m.storedSpecs()
+	}
 	m.mu.Lock()
 	byName := map[string]Spec{}
 	for name, f := range m.fleets {
@@ -357,5 +385,34 @@ func (m *Manager) Records() []InstanceRecord {
 	for _, r := range m.sortedRecords() {
 		out = append(out, cloneInstance(*r))
 	}
+	return out
+}
+
+// storedSpecs returns every fleet of the shared store and of its pending
+// apply intents (replica mode: other replicas' fleets included).
+func (m *Manager) storedSpecs() []Spec {
+	ctx, cancel := context.WithTimeout(context.Background(), m.pol.CallTimeout)
+	defer cancel()
+	byName := map[string]Spec{}
+	if fleets, err := m.rep.ls.Fleets(ctx); err == nil {
+		for _, f := range fleets {
+			byName[f.Spec.Name] = f.Spec
+		}
+	}
+	if ins, err := m.rep.ls.Intents(ctx, ""); err == nil {
+		for _, in := range ins {
+			switch in.Kind {
+			case IntentApply:
+				byName[in.Fleet] = in.Spec
+			}
+		}
+	}
+	out := make([]Spec, 0, len(byName))
+	for _, s := range byName {
+		s = cloneSpec(s)
+		s.PrivateKey = PrivateKey{}
+		out = append(out, s)
+	}
+	sortSpecs(out)
 	return out
 }

@@ -51,7 +51,7 @@ func (m *Manager) launchVPCCreates(ctx context.Context, storeErr error) {
 		if f == nil || f.VPC == nil || !f.VPC.Pending {
 			continue
 		}
-		if storeErr != nil || ctx.Err() != nil {
+		if (storeErr != nil && m.dirtyF[name]) || ctx.Err() != nil {
 			f.VPC = nil // never called
 			m.dirtyF[name] = true
 			continue
