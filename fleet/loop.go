@@ -198,8 +198,8 @@ func (m *Manager) untilNext() time.Duration {
 		}
 	}
 	early(m.nextDue())
-	if m.rep != nil {
-		early(m.rep.nextSync)
+	if m.rep != nil { // in process time: convert to the Manager's clock
+		early(now.Add(time.Until(m.rep.nextSync)))
 	}
 	d := next.Sub(now)
 	if d < time.Second {

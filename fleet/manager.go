@@ -54,8 +54,14 @@ type Config struct {
 	// in the Store, or a new random one, generated once and stored. A Store
 	// that already holds another owner is refused. See Label for the format.
 	Owner string
-	// ReplicaID names this process among the replicas sharing a LeaseStore
-	// (default: a random id). Replicas must share Config.Owner.
+	// ReplicaID, when set, makes this Manager one of several replicas
+	// sharing Config.Store, which must then be a LeaseStore (fleet/pgstore):
+	// each fleet is reconciled by one replica at a time under a lease
+	// (Policy.LeaseTTL), intents recorded on any replica reach the holder,
+	// and a replica that dies is replaced within the TTL. It names this
+	// process among them (unique per process, e.g. host and pid). Replicas
+	// must share Config.Owner, and each must be given the fleets' private
+	// keys (they are never stored).
 	ReplicaID string
 	// AdoptLegacyLabels lets this Manager adopt and collect resources labelled
 	// in the format written before owners existed ("gpufleet.<fleet>.<request>"),
@@ -239,15 +245,12 @@ func NewManager(cfg Config) (*Manager, error) {
 		return nil, err
 	}
 	m.owner = owner
-	if ls, ok := m.store.(LeaseStore); ok {
-		if cfg.Owner == "" {
-			return nil, errors.New("gpufleet: replicas sharing a LeaseStore need Config.Owner")
+	if cfg.ReplicaID != "" {
+		ls, ok := m.store.(LeaseStore)
+		if !ok || cfg.Owner == "" {
+			return nil, errors.New("gpufleet: Config.ReplicaID needs a LeaseStore as Config.Store and Config.Owner")
 		}
-		holder := cfg.ReplicaID
-		if holder == "" {
-			holder = NewRequestID()
-		}
-		m.rep = &replica{ls: ls, holder: holder, ttl: m.pol.LeaseTTL, held: map[string]Lease{}, heldAt: map[string]time.Time{},
+		m.rep = &replica{ls: ls, holder: cfg.ReplicaID, ttl: m.pol.LeaseTTL, held: map[string]Lease{}, heldAt: map[string]time.Time{},
 			applied: map[string]int64{}, acked: map[string]int64{}, keys: map[string]PrivateKey{}}
 		m.loaded = true // records are read fleet by fleet as their leases are taken
 	}

@@ -35,23 +35,24 @@ type replica struct {
 }
 
 // valid reports whether a lease taken at t is still safely held by the
-// local clock: its TTL less a third as margin.
-func (r *replica) valid(at, now time.Time) bool {
-	return !at.IsZero() && now.Before(at.Add(r.ttl-r.ttl/3))
+// process clock (leases run in real time, like the store's clock, whatever
+// Config.Clock says): its TTL less a third as margin.
+func (r *replica) valid(at time.Time) bool {
+	return !at.IsZero() && time.Now().Before(at.Add(r.ttl-r.ttl/3))
 }
 
 // holds reports whether this replica may act on fleet now. m.mu held.
-func (m *Manager) holds(fleet string, now time.Time) bool {
+func (m *Manager) holds(fleet string, _ time.Time) bool {
 	if m.rep == nil {
 		return true
 	}
 	_, ok := m.rep.held[fleet]
-	return ok && m.rep.valid(m.rep.heldAt[fleet], now)
+	return ok && m.rep.valid(m.rep.heldAt[fleet])
 }
 
 // isGC reports whether this replica does the work no fleet owns. m.mu held.
-func (m *Manager) isGC(now time.Time) bool {
-	return m.rep == nil || (m.rep.gc.Token != 0 && m.rep.valid(m.rep.gcAt, now))
+func (m *Manager) isGC(_ time.Time) bool {
+	return m.rep == nil || (m.rep.gc.Token != 0 && m.rep.valid(m.rep.gcAt))
 }
 
 // rendezvous picks, among the live holders, the one with the highest hash
@@ -87,10 +88,10 @@ type syncResult struct {
 // others, loads newly acquired fleets and reads their stored intents. m.mu held.
 func (m *Manager) syncLeases(now time.Time) {
 	r := m.rep
-	if r == nil || now.Before(r.nextSync) || m.busy("leases") {
+	if r == nil || time.Now().Before(r.nextSync) || m.busy("leases") {
 		return
 	}
-	r.nextSync = now.Add(r.ttl / 3)
+	r.nextSync = time.Now().Add(r.ttl / 3)
 	held := make(map[string]Lease, len(r.held))
 	for f, l := range r.held {
 		held[f] = l
@@ -323,7 +324,7 @@ func (m *Manager) expireLeases(now time.Time) {
 		return
 	}
 	for name, at := range m.rep.heldAt {
-		if !m.rep.valid(at, now) {
+		if !m.rep.valid(at) {
 			m.dropFleet(name, "its lease ran out before it was renewed")
 		}
 	}
