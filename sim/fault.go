@@ -147,7 +147,7 @@ type FiredFault struct {
 	Path    string        // the request path
 	Kind    FaultKind     // what the fault did
 	Status  int           // the status answered (0 for a reset, a delay or a lag)
-	Message string        // the error message sent, if any
+	Message string        // the error message sent (the provider's usual text when the fault gave none)
 	Delay   time.Duration // FaultLatency: the delay; FaultLag: the visibility lag
 	Commit  bool          // the call took effect before the fault answered
 	Chaos   bool          // fired by chaos mode rather than an injected Fault

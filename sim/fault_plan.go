@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"net/http"
 	"time"
 )
 
@@ -83,7 +84,13 @@ func (s *server) applyFault(rt *serverRoute, call *Call, n uint64, f *Fault, sal
 		p.has, p.answer = true, *f
 		p.reset = f.Reset && (f.Status == 0 || used%2 == 0)
 		call.Fault = true
-		s.fire(call, answerRecord(f, p.reset, chaos))
+		rec := answerRecord(f, p.reset, chaos)
+		if rec.Message == "" && s.defaultMessage != nil && (rec.Kind == FaultStatus || rec.Kind == FaultRateLimit) {
+			rec.Message = s.defaultMessage(rec.Status)
+		} else if rec.Message == "" && s.defaultMessage != nil && rec.Kind == FaultErrorBody {
+			rec.Message = s.defaultMessage(http.StatusInternalServerError)
+		}
+		s.fire(call, rec)
 	}
 	return true
 }

@@ -155,6 +155,7 @@ func TestFaultEmptyAndErrorBodies(t *testing.T) {
 		kinds = append(kinds, f.Kind)
 	}
 	assert.Equal(t, []FaultKind{FaultEmptyBody, FaultErrorBody, FaultErrorBody}, kinds)
+	assert.Equal(t, "Internal server error.", h.v.Faults()[2].Message, "the provider's text, as sent")
 }
 
 // A fault with a Probability fires on a seeded share of the calls, the
@@ -219,4 +220,33 @@ func TestFaultValidation(t *testing.T) {
 	assert.Zero(t, armed[1].Status, "a pure delay answers nothing")
 	assert.Equal(t, 500, armed[2].Status, "a bare fault is a 500")
 	assert.False(t, errors.Is(v.Inject(Fault{Route: AnyRoute}), ErrUnknownRoute))
+}
+
+func TestNamedTransportFaults(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newVultrT(t)
+		require.NoError(t, h.v.RateLimitBurst(2*time.Second, 0))
+		st, _, hdr := h.do("GET", "/v2/regions", nil)
+		assert.Equal(t, 429, st)
+		assert.Equal(t, "1", hdr.Get("Retry-After"))
+		time.Sleep(2 * time.Second)
+		st, _, _ = h.do("GET", "/v2/regions", nil)
+		assert.Equal(t, 200, st)
+		assert.Error(t, h.v.RateLimitBurst(0, time.Second))
+
+		require.NoError(t, h.v.SlowAnswers(time.Second, 3*time.Second, time.Minute))
+		_, d := h.timed("GET", "/v2/plans", nil)
+		assert.GreaterOrEqual(t, d, time.Second)
+		assert.LessOrEqual(t, d, 3*time.Second)
+		time.Sleep(time.Minute)
+		_, d = h.timed("GET", "/v2/plans", nil)
+		assert.Zero(t, d)
+
+		id := h.create("vc2-1c-1gb", "ewr", nil)["id"].(string)
+		require.NoError(t, h.v.StaleReads(time.Minute, 0))
+		h.fail("GET", "/v2/instances/"+id, nil, 404)
+		h.v.ClearFaults()
+		h.get(id, false)
+		assert.Error(t, h.v.StaleReads(0, 0))
+	})
 }

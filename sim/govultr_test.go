@@ -279,3 +279,91 @@ func govultrKey(t *testing.T) string {
 	require.NoError(t, err)
 	return strings.TrimSpace(string(ssh.MarshalAuthorizedKey(pub)))
 }
+
+// The drift and power routes, the one-filter rule and internal_ip with two
+// VPCs, through govultr.
+func TestGovultrDriftAndRules(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		v := sim.NewVultr()
+		c := newGovultr(t, v)
+		vm, err := v.SeedServer(sim.VultrSeed{Plan: "vc2-1c-1gb", Region: "ewr", Label: "gv", Tags: []string{"t"}, Age: time.Hour})
+		require.NoError(t, err)
+		bm, err := v.SeedServer(sim.VultrSeed{Plan: "vbm-24c-256gb-amd", Region: "ewr", Age: 2 * time.Hour})
+		require.NoError(t, err)
+
+		require.NoError(t, c.Instance.Halt(ctx, vm))
+		inst, _, err := c.Instance.Get(ctx, vm)
+		require.NoError(t, err)
+		assert.Equal(t, "stopped", inst.PowerStatus)
+		require.NoError(t, c.Instance.Start(ctx, vm))
+		require.NoError(t, c.Instance.Reboot(ctx, vm))
+		inst, _, err = c.Instance.Get(ctx, vm)
+		require.NoError(t, err)
+		assert.Equal(t, "running", inst.PowerStatus)
+		require.NoError(t, c.BareMetalServer.Halt(ctx, bm))
+		b, _, err := c.BareMetalServer.Get(ctx, bm)
+		require.NoError(t, err)
+		assert.Equal(t, "stopped", b.PowerStatus)
+		require.NoError(t, c.BareMetalServer.Start(ctx, bm))
+		require.NoError(t, c.BareMetalServer.Reboot(ctx, bm))
+
+		// Out of band, as a console user.
+		require.NoError(t, v.HaltOutOfBand(vm))
+		require.NoError(t, v.RelabelOutOfBand(vm, "renamed", nil))
+		inst, _, err = c.Instance.Get(ctx, vm)
+		require.NoError(t, err)
+		assert.Equal(t, "stopped", inst.PowerStatus)
+		assert.Equal(t, "renamed", inst.Label)
+
+		_, _, _, err = c.Instance.List(ctx, &govultr.ListOptions{Tag: "t", Region: "ewr"})
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "Only one filter per request is allowed.")
+		list, _, _, err := c.Instance.List(ctx, &govultr.ListOptions{Tag: "t"})
+		require.NoError(t, err)
+		assert.Len(t, list, 1)
+
+		a, _, err := c.VPC.Create(ctx, &govultr.VPCReq{Region: "ewr"})
+		require.NoError(t, err)
+		b2, _, err := c.VPC.Create(ctx, &govultr.VPCReq{Region: "ewr"})
+		require.NoError(t, err)
+		require.NoError(t, c.Instance.AttachVPC(ctx, vm, a.ID))
+		inst, _, err = c.Instance.Get(ctx, vm)
+		require.NoError(t, err)
+		assert.NotEmpty(t, inst.InternalIP)
+		require.NoError(t, c.Instance.AttachVPC(ctx, vm, b2.ID))
+		inst, _, err = c.Instance.Get(ctx, vm)
+		require.NoError(t, err)
+		assert.Empty(t, inst.InternalIP, "two private networks")
+
+		require.NoError(t, v.DestroyOutOfBand(vm, sim.VultrGoneInvalidID))
+		_, _, err = c.Instance.Get(ctx, vm)
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "invalid instance ID")
+		require.NoError(t, v.DestroyOutOfBand(bm))
+		_, _, err = c.BareMetalServer.Get(ctx, bm)
+		assert.ErrorContains(t, err, "Invalid server.")
+	})
+}
+
+// With a visibility lag, govultr does not see a new server at once.
+func TestGovultrVisibilityLag(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		v := sim.NewVultr(sim.WithVisibilityLag(20 * time.Second))
+		c := newGovultr(t, v)
+		inst, _, err := c.Instance.Create(ctx, &govultr.InstanceCreateReq{Region: "ewr", Plan: "vc2-1c-1gb",
+			Label: "lag", OsID: 1743})
+		require.NoError(t, err)
+		_, _, err = c.Instance.Get(ctx, inst.ID)
+		assert.ErrorContains(t, err, "Invalid instance-id.")
+		list, meta, _, err := c.Instance.List(ctx, &govultr.ListOptions{Label: "lag"})
+		require.NoError(t, err)
+		assert.Empty(t, list)
+		assert.Equal(t, 0, meta.Total)
+		time.Sleep(20 * time.Second)
+		got, _, err := c.Instance.Get(ctx, inst.ID)
+		require.NoError(t, err)
+		assert.Equal(t, "lag", got.Label)
+	})
+}

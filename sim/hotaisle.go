@@ -128,8 +128,9 @@ func WithHotAisleUserRoleOnly() Option {
 // slash, or one that is not clean, answers 404, never a redirect), takes
 // "Authorization: Token <key>" or a bare key, answers errors as a JSON string
 // ("Unauthorized", "Not Found: Resource not found", ...), and follows the
-// default physics of the DefaultHotAisle constants. An unknown team handle answers 404, a
-// mutation by a key without the operator role 403, a bad key 401.
+// default physics documented on its options and constants. An unknown team
+// handle answers 404, a mutation by a key without the operator role 403, a
+// bad key 401.
 type HotAisle struct {
 	*server
 	cfg *settings
@@ -148,6 +149,7 @@ func NewHotAisle(opts ...Option) *HotAisle {
 		h.net = NewNetwork(st.clock, st.seed)
 	}
 	h.server.writeError = haWriteError
+	h.server.defaultMessage = haStatusMessage
 	h.server.authorized = h.authorizedKey
 	h.server.pathOK = haPathOK
 	h.st = h.newState()

@@ -38,7 +38,7 @@ func (h *HotAisle) addBareMetalHosts(s *haServer) {
 // authorizedKeys) and takes them away again if the server went meanwhile.
 func (h *HotAisle) addHosts(s *haServer, cfgs ...HostConfig) {
 	for _, c := range cfgs {
-		h.net.AddHost(c)
+		h.net.addLazy(&c)
 	}
 	h.mu.Lock()
 	gone := s.deleting != nil || !s.deleted.IsZero() || s.gen != h.st.gen

@@ -95,8 +95,8 @@ func (h *HotAisle) SoldOutAfterListing(plan string) error {
 	return nil
 }
 
-// Hot Aisle's refusals when no machine matches (hotaisle.md §6 E11; the
-// texts are the fake's).
+// Hot Aisle's refusals when no machine matches (the API documents a 404;
+// the texts are the fake's).
 const (
 	haMsgNoVM = "No available virtual machine matching requested specifications"
 	haMsgNoBM = "no available servers matching specifications"

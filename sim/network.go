@@ -37,6 +37,7 @@ type Network struct {
 	seed     uint64
 	mu       sync.Mutex
 	hosts    map[string]*Host
+	lazy     map[string]*HostConfig // hosts the fakes added, made on first use
 	removed  map[string]bool
 	agent    AgentSpec
 	onAdd    []func(*Host)
@@ -55,7 +56,7 @@ func NewNetwork(clock Clock, seed uint64) *Network {
 		clock = RealClock()
 	}
 	return &Network{
-		clock: clock, seed: seed, hosts: map[string]*Host{}, removed: map[string]bool{},
+		clock: clock, seed: seed, hosts: map[string]*Host{}, lazy: map[string]*HostConfig{}, removed: map[string]bool{},
 		agent: DefaultAgentSpec(), conns: map[*pipeConn]*Host{}, waits: map[int]context.CancelFunc{},
 		port: 40000,
 	}
@@ -89,6 +90,9 @@ type HostConfig struct {
 	// AuthorizedKeys is consulted at every authentication attempt, so keys
 	// registered after the host appeared work (Hot Aisle fetches them live).
 	AuthorizedKeys func() []ssh.PublicKey
+	// staticKeys, when AuthorizedKeys is nil, are the keys (a fake's server
+	// deployed with fixed keys, without a function per server).
+	staticKeys []ssh.PublicKey
 	// Schedule is when sshd comes up.
 	Schedule HostSchedule
 	// Private hosts are not reachable by Dial, only through a jump host's
@@ -111,6 +115,7 @@ func (n *Network) AddHost(cfg HostConfig) *Host {
 	n.mu.Lock()
 	old := n.hosts[addr]
 	n.hosts[addr] = h
+	delete(n.lazy, addr)
 	delete(n.removed, addr)
 	hooks := append([]func(*Host){}, n.onAdd...)
 	n.mu.Unlock()
@@ -121,6 +126,52 @@ func (n *Network) AddHost(cfg HostConfig) *Host {
 		f(h)
 	}
 	return h
+}
+
+// addLazy adds (or replaces) the host at cfg.Addr like AddHost, but makes
+// the Host (its file system, its key, the OnAddHost hooks) only when it is
+// first used: dialled, or asked for by Host or Hosts. The fakes add their
+// servers' hosts this way, so a create pays for none of it. cfg.Addr must be
+// in canonical form ("a.b.c.d:22", as normAddr leaves it).
+func (n *Network) addLazy(cfg *HostConfig) {
+	addr := cfg.Addr
+	n.mu.Lock()
+	old := n.hosts[addr]
+	delete(n.hosts, addr)
+	n.lazy[addr] = cfg
+	delete(n.removed, addr)
+	n.mu.Unlock()
+	if old != nil {
+		n.dropHost(old)
+	}
+}
+
+// materialize makes the lazily added host at addr (if any) and runs the
+// OnAddHost hooks on it.
+func (n *Network) materialize(addr string) {
+	n.mu.Lock()
+	cfg, ok := n.lazy[addr]
+	if !ok {
+		n.mu.Unlock()
+		return
+	}
+	delete(n.lazy, addr)
+	h := newHost(n, *cfg)
+	n.hosts[addr] = h
+	hooks := append([]func(*Host){}, n.onAdd...)
+	n.mu.Unlock()
+	for _, f := range hooks {
+		f(h)
+	}
+}
+
+// hasExact reports whether a host (made or not) is at addr, which must be
+// in canonical form ("a.b.c.d:22").
+func (n *Network) hasExact(addr string) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	_, lazy := n.lazy[addr]
+	return lazy || n.hosts[addr] != nil
 }
 
 // OnAddHost registers f to run on every host added from now on, e.g. to set
@@ -138,6 +189,7 @@ func (n *Network) RemoveHost(addr string) {
 	n.mu.Lock()
 	h := n.hosts[addr]
 	delete(n.hosts, addr)
+	delete(n.lazy, addr)
 	n.removed[addr] = true
 	n.mu.Unlock()
 	if h != nil {
@@ -162,13 +214,24 @@ func (n *Network) dropHost(h *Host) {
 
 // Host returns the host at addr, or nil.
 func (n *Network) Host(addr string) *Host {
+	addr = normAddr(addr)
+	n.materialize(addr)
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	return n.hosts[normAddr(addr)]
+	return n.hosts[addr]
 }
 
 // Hosts returns the live hosts, in no particular order.
 func (n *Network) Hosts() []*Host {
+	n.mu.Lock()
+	lazy := make([]string, 0, len(n.lazy))
+	for a := range n.lazy {
+		lazy = append(lazy, a)
+	}
+	n.mu.Unlock()
+	for _, a := range lazy {
+		n.materialize(a)
+	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	hs := make([]*Host, 0, len(n.hosts))
@@ -254,6 +317,7 @@ const (
 
 // lookup says what a dial of addr meets; viaJump lets private hosts answer.
 func (n *Network) lookup(addr string, viaJump bool) (*Host, dialState) {
+	n.materialize(addr)
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.closed {
@@ -282,6 +346,11 @@ func (n *Network) knownIP(addr string, viaJump bool) bool {
 	}
 	for a, h := range n.hosts {
 		if hip, _, _ := net.SplitHostPort(a); hip == ip && (viaJump || !h.cfg.Private) {
+			return true
+		}
+	}
+	for a, cfg := range n.lazy {
+		if hip, _, _ := net.SplitHostPort(a); hip == ip && (viaJump || !cfg.Private) {
 			return true
 		}
 	}

@@ -1,14 +1,13 @@
 package sim
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"math/rand/v2"
 	"net/http"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 )
@@ -29,6 +28,9 @@ type server struct {
 
 	// writeError answers an error in the provider's dialect.
 	writeError func(w http.ResponseWriter, status int, msg string)
+	// defaultMessage is the provider's text for a status when a fault gives
+	// none (what writeError sends for "").
+	defaultMessage func(status int) string
 	// authorized reports whether the request carries the right key.
 	authorized func(r *http.Request) bool
 	// limit, if set, is consulted for every authorized call; it returns false
@@ -127,8 +129,8 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if r.Method != http.MethodGet {
-		r.Body = http.MaxBytesReader(sw, r.Body, MaxBodyBytes)
+	if r.Method != http.MethodGet && (r.ContentLength < 0 || r.ContentLength > MaxBodyBytes) {
+		r.Body = http.MaxBytesReader(sw, r.Body, MaxBodyBytes) // a known, small length needs no guard
 	}
 	s.mu.Lock()
 	plan := s.planFaults(rt, &call)
@@ -226,25 +228,60 @@ func setRetryAfter(w http.ResponseWriter, d time.Duration) {
 // decodeJSON reads a JSON request body into v. It reports a body over
 // MaxBodyBytes as 413 and anything malformed as 400, with a message.
 func decodeJSON(r *http.Request, v any) (status int, msg string) {
-	data, err := io.ReadAll(r.Body)
-	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			return http.StatusRequestEntityTooLarge, "Request body too large."
-		}
-		return http.StatusBadRequest, "Unable to read request body."
+	return decodeBody(r, func(data []byte) error { return json.Unmarshal(data, v) })
+}
+
+// decodeBody reads the request body (into a recycled buffer) and decodes it
+// with unmarshal, which must not keep the bytes: 413 for a body over
+// MaxBodyBytes, 400 for an empty or malformed one.
+func decodeBody(r *http.Request, unmarshal func([]byte) error) (status int, msg string) {
+	data, bp, status, msg := readBody(r)
+	defer putBody(bp, data)
+	if status != 0 {
+		return status, msg
 	}
-	if len(strings.TrimSpace(string(data))) == 0 {
-		return http.StatusBadRequest, "Request body is empty."
-	}
-	if err := json.Unmarshal(data, v); err != nil {
+	if err := unmarshal(data); err != nil {
 		return http.StatusBadRequest, "Malformed JSON: " + err.Error()
 	}
 	return 0, ""
 }
 
-// writeJSON answers status with v encoded as JSON.
+// readBody reads the request body into a recycled buffer, which the caller
+// gives back with putBody once done with the bytes: 413 for a body over
+// MaxBodyBytes, 400 for an empty one.
+func readBody(r *http.Request) (data []byte, bp *[]byte, status int, msg string) {
+	bp = jsonBufs.Get().(*[]byte)
+	buf := bytes.NewBuffer((*bp)[:0])
+	_, err := buf.ReadFrom(r.Body)
+	data = buf.Bytes()
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return data, bp, http.StatusRequestEntityTooLarge, "Request body too large."
+		}
+		return data, bp, http.StatusBadRequest, "Unable to read request body."
+	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		return data, bp, http.StatusBadRequest, "Request body is empty."
+	}
+	return data, bp, 0, ""
+}
+
+// putBody recycles a buffer readBody gave (unless it grew too large).
+func putBody(bp *[]byte, data []byte) {
+	if cap(data) <= 1<<20 {
+		*bp = data[:0]
+	}
+	jsonBufs.Put(bp)
+}
+
+// writeJSON answers status with v encoded as JSON (and a newline, as
+// json.Encoder writes it).
 func writeJSON(w http.ResponseWriter, status int, v any) {
+	if a, ok := v.(jsonAppender); ok {
+		writeAppended(w, status, a.appendJSON)
+		return
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(v)

@@ -94,8 +94,16 @@ func newHost(n *Network, cfg HostConfig) *Host {
 		"/var/log", "/var/tmp", "/run", "/opt", "/root", "/home", h.home(), "/dev"} {
 		h.dirs[d] = true
 	}
-	h.signer = deriveHostKey(n.seed, h.cfg.Addr, cfg.InstanceID, 0)
 	return h
+}
+
+// signerLocked returns the host key, deriving it on first use: a host that
+// is never dialled never pays for its key. Callers hold h.mu.
+func (h *Host) signerLocked() ssh.Signer {
+	if h.signer == nil {
+		h.signer = deriveHostKey(h.net.seed, h.cfg.Addr, h.cfg.InstanceID, h.keyGen)
+	}
+	return h.signer
 }
 
 // deriveHostKey derives an ed25519 host key from the network seed, the
@@ -120,11 +128,12 @@ func (h *Host) User() string { return h.cfg.User }
 
 // PublicKey returns the host's current ed25519 host key, derived from the
 // network seed, the address and the instance id (the same inputs give the
-// same key), changed by RotateHostKey.
+// same key), changed by RotateHostKey. The key is made when first needed
+// (this call, or the first connection).
 func (h *Host) PublicKey() ssh.PublicKey {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.signer.PublicKey()
+	return h.signerLocked().PublicKey()
 }
 
 // RotateHostKey replaces the host key (a reinstalled server, or a new one
@@ -133,8 +142,8 @@ func (h *Host) RotateHostKey() ssh.PublicKey {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.keyGen++
-	h.signer = deriveHostKey(h.net.seed, h.cfg.Addr, h.cfg.InstanceID, h.keyGen)
-	return h.signer.PublicKey()
+	h.signer = nil
+	return h.signerLocked().PublicKey()
 }
 
 // SetSchedule replaces the host's readiness schedule.

@@ -31,7 +31,7 @@ func (h *Host) serve(c net.Conn) {
 		return // closed before the banner
 	}
 	h.mu.Lock()
-	signer := h.signer
+	signer := h.signerLocked()
 	h.mu.Unlock()
 	cfg := &ssh.ServerConfig{PublicKeyCallback: h.checkKey, ServerVersion: serverVersion}
 	cfg.AddHostKey(signer)
@@ -55,15 +55,18 @@ func (h *Host) serve(c net.Conn) {
 	}
 }
 
-// checkKey accepts a key of cfg.AuthorizedKeys() for cfg.User, unless the
-// schedule still rejects every key.
+// checkKey accepts a key of cfg.AuthorizedKeys() (or the fixed keys a fake
+// gave) for cfg.User, unless the schedule still rejects every key.
 func (h *Host) checkKey(meta ssh.ConnMetadata, key ssh.PublicKey) (*ssh.Permissions, error) {
-	if h.net.clock.Now().Before(h.schedule().RejectKeysUntil) || meta.User() != h.cfg.User ||
-		h.cfg.AuthorizedKeys == nil {
+	if h.net.clock.Now().Before(h.schedule().RejectKeysUntil) || meta.User() != h.cfg.User {
 		return nil, errKeyRejected
 	}
+	keys := h.cfg.staticKeys
+	if h.cfg.AuthorizedKeys != nil {
+		keys = h.cfg.AuthorizedKeys()
+	}
 	want := key.Marshal()
-	for _, k := range h.cfg.AuthorizedKeys() {
+	for _, k := range keys {
 		if k != nil && bytes.Equal(k.Marshal(), want) {
 			return &ssh.Permissions{}, nil
 		}

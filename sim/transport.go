@@ -12,10 +12,12 @@ import (
 )
 
 // memTransport is an http.RoundTripper that serves requests by calling a
-// handler in the caller's process. A handler that aborts (http.ErrAbortHandler)
-// looks to the caller like a connection reset; a cancelled request context
-// returns at once while the handler finishes on its own, as a real server
-// would.
+// handler in the caller's process: on the caller's goroutine when nothing
+// can cancel the request, else on a goroutine of its own. A handler that
+// aborts (http.ErrAbortHandler) looks to the caller like a connection reset
+// (or, once the answer's head went out, like a body cut short); a cancelled
+// request context returns at once while the handler finishes on its own, as
+// a real server would.
 type memTransport struct{ h http.Handler }
 
 type roundTripResult struct {
@@ -32,6 +34,15 @@ func (t *memTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	sreq, err := serverRequest(req)
 	if err != nil {
 		return nil, err
+	}
+	if ctx.Done() == nil {
+		// Nothing can cancel the request: serve it on the caller's goroutine,
+		// whose stack has grown already, and skip a goroutine and a channel.
+		res := serve(t.h, sreq)
+		if res.resp != nil {
+			res.resp.Request = req
+		}
+		return res.resp, res.err
 	}
 	done := make(chan roundTripResult, 1)
 	go func() { done <- serve(t.h, sreq) }()

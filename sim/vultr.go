@@ -2,11 +2,12 @@ package sim
 
 import (
 	"context"
+	"encoding/binary"
+	"encoding/hex"
 	"fmt"
 	"net"
 	"net/http"
 	"path"
-	"strings"
 	"sync"
 	"time"
 )
@@ -33,11 +34,12 @@ type vultrSettings struct {
 // Retry-After), cursor pagination and a billing ledger. Servers get fake SSH
 // hosts on Network. Every method is safe for concurrent use.
 //
-// Where the public sources are silent the fake decides, and
-// clients should not rely on more than the quoted substrings:
-//   - a gone instance answers 404 "Invalid instance-id." (as dstack saw), a
-//     gone bare metal 404 "Invalid server." (as Vultr's Terraform provider
-//     saw); …/{id}/vpcs of either answers "Invalid instance-id.";
+// Where the public sources are silent the fake decides, and clients should
+// not rely on more than the quoted substrings:
+//   - a gone instance answers 404 "Invalid instance-id." (dstack), a gone
+//     bare metal 404 "Invalid server." (the Terraform provider); …/{id}/vpcs
+//     of either answers "Invalid instance-id."; a server destroyed out of
+//     band may answer 400 "invalid instance ID" instead (DestroyOutOfBand);
 //   - between an accepted DELETE and the server's disappearance (Destroy),
 //     GET still shows it with power_status "stopped" and server_status
 //     "locked", and every mutation answers 500 "… Server is pending
@@ -50,9 +52,13 @@ type vultrSettings struct {
 //   - a sold-out plan answers 400 "Plan is not available in the selected
 //     region.", a plan never offered there 400 "Plan is not offered in the
 //     selected region.";
+//   - a list given more than one of label, tag, region and main_ip answers
+//     400 "Only one filter per request is allowed." (govultr issue #220);
+//   - internal_ip is blank with two or more VPCs attached (Terraform provider
+//     issue #173);
 //   - bare metal honours attach_vpc at create (dstack relies on it) and takes
-//     one VPC; it shows internal_ip and power_status (read by dstack and by
-//     Vultr's Ansible collection);
+//     one VPC; it shows internal_ip and power_status (dstack and the Ansible
+//     collection read them);
 //   - VPC delete while in use answers 400; a deleted VPC or key is 404.
 type Vultr struct {
 	*server
@@ -62,8 +68,8 @@ type Vultr struct {
 
 	mu         sync.Mutex // guards st, hostOps, hostTicket; taken before server.mu, never after
 	st         *vultrState
-	hostOps    []func() // Network changes queued under mu, applied by unlock
-	hostTicket uint64   // next batch of hostOps
+	hostOps    []vultrHostOp // Network changes queued under mu, applied by unlock
+	hostTicket uint64        // next batch of hostOps
 	hostQueue  vultrHostQueue
 }
 
@@ -85,9 +91,10 @@ func NewVultr(opts ...Option) *Vultr {
 	if v.net == nil {
 		v.net = NewNetwork(st.clock, st.seed)
 	}
-	apiKey := st.apiKey
+	bearer := "Bearer " + st.apiKey
 	v.writeError = writeVultrError
-	v.authorized = func(r *http.Request) bool { return r.Header.Get("Authorization") == "Bearer "+apiKey }
+	v.defaultMessage = vultrDefaultMessage
+	v.authorized = func(r *http.Request) bool { return r.Header.Get("Authorization") == bearer }
 	v.limit = v.allow
 	v.routesVultr()
 	v.chaosFaultsVultr()
@@ -203,18 +210,45 @@ func (v *Vultr) newUUID() string {
 	a, b := v.randUint64(), v.randUint64()
 	a = a&^(0xf<<12) | 0x4<<12
 	b = b&^(0x3<<62) | 0x2<<62
-	return fmt.Sprintf("%08x-%04x-%04x-%04x-%012x", a>>32, (a>>16)&0xffff, a&0xffff, b>>48, b&0xffffffffffff)
+	var raw [16]byte
+	binary.BigEndian.PutUint64(raw[:8], a)
+	binary.BigEndian.PutUint64(raw[8:], b)
+	var out [36]byte
+	hex.Encode(out[0:8], raw[0:4])
+	hex.Encode(out[9:13], raw[4:6])
+	hex.Encode(out[14:18], raw[6:8])
+	hex.Encode(out[19:23], raw[8:10])
+	hex.Encode(out[24:36], raw[10:16])
+	out[8], out[13], out[18], out[23] = '-', '-', '-', '-'
+	return string(out[:])
 }
 
 // newPassword returns a default root password drawn from the seeded source.
 func (v *Vultr) newPassword() string {
 	const chars = "abcdefghijkmnpqrstuvwxyzABCDEFGHJKLMNPQRSTUVWXYZ23456789!#%"
-	var b strings.Builder
-	for range 12 {
-		b.WriteByte(chars[v.randUint64()%uint64(len(chars))])
+	var b [12]byte
+	v.server.mu.Lock()
+	for i := range b {
+		b[i] = chars[v.server.rng.Uint64()%uint64(len(chars))]
 	}
-	return b.String()
+	v.server.mu.Unlock()
+	return string(b[:])
 }
 
 // vultrTime formats t as the API does: ISO-8601 with a numeric offset.
-func vultrTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05-07:00") }
+func vultrTime(t time.Time) string {
+	t = t.UTC()
+	y, mo, d := t.Date()
+	if y < 0 || y > 9999 {
+		return t.Format("2006-01-02T15:04:05-07:00")
+	}
+	h, mi, sec := t.Clock()
+	b := []byte("0000-00-00T00:00:00+00:00")
+	for _, v := range [...]struct{ at, n, width int }{{0, y, 4}, {5, int(mo), 2}, {8, d, 2}, {11, h, 2}, {14, mi, 2}, {17, sec, 2}} {
+		for j := v.at + v.width - 1; j >= v.at; j-- {
+			b[j] = byte('0' + v.n%10)
+			v.n /= 10
+		}
+	}
+	return string(b)
+}

@@ -25,16 +25,21 @@ func (v *Vultr) assignAddresses(srv *vultrServer, ipv6 bool) {
 	if ip, gw := v.reusableIP(srv.region); ip != "" {
 		srv.mainIP, srv.gateway = ip, gw
 	}
-	for srv.mainIP == "" {
+	for tries := 0; srv.mainIP == ""; tries++ {
 		x := v.randUint64()
+		b := pre[1] + byte(tries/64) // a crowded /16: spill into the next ones
 		c, d := byte(x), byte(2+(x>>8)%252)
-		ip := fmt.Sprintf("%d.%d.%d.%d", pre[0], pre[1], c, d)
-		if v.st.usedIPs[ip] || v.net.Host(ip+":22") != nil {
+		key := [4]byte{pre[0], b, c, d}
+		if v.st.usedIPs[key] {
 			continue
 		}
-		v.st.usedIPs[ip] = true
+		ip := netip.AddrFrom4(key).String()
+		if v.net.hasExact(ip + ":22") {
+			continue
+		}
+		v.st.usedIPs[key] = true
 		srv.mainIP = ip
-		srv.gateway = fmt.Sprintf("%d.%d.%d.1", pre[0], pre[1], c&^1)
+		srv.gateway = netip.AddrFrom4([4]byte{pre[0], b, c &^ 1, 1}).String()
 	}
 	if ipv6 {
 		x := v.randUint64()
@@ -71,7 +76,7 @@ func (v *Vultr) reusableIP(region string) (ip, gateway string) {
 func (v *Vultr) ipHeld(ip string, now time.Time) bool {
 	for _, l := range v.st.lists {
 		l.purge(now)
-		if len(l.by["main_ip="+ip]) > 0 {
+		if len(l.filtered("main_ip", ip)) > 0 {
 			return true
 		}
 	}

@@ -7,7 +7,7 @@ import (
 )
 
 // VultrPlan is a Vultr cloud plan (VM or Cloud GPU) as GET /v2/plans returns
-// it (govultr's Plan plus hourly_cost as read by gpuhunt).
+// it (govultr's Plan plus hourly_cost, as gpuhunt reads it).
 type VultrPlan struct {
 	ID          string   `json:"id"`                    // e.g. "vcg-a100-1c-6g-4vram"
 	VCPUCount   int      `json:"vcpu_count"`            // virtual CPUs
@@ -25,8 +25,8 @@ type VultrPlan struct {
 	NoPrivateNetwork bool `json:"-"`
 }
 
-// VultrMetalPlan is a Vultr bare-metal plan as GET /v2/plans-metal returns
-// it. GPU count and model appear only in the id.
+// VultrMetalPlan is a Vultr bare-metal plan as GET /v2/plans-metal returns it
+// (govultr's BareMetalPlan). GPU count and model appear only in the id.
 type VultrMetalPlan struct {
 	ID                     string   `json:"id"` // e.g. "vbm-256c-2048gb-8-mi300x-gpu"
 	PhysicalCPUs           int      `json:"physical_cpus"`

@@ -59,7 +59,14 @@ func vultrBadRequest(msg string) *vultrCreateErr { return &vultrCreateErr{http.S
 // private networking.").
 func (v *Vultr) createServer(w http.ResponseWriter, r *http.Request, metal bool) {
 	var req vultrCreateReq
-	if st, msg := decodeJSON(r, &req); st != 0 {
+	data, bp, st, msg := readBody(r)
+	if st == 0 {
+		if err := decodeCreate(data, &req); err != nil {
+			st, msg = http.StatusBadRequest, "Malformed JSON: "+err.Error()
+		}
+	}
+	putBody(bp, data)
+	if st != 0 {
 		writeVultrError(w, st, msg)
 		return
 	}
@@ -72,7 +79,7 @@ func (v *Vultr) createServer(w http.ResponseWriter, r *http.Request, metal bool)
 		return
 	}
 	v.commitServer(srv, req, vpcs, now)
-	writeJSON(w, http.StatusAccepted, v.answer(srv, now, true))
+	writeServer(w, http.StatusAccepted, srv, now, true)
 }
 
 // checkCreate validates req and returns the server to create (without id,
@@ -132,7 +139,7 @@ func (v *Vultr) checkPlace(srv *vultrServer) *vultrCreateErr {
 		if !ok {
 			return vultrBadRequest("Invalid plan chosen.")
 		}
-		srv.metalPlan, locs = p, p.Locations
+		srv.metalPlan, locs = &p, p.Locations
 		srv.vcpu, srv.ramMB, srv.diskGB, srv.bw = p.CPUCount, p.RAM, p.Disk*p.DiskCount, p.Bandwidth
 		srv.rate, srv.monthly = p.HourlyCost, p.MonthlyCost
 	} else {
@@ -229,6 +236,8 @@ func (v *Vultr) noPrivateNetwork(srv *vultrServer) bool {
 // attachments and SSH host. Callers hold v.mu.
 func (v *Vultr) commitServer(srv *vultrServer, req vultrCreateReq, vpcs []*vultrVPC, now time.Time) {
 	srv.seq, srv.id, srv.created = v.st.next(), v.newUUID(), now
+	srv.dateCreated = vultrTime(now)
+	srv.kvm = "https://my.vultr.com/subs/vps/novnc/api.php?data=" + srv.id
 	srv.timing = v.timingFor(srv.plan)
 	srv.hostname = vultrFirstNonEmpty(req.Hostname, req.Label, "vultr.guest")
 	srv.tags = append([]string{}, req.Tags...)

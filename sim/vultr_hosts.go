@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -15,7 +14,6 @@ import (
 // restartAt (a start or reboot). A halted or deleted server has no host.
 // The change is queued and applied by unlock. Callers hold v.mu.
 func (v *Vultr) registerHost(srv *vultrServer, restartAt time.Time) {
-	addr := srv.mainIP + ":22"
 	if srv.halted || srv.destroying() {
 		v.removeHost(srv)
 		return
@@ -24,36 +22,60 @@ func (v *Vultr) registerHost(srv *vultrServer, restartAt time.Time) {
 	if restartAt.After(up) {
 		up = restartAt
 	}
-	keys := slices.Clone(srv.keys)
-	cfg := HostConfig{
-		Addr:           addr,
-		InstanceID:     srv.id,
-		User:           "root",
-		AuthorizedKeys: func() []ssh.PublicKey { return keys },
-		Schedule:       HostSchedule{RefuseUntil: up.Add(srv.timing.SSHDelay)},
+	if srv.sshAddr == "" {
+		srv.sshAddr = srv.mainIP + ":22"
 	}
-	v.hostOps = append(v.hostOps, func() { v.net.AddHost(cfg) })
-	srv.hostAddr, srv.hostCfg = addr, cfg
+	cfg := &HostConfig{
+		Addr:       srv.sshAddr,
+		InstanceID: srv.id,
+		User:       "root",
+		staticKeys: srv.keys, // set at create, never changed
+		Schedule:   HostSchedule{RefuseUntil: up.Add(srv.timing.SSHDelay)},
+	}
+	v.hostOps = append(v.hostOps, vultrHostOp{add: cfg})
+	srv.hostAddr = srv.sshAddr
 }
 
 // removeHost takes the server's SSH host off the network. Callers hold v.mu.
 func (v *Vultr) removeHost(srv *vultrServer) {
 	if addr := srv.hostAddr; addr != "" {
-		v.hostOps = append(v.hostOps, func() { v.net.RemoveHost(addr) })
+		v.hostOps = append(v.hostOps, vultrHostOp{remove: addr})
 		srv.hostAddr = ""
 	}
+}
+
+// vultrHostOp is a network change queued under v.mu: add a host (lazily),
+// or remove the host at an address.
+type vultrHostOp struct {
+	add    *HostConfig
+	remove string
+}
+
+func (op vultrHostOp) apply(n *Network) {
+	if op.add != nil {
+		n.addLazy(op.add)
+		return
+	}
+	n.RemoveHost(op.remove)
 }
 
 // unlock releases v.mu and then applies the network changes queued under
 // it, outside v.mu (Network runs OnAddHost hooks and closes connections,
 // which may call back into the fake), in the order they were queued.
 func (v *Vultr) unlock() {
-	ops := v.hostOps
-	if len(ops) == 0 {
+	if len(v.hostOps) == 0 {
 		v.mu.Unlock()
 		return
 	}
-	v.hostOps = nil
+	var local [4]vultrHostOp
+	ops := v.hostOps
+	if len(ops) <= len(local) { // the usual case: keep the queue's array for the next batch
+		ops = local[:copy(local[:], v.hostOps)]
+		clear(v.hostOps)
+		v.hostOps = v.hostOps[:0]
+	} else {
+		v.hostOps = nil
+	}
 	ticket := v.hostTicket
 	v.hostTicket++
 	v.mu.Unlock()
@@ -64,7 +86,7 @@ func (v *Vultr) unlock() {
 	}
 	q.mu.Unlock()
 	for _, op := range ops {
-		op()
+		op.apply(v.net)
 	}
 	q.mu.Lock()
 	q.serving++

@@ -88,11 +88,11 @@ func TestVultrSSHScheduleFollowsTiming(t *testing.T) {
 		h := newVultrT(t, WithVultrTiming("vbm-*", VultrTiming{Pending: time.Hour, SSHDelay: 5 * time.Minute}))
 		id := h.create("vbm-24c-256gb-amd", "ewr", map[string]any{"image_id": "docker", "os_id": nil})["id"].(string)
 		require.NoError(t, h.v.SetServerTiming(id, VultrTiming{Pending: 2 * time.Hour, SSHDelay: time.Minute}))
-		got := h.v.st.servers[id].hostCfg
-		assert.NotNil(t, h.v.Network().Host(got.Addr))
-		assert.Equal(t, id, got.InstanceID)
-		assert.Equal(t, "root", got.User)
-		assert.True(t, got.Schedule.RefuseUntil.Equal(time.Now().Add(2*time.Hour+time.Minute)))
+		got := h.v.Network().Host(h.v.st.servers[id].hostAddr)
+		require.NotNil(t, got)
+		assert.Equal(t, id, got.InstanceID())
+		assert.Equal(t, "root", got.User())
+		assert.True(t, got.schedule().RefuseUntil.Equal(time.Now().Add(2*time.Hour+time.Minute)))
 		assert.Error(t, h.v.SetServerTiming("nope", VultrTiming{}))
 	})
 }

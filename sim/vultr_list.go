@@ -8,22 +8,39 @@ import (
 // vultrList indexes the listed servers of one kind (instances or bare
 // metal) so that a page of GET /v2/instances costs O(page + log n), not
 // O(all servers): every server not yet gone, in seq order, and the same per
-// filter value ("label=…", "tag=…", "region=…", "main_ip=…"). Servers leave
-// when they are gone (purge).
+// filter value (label, tag, region, main_ip). A filter's index is built the
+// first time a list uses that filter, and kept from then on, so creates pay
+// only for the filters clients use. Servers leave when they are gone
+// (purge).
 type vultrList struct {
-	all   []*vultrServer
-	by    map[string][]*vultrServer
-	dying []*vultrServer // deleted, not yet purged
+	all     []*vultrServer
+	by      map[vultrKeyOf][]*vultrServer
+	indexed map[string]bool // the filters whose index is built
+	dying   []*vultrServer  // deleted, not yet purged
 }
 
-func newVultrList() *vultrList { return &vultrList{by: map[string][]*vultrServer{}} }
+// vultrKeyOf is a filter and its value: {"tag", "gpu"}.
+type vultrKeyOf struct{ filter, value string }
 
-// vultrFilterKeys are the index keys a server is listed under.
-func vultrFilterKeys(s *vultrServer) []string {
-	keys := make([]string, 0, 3+len(s.tags))
-	keys = append(keys, "label="+s.label, "region="+s.region, "main_ip="+s.mainIP)
-	for _, t := range s.tags {
-		keys = append(keys, "tag="+t)
+func newVultrList() *vultrList {
+	return &vultrList{by: map[vultrKeyOf][]*vultrServer{}, indexed: map[string]bool{}}
+}
+
+// filterKeys are the keys of the built indexes a server is listed under.
+func (l *vultrList) filterKeys(s *vultrServer) []vultrKeyOf {
+	if len(l.indexed) == 0 {
+		return nil
+	}
+	keys := make([]vultrKeyOf, 0, 3+len(s.tags))
+	for _, k := range []vultrKeyOf{{"label", s.label}, {"region", s.region}, {"main_ip", s.mainIP}} {
+		if l.indexed[k.filter] {
+			keys = append(keys, k)
+		}
+	}
+	if l.indexed["tag"] {
+		for _, t := range s.tags {
+			keys = append(keys, vultrKeyOf{"tag", t})
+		}
 	}
 	return keys
 }
@@ -31,13 +48,29 @@ func vultrFilterKeys(s *vultrServer) []string {
 // add lists a new server (its seq is the highest so far).
 func (l *vultrList) add(s *vultrServer) {
 	l.all = append(l.all, s)
-	for _, k := range vultrFilterKeys(s) {
+	for _, k := range l.filterKeys(s) {
 		l.by[k] = vultrInsert(l.by[k], s)
 	}
 }
 
+// filtered returns the servers listed under filter=value, building the
+// filter's index on first use.
+func (l *vultrList) filtered(filter, value string) []*vultrServer {
+	if !l.indexed[filter] {
+		l.indexed[filter] = true
+		for _, s := range l.all {
+			for _, k := range l.filterKeys(s) {
+				if k.filter == filter {
+					l.by[k] = append(l.by[k], s) // l.all is in seq order
+				}
+			}
+		}
+	}
+	return l.by[vultrKeyOf{filter, value}]
+}
+
 // unindex takes s out of the filter indexes under keys.
-func (l *vultrList) unindex(s *vultrServer, keys []string) {
+func (l *vultrList) unindex(s *vultrServer, keys []vultrKeyOf) {
 	for _, k := range keys {
 		if rest := vultrRemove(l.by[k], s); len(rest) > 0 {
 			l.by[k] = rest
@@ -49,9 +82,9 @@ func (l *vultrList) unindex(s *vultrServer, keys []string) {
 
 // relabel moves s to the indexes of its new label and tags; old are the
 // keys it was listed under.
-func (l *vultrList) relabel(s *vultrServer, old []string) {
+func (l *vultrList) relabel(s *vultrServer, old []vultrKeyOf) {
 	l.unindex(s, old)
-	for _, k := range vultrFilterKeys(s) {
+	for _, k := range l.filterKeys(s) {
 		l.by[k] = vultrInsert(l.by[k], s)
 	}
 }
@@ -65,7 +98,7 @@ func (l *vultrList) purge(now time.Time) {
 			continue
 		}
 		l.all = vultrRemove(l.all, s)
-		l.unindex(s, vultrFilterKeys(s))
+		l.unindex(s, l.filterKeys(s))
 	}
 	clear(l.dying[len(live):])
 	l.dying = live
@@ -73,6 +106,9 @@ func (l *vultrList) purge(now time.Time) {
 
 // vultrInsert puts s into list (sorted by seq), once.
 func vultrInsert(list []*vultrServer, s *vultrServer) []*vultrServer {
+	if len(list) == 0 || list[len(list)-1].seq < s.seq {
+		return append(list, s) // the usual case: a new server
+	}
 	i, found := slices.BinarySearchFunc(list, s.seq, vultrCmpSeq)
 	if found {
 		return list

@@ -234,3 +234,18 @@ func TestVultrChaosFaultsAreServedRoutes(t *testing.T) {
 		assert.Contains(t, v.Routes(), route)
 	}
 }
+
+// A region's /16 full of servers spills into the next /16 instead of
+// drawing for ever.
+func TestVultrAddressesSpillOver(t *testing.T) {
+	h := newVultrT(t)
+	h.v.mu.Lock()
+	for c := range 256 {
+		for d := 2; d < 254; d++ {
+			h.v.st.usedIPs[[4]byte{45, 77, byte(c), byte(d)}] = true
+		}
+	}
+	h.v.unlock()
+	id := h.v.mustSeed(t, VultrSeed{Plan: "vc2-1c-1gb", Region: "ewr", Age: time.Hour})
+	assert.Regexp(t, `^45\.78\.`, h.get(id, false)["main_ip"])
+}

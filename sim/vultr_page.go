@@ -2,7 +2,6 @@ package sim
 
 import (
 	"encoding/base64"
-	"encoding/json"
 	"net/http"
 	"net/url"
 	"sort"
@@ -91,26 +90,6 @@ type vultrListJSON[T any] struct {
 	name  string
 	items []T
 	meta  vultrMeta
-}
-
-// MarshalJSON writes {"<name>": [...], "meta": {...}}.
-func (l vultrListJSON[T]) MarshalJSON() ([]byte, error) {
-	items, err := json.Marshal(l.items)
-	if err != nil {
-		return nil, err
-	}
-	meta, err := json.Marshal(l.meta)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]byte, 0, len(items)+len(meta)+len(l.name)+16)
-	out = append(out, `{"`...)
-	out = append(out, l.name...)
-	out = append(out, `":`...)
-	out = append(out, items...)
-	out = append(out, `,"meta":`...)
-	out = append(out, meta...)
-	return append(out, '}'), nil
 }
 
 // vultrPage renders the page of a list the request asks for: n items

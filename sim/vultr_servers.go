@@ -110,7 +110,7 @@ func (v *Vultr) listServers(w http.ResponseWriter, r *http.Request, metal bool) 
 	all := l.all
 	var keep func(*vultrServer) bool
 	if filter != "" {
-		all = l.by[filter+"="+q.Get(filter)]
+		all = l.filtered(filter, q.Get(filter))
 	}
 	if filter == "main_ip" {
 		keep = func(s *vultrServer) bool { return s.active(now) }
@@ -121,43 +121,26 @@ func (v *Vultr) listServers(w http.ResponseWriter, r *http.Request, metal bool) 
 		name = "bare_metals"
 	}
 	page, ok := vultrPage(w, r, name, vis.len(), func(i int) uint64 { return vis.at(i).seq },
-		func(i int) any { return v.view(vis.at(i), now, false) })
+		func(i int) vultrServerJSON { return vultrView(vis.at(i), now, false) })
 	v.unlock()
 	if ok {
 		writeJSON(w, http.StatusOK, page)
 	}
 }
 
-// vultrInstanceAnswer and vultrMetalAnswer wrap one server as GET, create
-// and update answer it.
-type vultrInstanceAnswer struct {
-	Instance vultrInstanceJSON `json:"instance"`
-}
-
-type vultrMetalAnswer struct {
-	BareMetal vultrMetalJSON `json:"bare_metal"`
-}
-
-// answer wraps the server's view under its kind's key.
-func (v *Vultr) answer(srv *vultrServer, now time.Time, password bool) any {
-	if srv.metal {
-		return vultrMetalAnswer{vultrMetalView(srv, now, password)}
-	}
-	return vultrInstanceAnswer{vultrInstanceView(srv, now, password)}
+// writeServer answers status with the server at now under its kind's key.
+// Callers hold v.mu.
+func writeServer(w http.ResponseWriter, status int, srv *vultrServer, now time.Time, password bool) {
+	writeAppended(w, status, func(b []byte) []byte { return vultrAppendAnswer(b, srv, now, password) })
 }
 
 // getServer serves GET /v2/instances/{id} and /v2/bare-metals/{id}.
 func (v *Vultr) getServer(w http.ResponseWriter, r *http.Request, metal bool) {
 	v.mu.Lock()
+	defer v.unlock()
 	now := v.clock.Now()
-	srv := v.lookup(w, r, metal, now, "")
-	var body any
-	if srv != nil {
-		body = v.answer(srv, now, false)
-	}
-	v.unlock()
-	if srv != nil {
-		writeJSON(w, http.StatusOK, body)
+	if srv := v.lookup(w, r, metal, now, ""); srv != nil {
+		writeServer(w, http.StatusOK, srv, now, false)
 	}
 }
 

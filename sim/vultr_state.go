@@ -14,8 +14,8 @@ type vultrState struct {
 	servers  map[string]*vultrServer // live and deleted, by id
 	vpcs     map[string]*vultrVPC
 	keys     map[string]*vultrKey
-	usedIPs  map[string]bool
-	subnets  map[string]bool // "region/10.x.y.0" of auto-assigned VPC subnets
+	usedIPs  map[[4]byte]bool // main_ip addresses handed out
+	subnets  map[string]bool  // "region/10.x.y.0" of auto-assigned VPC subnets
 	limiters map[string]*rate.Limiter
 	squeeze  *vultrSqueeze
 	soldOut  map[string]bool // "plan@region" sold out at runtime
@@ -32,7 +32,7 @@ type vultrState struct {
 
 func newVultrState() *vultrState {
 	return &vultrState{servers: map[string]*vultrServer{}, vpcs: map[string]*vultrVPC{},
-		keys: map[string]*vultrKey{}, usedIPs: map[string]bool{}, subnets: map[string]bool{},
+		keys: map[string]*vultrKey{}, usedIPs: map[[4]byte]bool{}, subnets: map[string]bool{},
 		limiters: map[string]*rate.Limiter{}, soldOut: map[string]bool{},
 		lists: [2]*vultrList{newVultrList(), newVultrList()}, listed: map[string]bool{}}
 }
@@ -68,6 +68,7 @@ type vultrServer struct {
 	features                     []string
 	created, deleted             time.Time
 	committed                    time.Time // when the API stored it (created, unless seeded with an age)
+	dateCreated, kvm             string    // date_created and kvm as shown
 	invalidID                    bool      // gone: answer 400 "invalid instance ID" (DestroyOutOfBand)
 	timing                       VultrTiming
 	mainIP, gateway, v6Net, v6IP string
@@ -76,11 +77,11 @@ type vultrServer struct {
 	halted                       bool
 	attachments                  []*vultrAttachment
 	keys                         []ssh.PublicKey
-	hostAddr                     string     // registered SSH host, "" when none
-	hostCfg                      HostConfig // the last host registered
+	hostAddr                     string // registered SSH host, "" when none
+	sshAddr                      string // main_ip:22
 	vcpu, ramMB, diskGB, bw      int
 	rate, monthly                float64
-	metalPlan                    VultrMetalPlan
+	metalPlan                    *VultrMetalPlan // bare metal: its plan
 }
 
 func (s *vultrServer) kind() string {

@@ -10,10 +10,10 @@ import (
 // is created (202, status "pending"), becomes "active" after Pending, shows
 // server_status "ok" Booting later, and refuses every mutation as locked for
 // Lock after becoming active (server_status may already say "ok": the lock
-// is not always visible: issue 131 of Vultr's Ansible collection). A DELETE accepted at time d stops billing
-// and removes the SSH host; the server stays visible (power_status
-// "stopped", server_status "locked") until d+Destroy, then GET answers 404;
-// its VPC attachments stay until d+AttachLinger.
+// is not always visible, Ansible collection issue #131). A DELETE accepted
+// at time d stops billing and removes the SSH host; the server stays visible
+// (power_status "stopped", server_status "locked") until d+Destroy, then
+// GET answers 404; its VPC attachments stay until d+AttachLinger.
 type VultrTiming struct {
 	// Pending is create → status "active" (VM 90 s, bare metal 40 min).
 	// DELETE during it answers 500 "… not currently active …".
@@ -69,11 +69,14 @@ func (v *Vultr) timingFor(plan string) VultrTiming {
 	if vultrIsMetal(plan) {
 		t = DefaultVultrBareMetalTiming()
 	}
-	for _, rules := range [][]vultrTimingRule{v.cfg.rules, v.st.rules} {
-		for _, r := range rules {
-			if ok, _ := path.Match(r.pattern, plan); ok {
-				r.set(&t)
-			}
+	for _, r := range v.cfg.rules {
+		if ok, _ := path.Match(r.pattern, plan); ok {
+			r.set(&t)
+		}
+	}
+	for _, r := range v.st.rules {
+		if ok, _ := path.Match(r.pattern, plan); ok {
+			r.set(&t)
 		}
 	}
 	return t

@@ -56,20 +56,21 @@ func (v *Vultr) updateServer(w http.ResponseWriter, r *http.Request, metal bool)
 		vpc, _, _ := v.checkAttach(srv, id, now)
 		v.applyAttach(srv, vpc, now)
 	}
-	writeJSON(w, http.StatusAccepted, v.answer(srv, now, false))
+	writeServer(w, http.StatusAccepted, srv, now, false)
 }
 
 // relabel sets the server's label and tags (nil leaves one unchanged) and
 // moves it in the list indexes. Callers hold v.mu.
 func (v *Vultr) relabel(srv *vultrServer, label *string, tags *[]string) {
-	old := vultrFilterKeys(srv)
+	l := v.st.list(srv.metal)
+	old := l.filterKeys(srv)
 	if label != nil {
 		srv.label = *label
 	}
 	if tags != nil {
 		srv.tags = append([]string{}, (*tags)...)
 	}
-	v.st.list(srv.metal).relabel(srv, old)
+	l.relabel(srv, old)
 }
 
 // checkUpdate validates a PATCH before anything changes. Callers hold v.mu.

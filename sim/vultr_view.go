@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"slices"
 	"time"
 )
 
@@ -75,24 +74,19 @@ type vultrMetalJSON struct {
 	UserScheme      string   `json:"user_scheme"`
 }
 
-// view renders the server at now; password only in the create answer.
-func (v *Vultr) view(srv *vultrServer, now time.Time, password bool) any {
-	if srv.metal {
-		return vultrMetalView(srv, now, password)
-	}
-	return vultrInstanceView(srv, now, password)
-}
-
+// vultrInstanceView renders an instance. Its slices alias the server's,
+// which are replaced, never changed in place, so the view may be encoded
+// after v.mu is released.
 func vultrInstanceView(s *vultrServer, now time.Time, password bool) vultrInstanceJSON {
 	j := vultrInstanceJSON{ID: s.id, Os: s.os, RAM: s.ramMB, MainIP: "0.0.0.0", VCPUCount: s.vcpu,
-		Region: s.region, Plan: s.plan, DateCreated: vultrTime(s.created), Status: s.status(now),
+		Region: s.region, Plan: s.plan, DateCreated: s.dateCreated, Status: s.status(now),
 		AllowedBandwidth: s.bw, GatewayV4: "0.0.0.0", PowerStatus: s.powerStatus(),
 		ServerStatus: s.serverStatus(now), Label: s.label, InternalIP: s.internalIP(now), Hostname: s.hostname,
 		OsID: s.osID, AppID: s.appID, ImageID: s.imageID, SnapshotID: s.snapshotID,
-		Features: slices.Clone(s.features), Tags: slices.Clone(s.tags), UserScheme: s.userScheme}
+		Features: s.features, Tags: s.tags, UserScheme: s.userScheme}
 	if s.active(now) {
 		j.Disk, j.MainIP, j.GatewayV4, j.NetmaskV4 = s.diskGB, s.mainIP, s.gateway, "255.255.254.0"
-		j.KVM = "https://my.vultr.com/subs/vps/novnc/api.php?data=" + s.id
+		j.KVM = s.kvm
 		if s.v6Net != "" {
 			j.V6Network, j.V6MainIP, j.V6NetworkSize = s.v6Net, s.v6IP, 64
 		}
@@ -103,12 +97,14 @@ func vultrInstanceView(s *vultrServer, now time.Time, password bool) vultrInstan
 	return j
 }
 
+// vultrMetalView renders a bare-metal server (slices aliased, see
+// vultrInstanceView).
 func vultrMetalView(s *vultrServer, now time.Time, password bool) vultrMetalJSON {
-	j := vultrMetalJSON{ID: s.id, Os: s.os, RAM: vultrMetalRAM(s.metalPlan), Disk: vultrMetalDisk(s.metalPlan),
-		CPUCount: s.vcpu, Region: s.region, DateCreated: vultrTime(s.created), Status: s.status(now),
+	j := vultrMetalJSON{ID: s.id, Os: s.os, RAM: vultrMetalRAM(*s.metalPlan), Disk: vultrMetalDisk(*s.metalPlan),
+		CPUCount: s.vcpu, Region: s.region, DateCreated: s.dateCreated, Status: s.status(now),
 		PowerStatus: s.powerStatus(), Plan: s.plan, Label: s.label, InternalIP: s.internalIP(now),
 		OsID: s.osID, AppID: s.appID, ImageID: s.imageID, SnapshotID: s.snapshotID,
-		Features: slices.Clone(s.features), Tags: slices.Clone(s.tags), UserScheme: s.userScheme}
+		Features: s.features, Tags: s.tags, UserScheme: s.userScheme}
 	if s.active(now) {
 		j.MainIP, j.GatewayV4, j.NetmaskV4, j.MacAddress = s.mainIP, s.gateway, "255.255.254.0", s.macAddr
 		if s.v6Net != "" {

@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strconv"
 	"strings"
-	"time"
 
 	"github.com/gpufleet/gpufleet/sim"
 )
@@ -21,60 +19,93 @@ type fake interface {
 	http.Handler
 	Inject(sim.Fault) error
 	ClearFaults()
+	ArmedFaults() []sim.Fault
+	Faults() []sim.FiredFault
+	StartChaos(seed uint64, p sim.ChaosProfile) error
+	StopChaos()
+	Chaos() (uint64, sim.ChaosProfile, bool)
 	Routes() []string
 	Calls() []sim.Call
 	Resources() []sim.Resource
 	Ledger() sim.Ledger
 	Snapshot() sim.Snapshot
 	Reset()
+	HaltOutOfBand(id string) error
+	ReuseReleasedIPs(on bool)
 }
 
-// withAdmin serves the admin API under AdminPrefix and passes every other
-// request to the fake:
-//
-//	GET    /_sim/snapshot   the sim.Snapshot (time, resources, calls, ledger)
-//	GET    /_sim/resources  live and deleted resources
-//	GET    /_sim/calls      the call log
-//	GET    /_sim/ledger     the bill in USD
-//	GET    /_sim/routes     the route patterns a fault may name
-//	POST   /_sim/faults     arm a fault (body: adminFault) → 201
-//	DELETE /_sim/faults     disarm every fault → 204
-//	POST   /_sim/reset      back to the start state → 204
-//
-// Admin errors are {"error": "<message>"}; the admin API needs no key.
+// adminEndpoints is the admin API, listed by GET /_sim/.
+var adminEndpoints = []string{
+	"GET    /_sim/                        this list",
+	"GET    /_sim/snapshot                time, resources, calls and ledger at one moment",
+	"GET    /_sim/resources[?kind=&live=] resources (kind: instance, bare_metal, virtual_machine, vpc, ssh_key; live=true: live only)",
+	"GET    /_sim/calls                   the call log",
+	"GET    /_sim/ledger                  the bill in USD",
+	"GET    /_sim/routes                  the route patterns a fault's \"route\" may name",
+	"GET    /_sim/faults                  armed faults, faults fired so far, chaos mode",
+	"POST   /_sim/faults                  arm a fault (see the README) -> 201",
+	"DELETE /_sim/faults                  disarm every fault -> 204",
+	"POST   /_sim/chaos                   {\"profile\": \"bad-day\", \"seed\": 7}: chaos mode on -> 201",
+	"DELETE /_sim/chaos                   chaos mode off -> 204",
+	"POST   /_sim/servers/{id}/halt       power a server off out of band -> 204",
+	"POST   /_sim/servers/{id}/destroy    delete it out of band; Vultr: {\"answer\": \"not-found\" | \"invalid-id\"} -> 204",
+	"POST   /_sim/servers/{id}/relabel    Vultr {\"label\", \"tags\"}, Hot Aisle {\"description\"} out of band -> 204",
+	"POST   /_sim/ip-reuse                {\"on\": true}: new servers take released addresses -> 204",
+	"POST   /_sim/reset                   back to the start state -> 204",
+}
+
+// withAdmin serves the admin API under AdminPrefix (adminEndpoints) and
+// passes every other request to the fake. Admin errors are
+// {"error": "<message>"}; the admin API needs no key. Durations are Go
+// duration strings ("90s", "20m") in and out; a time that has not come
+// (a live resource's "Deleted") is null.
 func withAdmin(f fake) http.Handler {
 	mux := http.NewServeMux()
-	get := func(path string, v func() any) {
+	get := func(path string, v func(r *http.Request) (any, error)) {
 		mux.HandleFunc("GET "+AdminPrefix+path, func(w http.ResponseWriter, r *http.Request) {
-			adminJSON(w, http.StatusOK, v())
+			out, err := v(r)
+			if err != nil {
+				adminError(w, http.StatusBadRequest, err)
+				return
+			}
+			adminJSON(w, http.StatusOK, out)
 		})
 	}
-	get("snapshot", func() any { return f.Snapshot() })
-	get("resources", func() any { return f.Resources() })
-	get("calls", func() any { return f.Calls() })
-	get("ledger", func() any { return f.Ledger() })
-	get("routes", func() any { return f.Routes() })
-	mux.HandleFunc("POST "+AdminPrefix+"faults", func(w http.ResponseWriter, r *http.Request) {
-		af, err := decodeFault(r.Body)
-		if err == nil {
-			err = f.Inject(af.fault())
-		}
-		if err != nil {
-			adminJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
-			return
-		}
-		adminJSON(w, http.StatusCreated, af)
-	})
+	get("{$}", func(*http.Request) (any, error) { return adminEndpoints, nil })
+	get("snapshot", func(*http.Request) (any, error) { return f.Snapshot(), nil })
+	get("resources", func(r *http.Request) (any, error) { return adminResources(f, r) })
+	get("calls", func(*http.Request) (any, error) { return f.Calls(), nil })
+	get("ledger", func(*http.Request) (any, error) { return f.Ledger(), nil })
+	get("routes", func(*http.Request) (any, error) { return f.Routes(), nil })
+	get("faults", func(*http.Request) (any, error) { return adminFaultsOf(f), nil })
+	mux.HandleFunc("POST "+AdminPrefix+"faults", func(w http.ResponseWriter, r *http.Request) { armFault(w, r, f) })
 	mux.HandleFunc("DELETE "+AdminPrefix+"faults", func(w http.ResponseWriter, r *http.Request) {
 		f.ClearFaults()
 		w.WriteHeader(http.StatusNoContent)
+	})
+	mux.HandleFunc("POST "+AdminPrefix+"chaos", func(w http.ResponseWriter, r *http.Request) { startChaos(w, r, f) })
+	mux.HandleFunc("DELETE "+AdminPrefix+"chaos", func(w http.ResponseWriter, r *http.Request) {
+		f.StopChaos()
+		w.WriteHeader(http.StatusNoContent)
+	})
+	mux.HandleFunc("POST "+AdminPrefix+"servers/{id}/{op}", func(w http.ResponseWriter, r *http.Request) {
+		adminDone(w, serverOp(f, r))
+	})
+	mux.HandleFunc("POST "+AdminPrefix+"ip-reuse", func(w http.ResponseWriter, r *http.Request) {
+		var req struct{ On bool }
+		err := adminDecode(r.Body, &req)
+		if err == nil {
+			f.ReuseReleasedIPs(req.On)
+		}
+		adminDone(w, err)
 	})
 	mux.HandleFunc("POST "+AdminPrefix+"reset", func(w http.ResponseWriter, r *http.Request) {
 		f.Reset()
 		w.WriteHeader(http.StatusNoContent)
 	})
 	mux.HandleFunc(AdminPrefix, func(w http.ResponseWriter, r *http.Request) {
-		adminJSON(w, http.StatusNotFound, map[string]string{"error": "no admin endpoint " + r.Method + " " + r.URL.Path})
+		adminError(w, http.StatusNotFound, fmt.Errorf("no admin endpoint %s %s; GET %s lists them",
+			r.Method, r.URL.Path, AdminPrefix))
 	})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if strings.HasPrefix(r.URL.Path, AdminPrefix) {
@@ -85,70 +116,129 @@ func withAdmin(f fake) http.Handler {
 	})
 }
 
+// adminResources serves GET /_sim/resources?kind=…&live=true.
+func adminResources(f fake, r *http.Request) (any, error) {
+	q := r.URL.Query()
+	rs := f.Resources()
+	switch q.Get("live") {
+	case "", "false":
+		if k := q.Get("kind"); k != "" {
+			var out []sim.Resource
+			for _, x := range rs {
+				if x.Kind == k {
+					out = append(out, x)
+				}
+			}
+			rs = out
+		}
+	case "true":
+		rs = sim.LiveOf(rs, q.Get("kind"))
+	default:
+		return nil, fmt.Errorf("live=%q: want true or false", q.Get("live"))
+	}
+	if rs == nil {
+		rs = []sim.Resource{}
+	}
+	return rs, nil
+}
+
+// serverOp serves POST /_sim/servers/{id}/{halt,destroy,relabel}.
+func serverOp(f fake, r *http.Request) error {
+	id := r.PathValue("id")
+	switch op := r.PathValue("op"); op {
+	case "halt":
+		return f.HaltOutOfBand(id)
+	case "destroy":
+		return destroyOp(f, id, r.Body)
+	case "relabel":
+		return relabelOp(f, id, r.Body)
+	default:
+		return fmt.Errorf("no server operation %q: halt, destroy or relabel", op)
+	}
+}
+
+func destroyOp(f fake, id string, body io.Reader) error {
+	var req struct{ Answer string }
+	if err := adminDecodeOptional(body, &req); err != nil {
+		return err
+	}
+	switch x := f.(type) {
+	case *sim.Vultr:
+		switch req.Answer {
+		case "", "not-found":
+			return x.DestroyOutOfBand(id, sim.VultrGoneNotFound)
+		case "invalid-id":
+			return x.DestroyOutOfBand(id, sim.VultrGoneInvalidID)
+		}
+		return fmt.Errorf(`"answer" %q: want "not-found" (404) or "invalid-id" (400 "invalid instance ID")`, req.Answer)
+	case *sim.HotAisle:
+		if req.Answer != "" && req.Answer != "not-found" {
+			return errors.New(`Hot Aisle answers a deleted server with 404 only: "answer" must be "not-found" or absent`)
+		}
+		return x.DestroyOutOfBand(id)
+	}
+	return errors.New("this fake cannot destroy servers out of band")
+}
+
+func relabelOp(f fake, id string, body io.Reader) error {
+	switch x := f.(type) {
+	case *sim.Vultr:
+		var req struct {
+			Label string
+			Tags  []string
+		}
+		if err := adminDecode(body, &req); err != nil {
+			return err
+		}
+		return x.RelabelOutOfBand(id, req.Label, req.Tags)
+	case *sim.HotAisle:
+		var req struct{ Description string }
+		if err := adminDecode(body, &req); err != nil {
+			return err
+		}
+		return x.RelabelOutOfBand(id, req.Description)
+	}
+	return errors.New("this fake cannot relabel servers out of band")
+}
+
+// adminDone answers 204, or 400 with err.
+func adminDone(w http.ResponseWriter, err error) {
+	if err != nil {
+		adminError(w, http.StatusBadRequest, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func adminError(w http.ResponseWriter, status int, err error) {
+	adminJSON(w, status, map[string]string{"error": err.Error()})
+}
+
 func adminJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
 	_ = enc.Encode(v)
 }
 
-// adminFault is the JSON of POST /_sim/faults: the fields of sim.Fault
-// (keys matched case-insensitively: "route", "times", "status", "message",
-// "aftercommit", "reset", "retryafter", "duration"); the durations are Go
-// duration strings ("20m", "1s") or numbers of seconds.
-type adminFault struct {
-	Route       string
-	Times       int
-	Status      int
-	Message     string
-	AfterCommit bool
-	Reset       bool
-	RetryAfter  adminDuration
-	Duration    adminDuration
-}
-
-// adminDuration decodes "20m" or a number of seconds.
-type adminDuration time.Duration
-
-// MarshalJSON writes the duration as a Go duration string ("20m0s").
-func (d adminDuration) MarshalJSON() ([]byte, error) {
-	return json.Marshal(time.Duration(d).String())
-}
-
-func (d *adminDuration) UnmarshalJSON(b []byte) error {
-	var s string
-	if err := json.Unmarshal(b, &s); err == nil {
-		v, err := time.ParseDuration(s)
-		if err != nil {
-			return err
-		}
-		*d = adminDuration(v)
-		return nil
+// adminDecode reads a JSON object into v (keys matched case-insensitively,
+// unknown keys refused).
+func adminDecode(body io.Reader, v any) error {
+	dec := json.NewDecoder(io.LimitReader(body, 1<<20))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("bad JSON body: %w", err)
 	}
-	secs, err := strconv.ParseFloat(string(b), 64)
-	if err != nil {
-		return fmt.Errorf("duration %s: want a string like \"20m\" or a number of seconds", b)
-	}
-	*d = adminDuration(secs * float64(time.Second))
 	return nil
 }
 
-func decodeFault(body io.Reader) (adminFault, error) {
-	var af adminFault
-	dec := json.NewDecoder(io.LimitReader(body, 1<<20))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&af); err != nil {
-		return af, fmt.Errorf("bad fault JSON: %w", err)
+// adminDecodeOptional is adminDecode, an empty body leaving v as it is.
+func adminDecodeOptional(body io.Reader, v any) error {
+	data, err := io.ReadAll(io.LimitReader(body, 1<<20))
+	if err != nil || strings.TrimSpace(string(data)) == "" {
+		return err
 	}
-	if af.Route == "" {
-		return af, errors.New(`bad fault: "route" is required (see GET /_sim/routes, or "*" for every route)`)
-	}
-	return af, nil
-}
-
-func (af adminFault) fault() sim.Fault {
-	return sim.Fault{Route: af.Route, Times: af.Times, Status: af.Status, Message: af.Message,
-		AfterCommit: af.AfterCommit, Reset: af.Reset, RetryAfter: time.Duration(af.RetryAfter),
-		Duration: time.Duration(af.Duration)}
+	return adminDecode(strings.NewReader(string(data)), v)
 }

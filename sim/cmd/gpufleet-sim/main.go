@@ -4,14 +4,21 @@
 //
 //	go run ./sim/cmd/gpufleet-sim -speed 60
 //
+// A script that stops it by pid builds it first (the pid of "go run" is the
+// go tool's, not the server's):
+//
+//	go build -o gpufleet-sim ./sim/cmd/gpufleet-sim && ./gpufleet-sim -speed 60 &
+//
 // It prints one line per fake, easy to parse:
 //
 //	GPUFLEET_SIM_VULTR_URL=http://127.0.0.1:41001/v2
 //	GPUFLEET_SIM_HOTAISLE_URL=http://127.0.0.1:41002/api
 //
 // and serves on each port, besides the fake's API, an admin API under
-// /_sim/ (see the README): snapshot, resources, calls, ledger, routes,
-// faults, reset. It stops on SIGINT or SIGTERM.
+// /_sim/ (GET /_sim/ lists it): snapshot, resources, calls, ledger, routes,
+// faults, chaos mode, out-of-band operations, reset. -chaos bad-day makes
+// both fakes misbehave from the start, seeded by -chaos-seed. It stops on
+// SIGINT or SIGTERM; -h prints the flags and exits 0.
 package main
 
 import (
@@ -54,16 +61,27 @@ type config struct {
 	seed                    uint64
 	speed                   float64
 	vultrRPS                float64
+	chaos                   string
+	chaosSeed               uint64
+	lag                     time.Duration
 }
+
+const usageHead = `gpufleet-sim serves fakes of the Vultr API v2 and the Hot Aisle API on
+loopback ports, for test suites in any language. It prints one line per fake:
+
+  GPUFLEET_SIM_VULTR_URL=http://127.0.0.1:PORT/v2
+  GPUFLEET_SIM_HOTAISLE_URL=http://127.0.0.1:PORT/api
+
+Each port also serves an admin API under /_sim/ (GET /_sim/ lists it).
+It stops on SIGINT or SIGTERM.
+
+Flags:
+`
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
 	var c config
 	fs := flag.NewFlagSet("gpufleet-sim", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, "gpufleet-sim serves fakes of the Vultr and Hot Aisle APIs on loopback ports, for test suites in any language.\n\nUsage: gpufleet-sim [flags]\n\nFlags:\n")
-		fs.PrintDefaults()
-	}
 	fs.StringVar(&c.vultrAddr, "vultr-addr", "127.0.0.1:0", "listen address of the Vultr fake (port 0: any free port)")
 	fs.StringVar(&c.hotaisleAddr, "hotaisle-addr", "127.0.0.1:0", "listen address of the Hot Aisle fake (port 0: any free port)")
 	fs.StringVar(&c.vultrKey, "vultr-key", sim.DefaultAPIKey, "API key the Vultr fake accepts (Authorization: Bearer <key>)")
@@ -73,8 +91,24 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.Float64Var(&c.speed, "speed", 1, "cloud time runs this many times faster than wall time (60: an hour per minute)")
 	fs.Float64Var(&c.vultrRPS, "vultr-rps", sim.DefaultVultrRateLimit,
 		"Vultr rate limit in requests per wall-clock second (0: none)")
+	fs.StringVar(&c.chaos, "chaos", "", fmt.Sprintf("chaos mode from the start with this profile, one of %q", sim.ChaosProfileNames()))
+	chaosSeed := fs.Uint64("chaos-seed", 0, "seed of chaos mode (default: -seed)")
+	fs.DurationVar(&c.lag, "visibility-lag", 0, "servers created less than this long ago (cloud time) are missing from reads, e.g. 30s")
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), usageHead)
+		fs.PrintDefaults()
+	}
 	if err := fs.Parse(args); err != nil {
 		return c, err
+	}
+	c.chaosSeed = c.seed
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "chaos-seed" {
+			c.chaosSeed = *chaosSeed
+		}
+	})
+	if _, ok := sim.ChaosProfileByName(c.chaos); c.chaos != "" && !ok {
+		return c, fmt.Errorf("-chaos %q: want one of %q", c.chaos, sim.ChaosProfileNames())
 	}
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("unexpected arguments %q", fs.Args())
@@ -94,7 +128,11 @@ func (c config) fakes() (*sim.Vultr, *sim.HotAisle, *sim.Network) {
 		clock = sim.ScaledClock(c.speed)
 	}
 	network := sim.NewNetwork(clock, c.seed)
-	common := []sim.Option{sim.WithSeed(c.seed), sim.WithClock(clock), sim.WithNetwork(network)}
+	common := []sim.Option{sim.WithSeed(c.seed), sim.WithClock(clock), sim.WithNetwork(network),
+		sim.WithVisibilityLag(c.lag)}
+	if p, ok := sim.ChaosProfileByName(c.chaos); ok {
+		common = append(common, sim.WithChaos(c.chaosSeed, p))
+	}
 	burst := max(int(c.vultrRPS), 1)
 	v := sim.NewVultr(append(common, sim.WithAPIKey(c.vultrKey),
 		sim.WithVultrRateLimit(c.vultrRPS/c.speed, burst))...)
@@ -127,6 +165,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "GPUFLEET_SIM_HOTAISLE_URL=http://%s/api\n", hl.Addr())
 	fmt.Fprintf(stderr, "gpufleet-sim: seed %d, speed %vx, Hot Aisle team %q; admin API under %s on both ports\n",
 		c.seed, c.speed, c.team, AdminPrefix)
+	if c.chaos != "" {
+		fmt.Fprintf(stderr, "gpufleet-sim: chaos mode %q, seed %d\n", c.chaos, c.chaosSeed)
+	}
 	errs := make(chan error, 2)
 	for i, l := range []net.Listener{vl, hl} {
 		go func() { errs <- servers[i].Serve(l) }()

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -75,6 +77,43 @@ func TestRunServesBothFakes(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("run did not stop")
 	}
+}
+
+// The process run with -h prints what the command is and its flags, and
+// exits 0.
+func TestHelpProcessExitsZero(t *testing.T) {
+	if os.Getenv("GPUFLEET_SIM_MAIN") == "1" {
+		os.Args = []string{"gpufleet-sim", "-h"}
+		main()
+		return
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHelpProcessExitsZero$")
+	cmd.Env = append(os.Environ(), "GPUFLEET_SIM_MAIN=1")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	require.NoError(t, cmd.Run(), "exit status")
+	assert.Contains(t, stderr.String(), "serves fakes of the Vultr API v2 and the Hot Aisle API")
+	assert.Contains(t, stderr.String(), "-chaos")
+	assert.Contains(t, stderr.String(), "/_sim/")
+}
+
+func TestParseChaosFlags(t *testing.T) {
+	c, err := parseFlags([]string{"-seed", "4", "-chaos", "bad-day", "-visibility-lag", "30s"}, io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, "bad-day", c.chaos)
+	assert.Equal(t, uint64(4), c.chaosSeed, "the chaos seed defaults to -seed")
+	assert.Equal(t, 30*time.Second, c.lag)
+	c, err = parseFlags([]string{"-chaos", "storm", "-chaos-seed", "0"}, io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(0), c.chaosSeed)
+	_, err = parseFlags([]string{"-chaos", "sunny"}, io.Discard)
+	assert.ErrorContains(t, err, "bad-day")
+	v, h, n := c.fakes()
+	defer n.Close()
+	_, on := chaosOn(v)
+	assert.True(t, on)
+	_, on = chaosOn(h)
+	assert.True(t, on)
 }
 
 // -h prints what the program is and exits 0, like the examples.
