@@ -1,5 +1,3 @@
-//go:build gpufleet_wip
-
 package fleet_test
 
 import (
@@ -42,6 +40,7 @@ type world struct {
 	extra    map[string]int       // fleet → creates explained by crashes
 	log      []string             // what happened at run time, for the report
 	events   []genEvent
+	emptyAt  []time.Time // restarts with an empty Store
 	armed    *armedCrash
 	restart  *crashPlan      // a crash happened: restart with this plan at the next tick
 	foreign  map[string]bool // ids of other owners' resources, planted
@@ -71,9 +70,13 @@ type genEvent struct {
 }
 
 type armedCrash struct {
-	gen  *generation
-	plan crashPlan
+	gen   *generation
+	plan  crashPlan
+	until time.Time // then it fires by timer: every planned crash happens
 }
+
+// armedFor is how long an armed crash waits for its event or call.
+const armedFor = 10 * time.Minute
 
 func newWorld(t *testing.T, sch *schedule) *world {
 	w := &world{t: t, sch: sch, start: time.Now(), rng: rand.New(rand.NewPCG(sch.seed, 7)),
@@ -118,9 +121,9 @@ func (w *world) startGen() *generation {
 	hc := hotaisle.New(sim.DefaultAPIKey, sim.DefaultTeam, hotaisle.WithHTTPClient(w.hot.Client()))
 	vp := &wrappedVPC{wrapped: wrapped{p: vultr.NewProvider(vc), w: w, g: g}}
 	vp.vp = vp.p.(fleet.VPCProvider)
-	hp := &wrapped{p: hotaisle.NewProvider(hc, hotaisle.WithBareMetal(true)), w: w, g: g}
+	hp := &wrappedKeys{wrapped: wrapped{p: hotaisle.NewProvider(hc, hotaisle.WithBareMetal(true)), w: w, g: g}}
 	m, err := fleet.NewManager(fleet.Config{Providers: []fleet.Provider{vp, hp}, Owner: testOwner, Store: g.store,
-		OnEvent: func(ev fleet.Event) { w.onEvent(g, ev) }})
+		Interval: w.sch.interval, OnEvent: func(ev fleet.Event) { w.onEvent(g, ev) }})
 	if err != nil {
 		w.t.Fatalf("generation %d: %v", g.n, err)
 	}
@@ -174,7 +177,7 @@ func (w *world) arm(p crashPlan) {
 		return
 	}
 	w.mu.Lock()
-	w.armed = &armedCrash{gen: w.gen, plan: p}
+	w.armed = &armedCrash{gen: w.gen, plan: p, until: time.Now().Add(armedFor)}
 	w.mu.Unlock()
 }
 
@@ -195,6 +198,12 @@ func (w *world) callCrash(g *generation, method string, after bool) {
 // tick is one turn of the driver: restart after a crash, close crashed
 // generations once the next one has worked, and (Reconcile mode) one pass.
 func (w *world) tick() {
+	w.mu.Lock()
+	late := w.armed
+	w.mu.Unlock()
+	if late != nil && !time.Now().Before(late.until) {
+		w.crash(late.gen, late.plan, "by timer (its trigger did not come)")
+	}
 	w.mu.Lock()
 	plan := w.restart
 	w.restart = nil
@@ -239,6 +248,7 @@ func (w *world) restartAfterCrash(p crashPlan) {
 	old := w.gen
 	w.toClose = append(w.toClose, old)
 	if p.EmptyStore {
+		w.emptyAt = append(w.emptyAt, time.Now())
 		w.base = fleet.NewMemoryStore()
 		w.mu.Lock()
 		now := time.Now()
@@ -449,6 +459,37 @@ func (p *wrapped) List(ctx context.Context) (out []fleet.Instance, err error) {
 
 func (p *wrapped) Delete(ctx context.Context, id string, opts fleet.DeleteOptions) error {
 	return p.call(ctx, "Delete", func() error { return p.p.Delete(ctx, id, opts) })
+}
+
+// The providers' optional capabilities go through the same faults.
+
+func (p *wrapped) ListKind(ctx context.Context, bareMetal bool) (out []fleet.Instance, err error) {
+	err = p.call(ctx, "List", func() error {
+		out, err = p.p.(fleet.KindLister).ListKind(ctx, bareMetal)
+		out = slices.DeleteFunc(out, func(i fleet.Instance) bool { return p.w.isHidden(p.p.Name(), i.ID) })
+		return err
+	})
+	return out, err
+}
+
+func (p *wrapped) SetLabel(ctx context.Context, id string, l fleet.Label) error {
+	return p.call(ctx, "SetLabel", func() error { return p.p.(fleet.Labeler).SetLabel(ctx, id, l) })
+}
+
+func (p *wrapped) Start(ctx context.Context, id string) error {
+	return p.call(ctx, "Start", func() error { return p.p.(fleet.Restarter).Start(ctx, id) })
+}
+
+// wrappedKeys is the Hot Aisle provider, which registers SSH keys.
+type wrappedKeys struct{ wrapped }
+
+func (p *wrappedKeys) ListSSHKeys(ctx context.Context) (out []fleet.SSHKey, err error) {
+	err = p.call(ctx, "ListSSHKeys", func() error { out, err = p.p.(fleet.SSHKeyProvider).ListSSHKeys(ctx); return err })
+	return out, err
+}
+
+func (p *wrappedKeys) DeleteSSHKey(ctx context.Context, id string) error {
+	return p.call(ctx, "DeleteSSHKey", func() error { return p.p.(fleet.SSHKeyProvider).DeleteSSHKey(ctx, id) })
 }
 
 func (p *wrappedVPC) CreateVPC(ctx context.Context, region string, label fleet.Label) (v fleet.VPC, err error) {

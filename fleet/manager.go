@@ -177,9 +177,10 @@ type Manager struct {
 	labelNext      map[string]time.Time
 	providerHold   map[string]time.Time // provider → no creates before (account-level refusal)
 	holdFails      map[string]int
-	offerOK        map[string]bool   // offer key → a create of it succeeded
-	lastRefusal    map[string]string // fleet → the last create refusal
-	acquired       map[string]bool   // request ids handed out by Acquire whose busy intent the loop has not taken yet
+	offerOK        map[string]bool      // offer key → a create of it succeeded
+	lastRefusal    map[string]string    // fleet → the last create refusal
+	acquired       map[string]bool      // request ids handed out by Acquire whose busy intent the loop has not taken yet
+	answered       map[string]time.Time // request id → when its create answered
 
 	evMu      sync.Mutex // guards pending
 	deliverMu sync.Mutex // one delivering goroutine at a time
@@ -272,7 +273,7 @@ func (m *Manager) initMaps() {
 	m.keyRetry, m.keyFails = map[string]time.Time{}, map[string]int{}
 	m.agentChecked, m.relabel, m.labelNext = map[string]time.Time{}, map[string]bool{}, map[string]time.Time{}
 	m.providerHold, m.holdFails, m.offerOK = map[string]time.Time{}, map[string]int{}, map[string]bool{}
-	m.lastRefusal, m.acquired = map[string]string{}, map[string]bool{}
+	m.lastRefusal, m.acquired, m.answered = map[string]string{}, map[string]bool{}, map[string]time.Time{}
 	m.agentNext, m.keyedAgents, m.abandoned = map[string]time.Time{}, map[string]Agent{}, map[string]bool{}
 	m.keyMissing, m.keyMissingSaid, m.deadlineMisses = map[string]bool{}, map[string]bool{}, map[string]int{}
 }

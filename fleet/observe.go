@@ -66,8 +66,8 @@ func (m *Manager) applyVPCList(name string, vpcs []VPC, err error, now time.Time
 // instance is younger than Policy.VisibilityGrace (new servers can be
 // missing from lists and answer 404 for a while). m.mu held.
 func (m *Manager) confirmGone(r *InstanceRecord, now time.Time) {
-	if now.Sub(r.Instance.Created) < m.pol.VisibilityGrace || m.busy("delete/"+r.Instance.RequestID) {
-		return
+	if now.Sub(maxTime(r.Instance.Created, m.answered[r.Instance.RequestID])) < m.pol.VisibilityGrace || m.busy("delete/"+r.Instance.RequestID) {
+		return // too new to be concluded gone: counted from the create's answer
 	}
 	reqID, id, p := r.Instance.RequestID, r.Instance.ID, m.providers[r.Instance.Provider]
 	m.launch("get/"+reqID, taskCall, m.pol.CallTimeout, func(ctx context.Context) func(time.Time) {

@@ -452,12 +452,13 @@ func (m *Manager) createResult(reqID string, inst Instance, vpcID string, err er
 		return // replicas: the fleet's holder resolves it by label
 	}
 	fleet, provider := r.Instance.Fleet, r.Instance.Provider
+	if f := m.fleets[fleet]; f != nil && len(f.Spec.SSHKeys) > 0 && keyProvider(m.providers[provider]) != nil {
+		m.keysDirty[provider] = true // the call may have registered keys, whatever it answered: list them
+	}
 	switch {
 	case err == nil && inst.ID != "":
+		m.answered[reqID] = now
 		m.created(r, inst, vpcID, now)
-		if f := m.fleets[fleet]; f != nil && len(f.Spec.SSHKeys) > 0 && keyProvider(m.providers[provider]) != nil {
-			m.keysDirty[provider] = true // keys registered: list them
-		}
 		if r.Termination != nil {
 			return // released while the call was under way: the release goes on
 		}

@@ -8,6 +8,14 @@ import (
 // uncertainCheck is how often an uncertain create is looked up by label.
 const uncertainCheck = 30 * time.Second
 
+// An instance that vanished without a release from this Manager is looked
+// for every vanishCheck for vanishWatch: lists lag, and one that shows again
+// is tracked again (and released if nothing wants it).
+const (
+	vanishCheck = 2 * time.Minute
+	vanishWatch = time.Hour
+)
+
 // nextCheck is when record r next needs a listing of its provider and
 // kind (zero: none). It follows what is expected of the instance: a new
 // instance is first looked at near its offer's typical boot time and then
@@ -18,6 +26,10 @@ func (m *Manager) nextCheck(r *InstanceRecord) time.Time {
 	seen := m.seen[id]
 	switch {
 	case r.Instance.Status == StatusTerminated:
+		if r.Termination == nil && r.Instance.ID != "" && len(r.Instance.History) > 0 &&
+			seen.Sub(r.Instance.History[len(r.Instance.History)-1].Time) < vanishWatch {
+			return seen.Add(vanishCheck) // vanished without a release: it may show again
+		}
 		return time.Time{}
 	case r.Instance.ID == "":
 		if !r.CreateUncertain || m.busy("create/"+id) {
@@ -127,6 +139,9 @@ func (m *Manager) listDue(now time.Time) {
 					m.applyList(name, list, err, kindSet{vms, metal}, now)
 				}
 				if err != nil {
+					if wantKeys {
+						m.keysDirty[name] = true // not listed: next time
+					}
 					return
 				}
 				if wantVPCs {
@@ -154,7 +169,7 @@ func (k kindSet) covers(o Offer) bool { return (o.BareMetal && k.metal) || (!o.B
 // label lookup. m.mu held.
 func (m *Manager) vpcUncertain(name string) bool {
 	for _, f := range m.fleets {
-		if f.VPC != nil && f.VPC.Pending && f.VPC.LastError != "" && f.VPC.VPC.Provider == name && !m.busy("vpc/"+f.Spec.Name) {
+		if f.VPC != nil && f.VPC.Pending && f.VPC.VPC.Provider == name && !m.busy("vpc/"+f.Spec.Name) {
 			return true
 		}
 	}
