@@ -239,10 +239,12 @@ func (m *Manager) applySync(res syncResult, acks map[string]int64, now time.Time
 		m.event(Event{Type: EventStoreWriteFailed, Err: res.err.Error(), Message: "the lease sync failed; fleets are given up when their leases run out"})
 		return
 	}
+	becameGC := res.gc.Token != 0 && res.gc.Token != r.gc.Token // renewals keep the token
 	r.self, r.selfAt, r.gc, r.gcAt = res.self, res.selfAt, res.gc, res.gcAt
 	for f, seq := range acks {
 		r.acked[f] = max(r.acked[f], seq)
 	}
+	before := r.fleetKeys
 	r.fleetKeys = map[string][]string{}
 	for name, f := range res.fleets {
 		r.fleetKeys[name] = f.Spec.SSHKeys
@@ -252,6 +254,7 @@ func (m *Manager) applySync(res syncResult, acks map[string]int64, now time.Time
 			r.fleetKeys[name] = append(r.fleetKeys[name], in.Spec.SSHKeys...)
 		}
 	}
+	m.relistKeys(before, becameGC, now)
 	for _, name := range res.lost {
 		m.dropFleet(name, "its lease was lost")
 	}
@@ -282,6 +285,31 @@ func (m *Manager) applySync(res syncResult, acks map[string]int64, now time.Time
 				_ = r.ls.ReleaseLease(ctx, l)
 				return nil
 			})
+		}
+	}
+}
+
+// relistKeys has the collector replica list SSH keys again when it has
+// just become the collector, or when a fleet left the store (its keys may
+// be free now): deleted fleets' holders cannot tell whether a key is still
+// needed by fleets other replicas hold, and no create of the collector's
+// own may come to ask for a listing. m.mu held.
+func (m *Manager) relistKeys(before map[string][]string, becameGC bool, now time.Time) {
+	if !m.isGC(now) {
+		return
+	}
+	gone := becameGC
+	for name := range before {
+		if _, ok := m.rep.fleetKeys[name]; !ok && len(before[name]) > 0 {
+			gone = true
+		}
+	}
+	if !gone {
+		return
+	}
+	for name, p := range m.providers {
+		if keyProvider(p) != nil {
+			m.keysDirty[name] = true
 		}
 	}
 }
