@@ -56,17 +56,29 @@ func (m *Manager) isGC(_ time.Time) bool {
 }
 
 // rendezvous picks, among the live holders, the one with the highest hash
-// of (key, holder): every replica computes the same pick.
+// of (key, holder): every replica computes the same pick. The 64-bit FNV-1a
+// hash is finished with a mixer: alone it barely spreads its last bytes, so
+// holders named alike ("r1", "r2", "r3") got shares of 1/2, 1/4 and 1/4.
 func rendezvous(key string, holders []string) string {
 	best, bestH := "", uint64(0)
 	for _, h := range holders {
 		f := fnv.New64a()
 		f.Write([]byte(key + "\x00" + h))
-		if v := f.Sum64(); best == "" || v > bestH {
+		if v := mix64(f.Sum64()); best == "" || v > bestH {
 			best, bestH = h, v
 		}
 	}
 	return best
+}
+
+// mix64 is MurmurHash3's 64-bit finalizer: every input bit flips each
+// output bit with probability one half.
+func mix64(x uint64) uint64 {
+	x ^= x >> 33
+	x *= 0xff51afd7ed558ccd
+	x ^= x >> 33
+	x *= 0xc4ceb9fe1a85ec53
+	return x ^ x>>33
 }
 
 // syncResult is what one lease sync learned.
