@@ -88,6 +88,7 @@ type syncResult struct {
 	got          map[string]Lease // fleets acquired or renewed
 	gotAt        time.Time
 	lost         []string // held fleets no longer ours
+	gone         []string // held fleets deleted from the store (their leases released)
 	handover     []string // held fleets that fall to another live replica
 	fleets       map[string]FleetRecord
 	insts        []InstanceRecord // of newly acquired fleets
@@ -215,6 +216,7 @@ func (m *Manager) leaseSync(ctx context.Context, self, gc Lease, held map[string
 	for name := range held {
 		if !names[name] {
 			_ = r.ls.ReleaseLease(ctx, held[name]) // the fleet is gone from the store
+			res.gone = append(res.gone, name)
 		}
 	}
 	lctx := ctx
@@ -267,6 +269,12 @@ func (m *Manager) applySync(res syncResult, acks map[string]int64, now time.Time
 		}
 	}
 	m.relistKeys(before, becameGC, now)
+	for _, name := range res.gone {
+		if m.fleets[name] == nil { // deleted: FleetDeleted said so already
+			delete(r.held, name)
+			delete(r.heldAt, name)
+		}
+	}
 	for _, name := range res.lost {
 		m.dropFleet(name, "its lease was lost")
 	}

@@ -171,3 +171,32 @@ func TestReplicasRemoveASharedSSHKeyOnceNoStoredFleetNeedsIt(t *testing.T) {
 		assert.Zero(t, live(e.hot.Resources(), "ssh_key"), "the shared key is removed")
 	})
 }
+
+// A replica forgets the lease of a fleet that left the store without
+// saying that it lost it: no FleetReleased follows FleetDeleted.
+func TestReplicasForgetDeletedFleetsQuietly(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t, fleet.Policy{})
+		store := fleet.NewMemoryLeaseStore(nil)
+		rs := newReplicaSet(t, e, store, 2)
+		want := map[string]int{"a": 1, "b": 1, "c": 1}
+		for name := range want {
+			require.NoError(t, rs.ms[0].Apply(t.Context(), spec(name, 1, vultrVM("ewr"))))
+		}
+		for deadline := time.Now().Add(time.Hour); !converged(t, store, want); time.Sleep(30 * time.Second) {
+			require.True(t, time.Now().Before(deadline), "not converged")
+		}
+		released := e.count(fleet.EventFleetReleased) // handovers while the replicas registered
+		for name := range want {
+			require.NoError(t, rs.ms[1].Delete(t.Context(), name))
+		}
+		for deadline := time.Now().Add(3 * time.Hour); e.count(fleet.EventFleetDeleted) < len(want); time.Sleep(time.Minute) {
+			require.True(t, time.Now().Before(deadline), "not deleted")
+		}
+		time.Sleep(5 * time.Minute) // ten lease syncs, five lease lifetimes
+		rs.stopAll()
+		for _, ev := range e.eventsOf(fleet.EventFleetReleased)[released:] {
+			t.Errorf("after the deletes: %s", ev)
+		}
+	})
+}
