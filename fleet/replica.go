@@ -56,17 +56,29 @@ func (m *Manager) isGC(_ time.Time) bool {
 }
 
 // rendezvous picks, among the live holders, the one with the highest hash
-// of (key, holder): every replica computes the same pick.
+// of (key, holder): every replica computes the same pick. The 64-bit FNV-1a
+// hash is finished with a mixer: alone it barely spreads its last bytes, so
+// holders named alike ("r1", "r2", "r3") got shares of 1/2, 1/4 and 1/4.
 func rendezvous(key string, holders []string) string {
 	best, bestH := "", uint64(0)
 	for _, h := range holders {
 		f := fnv.New64a()
 		f.Write([]byte(key + "\x00" + h))
-		if v := f.Sum64(); best == "" || v > bestH {
+		if v := mix64(f.Sum64()); best == "" || v > bestH {
 			best, bestH = h, v
 		}
 	}
 	return best
+}
+
+// mix64 is MurmurHash3's 64-bit finalizer: every input bit flips each
+// output bit with probability one half.
+func mix64(x uint64) uint64 {
+	x ^= x >> 33
+	x *= 0xff51afd7ed558ccd
+	x ^= x >> 33
+	x *= 0xc4ceb9fe1a85ec53
+	return x ^ x>>33
 }
 
 // syncResult is what one lease sync learned.
@@ -76,6 +88,7 @@ type syncResult struct {
 	got          map[string]Lease // fleets acquired or renewed
 	gotAt        time.Time
 	lost         []string // held fleets no longer ours
+	gone         []string // held fleets deleted from the store (their leases released)
 	handover     []string // held fleets that fall to another live replica
 	fleets       map[string]FleetRecord
 	insts        []InstanceRecord // of newly acquired fleets
@@ -203,6 +216,7 @@ func (m *Manager) leaseSync(ctx context.Context, self, gc Lease, held map[string
 	for name := range held {
 		if !names[name] {
 			_ = r.ls.ReleaseLease(ctx, held[name]) // the fleet is gone from the store
+			res.gone = append(res.gone, name)
 		}
 	}
 	lctx := ctx
@@ -239,10 +253,12 @@ func (m *Manager) applySync(res syncResult, acks map[string]int64, now time.Time
 		m.event(Event{Type: EventStoreWriteFailed, Err: res.err.Error(), Message: "the lease sync failed; fleets are given up when their leases run out"})
 		return
 	}
+	becameGC := res.gc.Token != 0 && res.gc.Token != r.gc.Token // renewals keep the token
 	r.self, r.selfAt, r.gc, r.gcAt = res.self, res.selfAt, res.gc, res.gcAt
 	for f, seq := range acks {
 		r.acked[f] = max(r.acked[f], seq)
 	}
+	before := r.fleetKeys
 	r.fleetKeys = map[string][]string{}
 	for name, f := range res.fleets {
 		r.fleetKeys[name] = f.Spec.SSHKeys
@@ -250,6 +266,13 @@ func (m *Manager) applySync(res syncResult, acks map[string]int64, now time.Time
 	for name, ins := range res.intents {
 		for _, in := range ins {
 			r.fleetKeys[name] = append(r.fleetKeys[name], in.Spec.SSHKeys...)
+		}
+	}
+	m.relistKeys(before, becameGC, now)
+	for _, name := range res.gone {
+		if m.fleets[name] == nil { // deleted: FleetDeleted said so already
+			delete(r.held, name)
+			delete(r.heldAt, name)
 		}
 	}
 	for _, name := range res.lost {
@@ -282,6 +305,31 @@ func (m *Manager) applySync(res syncResult, acks map[string]int64, now time.Time
 				_ = r.ls.ReleaseLease(ctx, l)
 				return nil
 			})
+		}
+	}
+}
+
+// relistKeys has the collector replica list SSH keys again when it has
+// just become the collector, or when a fleet left the store (its keys may
+// be free now): deleted fleets' holders cannot tell whether a key is still
+// needed by fleets other replicas hold, and no create of the collector's
+// own may come to ask for a listing. m.mu held.
+func (m *Manager) relistKeys(before map[string][]string, becameGC bool, now time.Time) {
+	if !m.isGC(now) {
+		return
+	}
+	gone := becameGC
+	for name := range before {
+		if _, ok := m.rep.fleetKeys[name]; !ok && len(before[name]) > 0 {
+			gone = true
+		}
+	}
+	if !gone {
+		return
+	}
+	for name, p := range m.providers {
+		if keyProvider(p) != nil {
+			m.keysDirty[name] = true
 		}
 	}
 }

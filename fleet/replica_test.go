@@ -132,3 +132,71 @@ func TestReplicasTakeOverWithoutDoubleCreatesOrLeaks(t *testing.T) {
 		assert.Len(t, seen, total, "one server per node: nothing created twice, nothing replaced")
 	})
 }
+
+// Fleets sharing one SSH key are deleted through different replicas: once
+// no stored fleet needs the key, the collector replica lists the keys again
+// and removes it, though no create of its own asks for a listing.
+func TestReplicasRemoveASharedSSHKeyOnceNoStoredFleetNeedsIt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t, fleet.Policy{})
+		e.hot.SetVMLimit(20)
+		require.NoError(t, e.hot.SetQuantity("vm-mi300x-1", 20))
+		store := fleet.NewMemoryLeaseStore(nil)
+		rs := newReplicaSet(t, e, store, 3)
+		key := newKeyLine(t, "shared@ci")
+		want := map[string]int{}
+		for i := range 6 {
+			s := spec(fmt.Sprintf("k%d", i), 1, hotType("vm-mi300x-1"))
+			s.SSHKeys, want[s.Name] = []string{key}, 1
+			require.NoError(t, rs.ms[i%3].Apply(t.Context(), s))
+		}
+		for deadline := time.Now().Add(time.Hour); !converged(t, store, want); time.Sleep(30 * time.Second) {
+			require.True(t, time.Now().Before(deadline), "not converged")
+		}
+		require.Equal(t, 1, live(e.hot.Resources(), "ssh_key"), "registered once for the six fleets")
+		for i := range 6 {
+			require.NoError(t, rs.ms[i%3].Delete(t.Context(), fmt.Sprintf("k%d", i)))
+		}
+		for deadline := time.Now().Add(3 * time.Hour); ; time.Sleep(time.Minute) {
+			fleets, err := store.Fleets(t.Context())
+			require.NoError(t, err)
+			if len(fleets) == 0 {
+				break
+			}
+			require.True(t, time.Now().Before(deadline), "not deleted: %d fleets stored", len(fleets))
+		}
+		time.Sleep(5 * time.Minute) // ten lease syncs
+		rs.stopAll()
+		e.assertNothingLeft()
+		assert.Zero(t, live(e.hot.Resources(), "ssh_key"), "the shared key is removed")
+	})
+}
+
+// A replica forgets the lease of a fleet that left the store without
+// saying that it lost it: no FleetReleased follows FleetDeleted.
+func TestReplicasForgetDeletedFleetsQuietly(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t, fleet.Policy{})
+		store := fleet.NewMemoryLeaseStore(nil)
+		rs := newReplicaSet(t, e, store, 2)
+		want := map[string]int{"a": 1, "b": 1, "c": 1}
+		for name := range want {
+			require.NoError(t, rs.ms[0].Apply(t.Context(), spec(name, 1, vultrVM("ewr"))))
+		}
+		for deadline := time.Now().Add(time.Hour); !converged(t, store, want); time.Sleep(30 * time.Second) {
+			require.True(t, time.Now().Before(deadline), "not converged")
+		}
+		released := e.count(fleet.EventFleetReleased) // handovers while the replicas registered
+		for name := range want {
+			require.NoError(t, rs.ms[1].Delete(t.Context(), name))
+		}
+		for deadline := time.Now().Add(3 * time.Hour); e.count(fleet.EventFleetDeleted) < len(want); time.Sleep(time.Minute) {
+			require.True(t, time.Now().Before(deadline), "not deleted")
+		}
+		time.Sleep(5 * time.Minute) // ten lease syncs, five lease lifetimes
+		rs.stopAll()
+		for _, ev := range e.eventsOf(fleet.EventFleetReleased)[released:] {
+			t.Errorf("after the deletes: %s", ev)
+		}
+	})
+}
