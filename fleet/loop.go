@@ -198,6 +198,14 @@ func (m *Manager) untilNext() time.Duration {
 		}
 	}
 	early(m.nextDue())
+	for _, name := range m.order {
+		if !m.rescanned[name] {
+			early(m.startedAt.Add(m.pol.VisibilityGrace + 30*time.Second))
+		}
+		if now.Before(m.suspect[name].Add(suspectFor)) {
+			early(m.lastFull[name].Add(m.pol.DriftCheckInterval))
+		}
+	}
 	if m.rep != nil { // in process time: convert to the Manager's clock
 		early(now.Add(time.Until(m.rep.nextSync)))
 	}

@@ -148,8 +148,13 @@ type Manager struct {
 	tasks     taskSet
 	obs       map[string]*observation // latest listing per provider
 	seen      map[string]time.Time    // request id → when a listing last covered it
-	keysDirty map[string]bool         // a create registered SSH keys since the last key listing
-	scanned   map[string]bool         // listed once since start (every kind)
+	lastFull  map[string]time.Time    // provider → its last listing of every kind
+	suspect   map[string]time.Time    // provider → when something there may have been missed (see suspectFor)
+	rescanned map[string]bool         // listed whole again VisibilityGrace after start
+	vpcListed map[string]time.Time    // provider → its last successful VPC listing
+	startedAt time.Time
+	keysDirty map[string]bool // a create registered SSH keys since the last key listing
+	scanned   map[string]bool // listed once since start (every kind)
 	offersErr error
 	offersAt  time.Time
 
@@ -258,6 +263,7 @@ func NewManager(cfg Config) (*Manager, error) {
 	if err := m.load(ctx); err != nil {
 		return nil, fmt.Errorf("gpufleet: reading the store: %w", err)
 	}
+	m.startedAt = m.clock.Now()
 	return m, nil
 }
 
@@ -267,6 +273,8 @@ func (m *Manager) initMaps() {
 	m.dirtyF, m.dirtyI, m.goneF, m.goneI = map[string]bool{}, map[string]bool{}, map[string]bool{}, map[string]bool{}
 	m.tasks = newTaskSet()
 	m.obs, m.seen, m.scanned, m.keysDirty = map[string]*observation{}, map[string]time.Time{}, map[string]bool{}, map[string]bool{}
+	m.lastFull, m.suspect, m.rescanned = map[string]time.Time{}, map[string]time.Time{}, map[string]bool{}
+	m.vpcListed = map[string]time.Time{}
 	m.reported, m.orphanVPCs, m.deletedVPCs = map[string]bool{}, map[string]*VPCRecord{}, map[string]time.Time{}
 	m.fleetRetry, m.fleetFails, m.avoid = map[string]time.Time{}, map[string]int{}, map[string]time.Time{}
 	m.agentCancel, m.ownKeys, m.keyObs = map[string]context.CancelFunc{}, map[string]int{}, map[string][]SSHKey{}

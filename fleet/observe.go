@@ -58,6 +58,7 @@ func (m *Manager) applyVPCList(name string, vpcs []VPC, err error, now time.Time
 		m.event(Event{Type: EventProviderUnavailable, Provider: name, Err: err.Error(), Message: "listing VPCs failed; nothing is concluded from it"})
 		return
 	}
+	m.vpcListed[name] = now
 	m.observeVPCs(name, vpcs, now)
 }
 
@@ -160,6 +161,7 @@ func (m *Manager) markGone(r *InstanceRecord, now time.Time) {
 	typ, msg := EventInstanceTerminated, "the provider confirmed the instance gone"
 	if r.Termination == nil {
 		typ, msg = EventInstanceVanished, "the instance disappeared without a release from this Manager"
+		m.suspectProvider(r.Instance.Provider, now)
 	}
 	r.Busy = false
 	m.cancelAgent(r.Instance.RequestID)
@@ -210,6 +212,7 @@ func (m *Manager) resolveUncertain(r *InstanceRecord, o *observation, now time.T
 		return
 	}
 	if now.Sub(r.CreateUncertainSince) >= m.pol.CreateLookupGrace {
+		m.suspectProvider(r.Instance.Provider, now)
 		r.CreateUncertain = false
 		m.setStatus(r, StatusTerminated, "create failed: nothing carries its label", now)
 		m.event(Event{Type: EventCreateUnresolved, Fleet: r.Instance.Fleet, Provider: r.Instance.Provider,

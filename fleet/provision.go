@@ -471,6 +471,7 @@ func (m *Manager) createResult(reqID string, inst Instance, vpcID string, err er
 		err = errors.New("the provider answered without an instance id")
 		fallthrough
 	case !definiteCreateFailure(err):
+		m.suspectProvider(provider, now)
 		r.Instance.LastError = err.Error()
 		m.dirtyI[reqID] = true
 		m.event(Event{Type: EventCreateUncertain, Fleet: fleet, Provider: provider, InstanceID: reqID, Err: err.Error(),

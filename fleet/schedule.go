@@ -59,10 +59,36 @@ func (m *Manager) bootCheck(r *InstanceRecord, seen time.Time) time.Time {
 	return seen.Add(step)
 }
 
+// suspectFor is how long a provider is swept — listed whole every
+// Policy.DriftCheckInterval although nothing of it is due — after
+// something there may have been missed: a create whose answer was lost or
+// ambiguous, a server that vanished. A server that lists did not show yet
+// is then found (and collected or reported). Besides, every provider is
+// listed whole once more VisibilityGrace after the Manager starts (a
+// server a crashed process created just before may have been invisible to
+// the first listing). Otherwise a Manager with nothing to watch makes no
+// calls.
+const suspectFor = time.Hour
+
+// sweepDue marks the providers due for a sweep listing. m.mu held.
+func (m *Manager) sweepDue(due map[string]kindSet, now time.Time) {
+	for _, name := range m.order {
+		rescan := !m.rescanned[name] && !now.Before(m.startedAt.Add(m.pol.VisibilityGrace+30*time.Second))
+		suspect := now.Before(m.suspect[name].Add(suspectFor)) && !now.Before(m.lastFull[name].Add(m.pol.DriftCheckInterval))
+		if rescan || suspect {
+			due[name] = kindSet{vms: true, metal: true}
+		}
+	}
+}
+
+// suspectProvider starts a sweep of provider. m.mu held.
+func (m *Manager) suspectProvider(provider string, now time.Time) { m.suspect[provider] = now }
+
 // dueKinds reports, per provider, which kinds of instances are due for a
 // listing now (one pass over the records). m.mu held.
 func (m *Manager) dueKinds(now time.Time) map[string]kindSet {
 	due := map[string]kindSet{}
+	m.sweepDue(due, now)
 	for _, r := range m.insts {
 		k := due[r.Instance.Provider]
 		if (r.Instance.Offer.BareMetal && k.metal) || (!r.Instance.Offer.BareMetal && k.vms) {
@@ -107,8 +133,15 @@ func (m *Manager) listDue(now time.Time) {
 		kp := keyProvider(p)
 		first := !m.scanned[name]
 		vms, metal := due[name].vms, due[name].metal
-		wantVPCs := vp != nil && (first || m.vpcUncertain(name))
-		wantKeys := kp != nil && (first || m.keysDirty[name])
+		if vms && metal {
+			m.lastFull[name] = now
+			if !now.Before(m.startedAt.Add(m.pol.VisibilityGrace + 30*time.Second)) {
+				m.rescanned[name] = true
+			}
+		}
+		suspect := now.Before(m.suspect[name].Add(suspectFor)) && vms && metal
+		wantVPCs := vp != nil && (first || suspect || m.vpcUncertain(name))
+		wantKeys := kp != nil && (first || suspect || m.keysDirty[name])
 		if first {
 			vms, metal = true, true
 		}
