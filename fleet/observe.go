@@ -211,7 +211,11 @@ func (m *Manager) resolveUncertain(r *InstanceRecord, o *observation, now time.T
 		m.createResult(r.Instance.RequestID, seen, r.Instance.VPCID, nil, now)
 		return
 	}
-	if now.Sub(r.CreateUncertainSince) >= m.pol.CreateLookupGrace {
+	from := r.CreateUncertainSince
+	if !r.CreateAnswered {
+		from = from.Add(m.pol.CreateTimeout) // the answer was lost: the call may have run until its deadline
+	}
+	if now.Sub(from) >= m.pol.CreateLookupGrace {
 		m.suspectProvider(r.Instance.Provider, now)
 		r.CreateUncertain = false
 		m.setStatus(r, StatusTerminated, "create failed: nothing carries its label", now)

@@ -472,6 +472,7 @@ func (m *Manager) createResult(reqID string, inst Instance, vpcID string, err er
 		fallthrough
 	case !definiteCreateFailure(err):
 		m.suspectProvider(provider, now)
+		r.CreateUncertainSince, r.CreateAnswered = now, true // the lookup runs from the answer: a late commit is still found
 		r.Instance.LastError = err.Error()
 		m.dirtyI[reqID] = true
 		m.event(Event{Type: EventCreateUncertain, Fleet: fleet, Provider: provider, InstanceID: reqID, Err: err.Error(),
