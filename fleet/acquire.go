@@ -26,6 +26,12 @@ func (m *Manager) Acquire(ctx context.Context, fleet string) (Instance, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if _, ok := m.fleets[fleet]; !ok {
+		m.intents.mu.Lock()
+		applied, _ := m.intents.fleetState(fleet)
+		m.intents.mu.Unlock()
+		if applied {
+			return Instance{}, classed(ErrNoIdle, "fleet %s (just applied)", fleet)
+		}
 		return Instance{}, classed(ErrNotFound, "fleet %s", fleet)
 	}
 	now := m.clock.Now()

@@ -38,10 +38,14 @@ func (m *Manager) adoptUntracked(provider string, o *observation, now time.Time)
 			known[r.Instance.ID] = true
 		}
 	}
+	gc := m.isGC(now)
 	for _, seen := range o.list {
 		key := provider + "/" + seen.ID
 		if known[seen.ID] || m.abandoned[key] {
 			continue
+		}
+		if m.rep != nil && !m.holds(seen.Fleet, now) && (!gc || m.storedFleetName(seen.Fleet)) {
+			continue // another replica's fleet, or the collector's work
 		}
 		switch {
 		case seen.RequestID == "":
@@ -119,6 +123,10 @@ func (m *Manager) claimOrphans(now time.Time) {
 		if !r.Orphan || r.Termination != nil || r.Instance.Status == StatusTerminated {
 			continue
 		}
+		if m.rep != nil && !m.holds(r.Instance.Fleet, now) && m.storedFleetName(r.Instance.Fleet) {
+			m.removeRecord(r.Instance.RequestID) // its fleet exists: its holder tracks it
+			continue
+		}
 		if f := m.fleets[r.Instance.Fleet]; f != nil && !f.Deleting {
 			r.Orphan = false
 			delete(m.counts, r.Instance.Fleet)
@@ -190,4 +198,11 @@ func (m *Manager) readopt(r *InstanceRecord, seen Instance, now time.Time) {
 	} else if m.surplus(r.Instance.Fleet) {
 		m.requestRelease(r, "scale down", m.policyFor(f), now, true)
 	}
+}
+
+// storedFleetName reports whether the last lease sync saw fleet in the
+// shared store. m.mu held.
+func (m *Manager) storedFleetName(fleet string) bool {
+	_, ok := m.rep.fleetKeys[fleet]
+	return ok
 }

@@ -50,6 +50,11 @@ func (m *Manager) restarted(reqID string, err error, now time.Time) {
 	if r == nil || r.Termination != nil || r.Instance.Status == StatusTerminated {
 		return
 	}
+	if err != nil && (errors.Is(err, ErrLocked) || errors.Is(err, ErrNotActive) || errors.Is(err, ErrUnavailable) || errors.Is(err, ErrRateLimited)) {
+		m.event(Event{Type: EventInstanceStopped, Fleet: r.Instance.Fleet, Provider: r.Instance.Provider, InstanceID: r.Instance.ID,
+			Err: err.Error(), Message: "starting it again was refused for now; tried again at its next check"})
+		return
+	}
 	if err != nil {
 		m.event(Event{Type: EventInstanceStopped, Fleet: r.Instance.Fleet, Provider: r.Instance.Provider, InstanceID: r.Instance.ID,
 			Err: err.Error(), Message: "starting it again failed; released and replaced"})

@@ -132,7 +132,10 @@ func TestStoppedOutOfBandIsRestarted(t *testing.T) {
 				return false
 			}
 			d.agent.set(old, false) // healthy once started again
-			return d.only("f").Status == fleet.StatusIdle
+			d.agent.mu.Lock()
+			restarted := d.agent.starts[old] >= 2
+			d.agent.mu.Unlock()
+			return restarted && d.only("f").Status == fleet.StatusIdle
 		}))
 		d.run(2 * time.Minute)
 		assert.Len(t, activeOf(d.m.Instances("f")), 1, "not replaced")
@@ -275,17 +278,17 @@ func TestApplyRefusesTheImpossible(t *testing.T) {
 	})
 }
 
-// With no fleet and nothing pending, Run makes no calls after the first
-// listing of each provider.
+// With no fleet and nothing pending, Run makes no calls after its start
+// (the first listing of each provider, and one more VisibilityGrace later).
 func TestIdleRunMakesNoCalls(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newEnv(t, fleet.Policy{})
 		ctx, cancel := context.WithCancel(t.Context())
 		done := make(chan error, 1)
 		go func() { done <- e.m.Run(ctx) }()
-		time.Sleep(time.Minute)
+		time.Sleep(10 * time.Minute)
 		first := len(e.vultr.Calls()) + len(e.hot.Calls())
-		assert.Positive(t, first, "the first listing of each provider")
+		assert.Positive(t, first, "the first listing of each provider, and one more VisibilityGrace later")
 		time.Sleep(6 * time.Hour)
 		assert.Equal(t, first, len(e.vultr.Calls())+len(e.hot.Calls()), "no call while nothing is pending")
 		cancel()

@@ -1,5 +1,3 @@
-//go:build gpufleet_wip
-
 package fleet_test
 
 import (
@@ -23,6 +21,7 @@ type schedule struct {
 	seed           uint64
 	crashes        bool
 	runLoop        bool          // Run in a goroutine (even seeds) or Reconcile every 10 s
+	interval       time.Duration // Config.Interval: how often providers are listed
 	opsEnd         time.Duration // the teardown starts then
 	teardownPolicy fleet.ReleasePolicy
 	actions        []action // by time
@@ -87,9 +86,16 @@ const (
 var kindMax = [...]int{vultrVMs: 4, vultrCluster: 3, hotVMs: 3, vultrMetal: 2, hotMetal: 1}
 
 func newSchedule(seed uint64, crashes bool) *schedule {
-	r := rand.New(rand.NewPCG(seed, 0x5eed))
+	stream := uint64(0x5eed)
+	if crashes {
+		stream++ // other fleets and faults than the fault schedule of the same seed
+	}
+	r := rand.New(rand.NewPCG(seed, stream))
 	s := &schedule{seed: seed, crashes: crashes, runLoop: seed%2 == 0,
-		opsEnd: time.Duration(30+r.IntN(61)) * time.Minute}
+		opsEnd: time.Duration(20+r.IntN(31)) * time.Minute}
+	// The default list interval and longer ones, which also keep hundreds
+	// of schedules within budget (listing is most of the cost).
+	s.interval = []time.Duration{10 * time.Second, 30 * time.Second, time.Minute}[r.IntN(3)]
 	if r.IntN(2) == 0 {
 		s.teardownPolicy = fleet.ReleaseNow
 	}
@@ -108,7 +114,7 @@ func newSchedule(seed uint64, crashes bool) *schedule {
 		g.window(actHide, g.at(0))
 	}
 	if crashes {
-		for range 1 + r.IntN(3) {
+		for range 2 + r.IntN(3) {
 			g.crash(g.at(2 * time.Minute))
 		}
 	}
@@ -234,7 +240,9 @@ func (g *planner) operations(n int) {
 func (g *planner) window(kind actKind, at time.Duration) {
 	a := action{At: at, Kind: kind, For: time.Duration(2+g.r.IntN(25)) * time.Minute}
 	if kind == actSlow {
-		a.Max = []time.Duration{5 * time.Second, 30 * time.Second, 2 * time.Minute}[g.r.IntN(3)]
+		// Up to 4 min before and after a call: past CallTimeout and, for a
+		// create, past CreateTimeout (its answer lost after it committed).
+		a.Max = []time.Duration{5 * time.Second, 30 * time.Second, 2 * time.Minute, 4 * time.Minute}[g.r.IntN(4)]
 	} else {
 		// Mostly within VisibilityGrace (3 min); sometimes beyond it, when
 		// the Manager may take the instance as vanished.
@@ -413,7 +421,8 @@ func (s *schedule) String() string {
 	var b strings.Builder
 	mode := map[bool]string{true: "crash", false: "faults"}[s.crashes]
 	driver := map[bool]string{true: "Run", false: "Reconcile every 10s"}[s.runLoop]
-	fmt.Fprintf(&b, "schedule seed=%d mode=%s driver=%s; teardown at %s (delete policy %q)\n", s.seed, mode, driver, s.opsEnd, s.teardownPolicy)
+	fmt.Fprintf(&b, "schedule seed=%d mode=%s driver=%s interval=%s; teardown at %s (delete policy %q)\n", s.seed, mode, driver,
+		s.interval, s.opsEnd, s.teardownPolicy)
 	for _, a := range s.actions {
 		b.WriteString(a.String() + "\n")
 	}

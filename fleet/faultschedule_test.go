@@ -1,5 +1,3 @@
-//go:build gpufleet_wip
-
 package fleet_test
 
 import (
@@ -100,8 +98,28 @@ func (w *world) play() {
 const teardownLimit = 10 * time.Hour
 
 // teardown deletes every fleet the test or the Manager knows and drives the
-// Manager until the fakes hold nothing of its owner (or teardownLimit).
+// Manager until the fakes hold nothing of its owner (or teardownLimit). A
+// crash during the teardown loses the Delete calls the loop had not taken
+// yet: they are made again to the next process.
 func (w *world) teardown() {
+	w.deleteAll()
+	end := time.Now().Add(teardownLimit)
+	for time.Now().Before(end) {
+		g := w.gen
+		w.runUntil(time.Now().Add(time.Minute))
+		if w.gen != g {
+			w.deleteAll()
+		}
+		if w.clean() {
+			w.logf("clean")
+			return
+		}
+	}
+	w.logf("not clean after %s", teardownLimit)
+}
+
+// deleteAll deletes every fleet the test or the Manager knows.
+func (w *world) deleteAll() {
 	w.restartIfPending()
 	names := map[string]bool{}
 	for _, s := range w.gen.m.Fleets() {
@@ -120,15 +138,6 @@ func (w *world) teardown() {
 	for name := range names { // known to the Manager only (a lost Delete)
 		w.deleteFleet(name, w.sch.teardownPolicy)
 	}
-	end := time.Now().Add(teardownLimit)
-	for time.Now().Before(end) {
-		w.runUntil(time.Now().Add(time.Minute))
-		if w.clean() {
-			w.logf("clean")
-			return
-		}
-	}
-	w.logf("not clean after %s", teardownLimit)
 }
 
 func (w *world) deleteFleet(name string, p fleet.ReleasePolicy) {
@@ -231,6 +240,9 @@ func (w *world) onInstance(a action) {
 		} else {
 			err = w.hot.DeleteOutOfBand(inst.ID)
 		}
+		if err == nil {
+			w.model.fleets[a.Fleet].destroyed++
+		}
 	}
 	w.logf("%s %s %s: err=%v", a.Kind, a.Fleet, inst.ID, err)
 }
@@ -246,6 +258,7 @@ type fleetModel struct {
 	base      int        // Nodes the Manager was last told (0 once a restart forgot the fleet)
 	grown     int        // the sum of every increase of Nodes over base
 	releases  int        // Release calls accepted
+	destroyed int        // instances deleted behind the Manager's back
 	deleted   bool
 	delPolicy fleet.ReleasePolicy
 }

@@ -3,6 +3,7 @@ package fleet
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 )
@@ -19,6 +20,8 @@ const (
 )
 
 type intent struct {
+	seq    int64  // the stored intent's Seq (replicas), 0 otherwise
+	fleet  string // with seq
 	kind   intentKind
 	spec   Spec   // apply
 	name   string // fleet (apply, delete) or instance id (release, busy, idle)
@@ -129,6 +132,10 @@ func (m *Manager) Apply(ctx context.Context, spec Spec) error {
 	if err := m.placeable(spec); err != nil {
 		return err
 	}
+	if m.rep != nil {
+		return m.putIntent(ctx, Intent{Fleet: spec.Name, Kind: IntentApply, Spec: cloneSpec(spec)},
+			intent{kind: intentApply, spec: cloneSpec(spec), name: spec.Name})
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.intents.mu.Lock()
@@ -178,6 +185,13 @@ func (m *Manager) Delete(ctx context.Context, name string, opts ...ReleaseOption
 	o, err := releaseOpts(opts)
 	if err != nil {
 		return err
+	}
+	if m.rep != nil {
+		if !m.storedFleet(ctx, name) {
+			return classed(ErrNotFound, "fleet %s", name)
+		}
+		return m.putIntent(ctx, Intent{Fleet: name, Kind: IntentDelete, Policy: o.policy},
+			intent{kind: intentDelete, name: name, policy: o.policy})
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -233,6 +247,14 @@ func (m *Manager) Release(ctx context.Context, instanceID string, opts ...Releas
 	if err != nil {
 		return time.Time{}, err
 	}
+	if m.rep != nil && !m.foundLocally(instanceID) {
+		rec, err := m.storedInstance(ctx, instanceID)
+		if err != nil {
+			return time.Time{}, err
+		}
+		return m.clock.Now(), m.putIntent(ctx, Intent{Fleet: rec.Instance.Fleet, Kind: IntentRelease, InstanceID: rec.Instance.RequestID, Policy: o.policy},
+			intent{kind: intentRelease, name: rec.Instance.RequestID, policy: o.policy})
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	r := m.find(instanceID)
@@ -250,6 +272,14 @@ func (m *Manager) Release(ctx context.Context, instanceID string, opts ...Releas
 		at = maxTime(now, r.Termination.NotBefore)
 	case policy == ReleaseAtReservationEnd:
 		at = maxTime(now, m.reservedUntil(r, now))
+	}
+	if m.rep != nil {
+		fleet, reqID := r.Instance.Fleet, r.Instance.RequestID
+		m.mu.Unlock()
+		err := m.putIntent(ctx, Intent{Fleet: fleet, Kind: IntentRelease, InstanceID: reqID, Policy: o.policy},
+			intent{kind: intentRelease, name: reqID, policy: o.policy})
+		m.mu.Lock()
+		return at, err
 	}
 	m.intents.push(intent{kind: intentRelease, name: r.Instance.RequestID, policy: o.policy})
 	m.wake()
@@ -269,6 +299,9 @@ func (m *Manager) mark(instanceID string, kind intentKind) error {
 	if m.closed.Load() {
 		return ErrClosed
 	}
+	if m.rep != nil {
+		return m.markStored(instanceID, kind)
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	r := m.find(instanceID)
@@ -287,6 +320,12 @@ func (m *Manager) mark(instanceID string, kind intentKind) error {
 // m.mu held.
 func (m *Manager) applyIntents(now time.Time) {
 	for _, op := range m.intents.take() {
+		if op.seq > 0 {
+			if op.seq <= m.rep.applied[op.fleet] {
+				continue
+			}
+			m.rep.applied[op.fleet] = op.seq
+		}
 		switch op.kind {
 		case intentApply:
 			m.applySpec(op.spec, now)
@@ -376,4 +415,65 @@ func (m *Manager) markBusy(reqID string, busy bool, now time.Time) {
 	r.IdleSince = now
 	m.setStatus(r, StatusIdle, "marked idle", now)
 	m.event(Event{Type: EventInstanceIdle, Fleet: r.Instance.Fleet, Provider: r.Instance.Provider, InstanceID: r.Instance.ID})
+}
+
+// storedFleet reports whether a fleet is in the shared store or applied
+// there by a pending intent (replica mode).
+func (m *Manager) storedFleet(ctx context.Context, name string) bool {
+	fleets, err := m.rep.ls.Fleets(ctx)
+	if err == nil && slices.ContainsFunc(fleets, func(f FleetRecord) bool { return f.Spec.Name == name }) {
+		return true
+	}
+	ins, err := m.rep.ls.Intents(ctx, name)
+	return err == nil && slices.ContainsFunc(ins, func(in Intent) bool { return in.Kind == IntentApply })
+}
+
+// foundLocally reports whether this replica has a record of instanceID.
+func (m *Manager) foundLocally(instanceID string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.find(instanceID) != nil
+}
+
+// storedInstance finds an instance record in the shared store by provider
+// id or request id; ErrNotFound when none, or when it is terminated.
+func (m *Manager) storedInstance(ctx context.Context, id string) (InstanceRecord, error) {
+	recs, err := m.rep.ls.Instances(ctx)
+	if err != nil {
+		return InstanceRecord{}, err
+	}
+	for _, r := range recs {
+		if id != "" && (r.Instance.RequestID == id || r.Instance.ID == id) && r.Instance.Status != StatusTerminated {
+			return r, nil
+		}
+	}
+	return InstanceRecord{}, classed(ErrNotFound, "instance %q (gone or unknown)", id)
+}
+
+// markStored records a busy or idle mark in the shared store (replica mode).
+func (m *Manager) markStored(instanceID string, kind intentKind) error {
+	ctx, cancel := context.WithTimeout(context.Background(), m.pol.CallTimeout)
+	defer cancel()
+	m.mu.Lock()
+	r := m.find(instanceID)
+	var rec InstanceRecord
+	if r != nil {
+		rec = cloneInstance(*r)
+	}
+	m.mu.Unlock()
+	if r == nil {
+		var err error
+		if rec, err = m.storedInstance(ctx, instanceID); err != nil {
+			return err
+		}
+	}
+	if st := rec.Instance.Status; st != StatusIdle && st != StatusBusy {
+		return fmt.Errorf("gpufleet: instance %s is %s, not ready", instanceID, st)
+	}
+	k := IntentBusy
+	if kind == intentIdle {
+		k = IntentIdle
+	}
+	return m.putIntent(ctx, Intent{Fleet: rec.Instance.Fleet, Kind: k, InstanceID: rec.Instance.RequestID},
+		intent{kind: kind, name: rec.Instance.RequestID})
 }

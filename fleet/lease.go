@@ -142,9 +142,9 @@ type Intent struct {
 // write whose context carries no lease is not fenced (one Manager alone).
 // Meta writes are never fenced.
 //
-// How a Manager replica is meant to use it (the Manager wiring is not
-// there yet): every replica has a unique holder id and keeps a lease
-// "replica/<holder>" renewed as the sign that it is alive. At every pass it
+// How a Manager replica (Config.ReplicaID) uses it: every replica has a
+// unique holder id and keeps a lease "replica/<holder>" renewed as the sign
+// that it is alive. At every pass it
 // lists the live leases, takes the set of fleets (Fleets and pending
 // Intents) and, by rendezvous hashing of fleet name and holder over the
 // live replicas, tries to acquire FleetLease(f) for the fleets that fall

@@ -141,7 +141,9 @@ func (m *Manager) step(ctx context.Context) int {
 	before := m.started()
 	m.applyIntents(now)
 	m.drainResults(now)
+	m.expireLeases(now)
 	if ctx.Err() == nil {
+		m.syncLeases(now)
 		m.listDue(now)
 		m.claimOrphans(now)
 		m.checkDeadlines(now)
@@ -196,6 +198,17 @@ func (m *Manager) untilNext() time.Duration {
 		}
 	}
 	early(m.nextDue())
+	for _, name := range m.order {
+		if !m.rescanned[name] {
+			early(m.startedAt.Add(m.pol.VisibilityGrace + 30*time.Second))
+		}
+		if now.Before(m.suspect[name].Add(suspectFor)) {
+			early(m.lastFull[name].Add(m.pol.DriftCheckInterval))
+		}
+	}
+	if m.rep != nil { // in process time: convert to the Manager's clock
+		early(now.Add(time.Until(m.rep.nextSync)))
+	}
 	d := next.Sub(now)
 	if d < time.Second {
 		d = time.Second

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"reflect"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -52,6 +54,15 @@ type Config struct {
 	// in the Store, or a new random one, generated once and stored. A Store
 	// that already holds another owner is refused. See Label for the format.
 	Owner string
+	// ReplicaID, when set, makes this Manager one of several replicas
+	// sharing Config.Store, which must then be a LeaseStore (fleet/pgstore):
+	// each fleet is reconciled by one replica at a time under a lease
+	// (Policy.LeaseTTL), intents recorded on any replica reach the holder,
+	// and a replica that dies is replaced within the TTL. It names this
+	// process among them (unique per process, e.g. host and pid). Replicas
+	// must share Config.Owner, and each must be given the fleets' private
+	// keys (they are never stored).
+	ReplicaID string
 	// AdoptLegacyLabels lets this Manager adopt and collect resources labelled
 	// in the format written before owners existed ("gpufleet.<fleet>.<request>"),
 	// whose records it no longer has. Set it only when no other gpufleet
@@ -121,6 +132,7 @@ type Manager struct {
 	done   chan struct{} // closed by Close
 
 	intents intentQueue
+	rep     *replica // nil unless Config.Store is a LeaseStore
 
 	mu      sync.Mutex // guards the records and everything below; written only by the loop
 	loaded  bool
@@ -136,8 +148,13 @@ type Manager struct {
 	tasks     taskSet
 	obs       map[string]*observation // latest listing per provider
 	seen      map[string]time.Time    // request id → when a listing last covered it
-	keysDirty map[string]bool         // a create registered SSH keys since the last key listing
-	scanned   map[string]bool         // listed once since start (every kind)
+	lastFull  map[string]time.Time    // provider → its last listing of every kind
+	suspect   map[string]time.Time    // provider → when something there may have been missed (see suspectFor)
+	rescanned map[string]bool         // listed whole again VisibilityGrace after start
+	vpcListed map[string]time.Time    // provider → its last successful VPC listing
+	startedAt time.Time
+	keysDirty map[string]bool // a create registered SSH keys since the last key listing
+	scanned   map[string]bool // listed once since start (every kind)
 	offersErr error
 	offersAt  time.Time
 
@@ -165,9 +182,10 @@ type Manager struct {
 	labelNext      map[string]time.Time
 	providerHold   map[string]time.Time // provider → no creates before (account-level refusal)
 	holdFails      map[string]int
-	offerOK        map[string]bool   // offer key → a create of it succeeded
-	lastRefusal    map[string]string // fleet → the last create refusal
-	acquired       map[string]bool   // request ids handed out by Acquire whose busy intent the loop has not taken yet
+	offerOK        map[string]bool      // offer key → a create of it succeeded
+	lastRefusal    map[string]string    // fleet → the last create refusal
+	acquired       map[string]bool      // request ids handed out by Acquire whose busy intent the loop has not taken yet
+	answered       map[string]time.Time // request id → when its create answered
 
 	evMu      sync.Mutex // guards pending
 	deliverMu sync.Mutex // one delivering goroutine at a time
@@ -233,9 +251,19 @@ func NewManager(cfg Config) (*Manager, error) {
 		return nil, err
 	}
 	m.owner = owner
+	if cfg.ReplicaID != "" {
+		ls, ok := m.store.(LeaseStore)
+		if !ok || cfg.Owner == "" {
+			return nil, errors.New("gpufleet: Config.ReplicaID needs a LeaseStore as Config.Store and Config.Owner")
+		}
+		m.rep = &replica{ls: ls, holder: cfg.ReplicaID, ttl: m.pol.LeaseTTL, held: map[string]Lease{}, heldAt: map[string]time.Time{},
+			applied: map[string]int64{}, acked: map[string]int64{}, keys: map[string]PrivateKey{}}
+		m.loaded = true // records are read fleet by fleet as their leases are taken
+	}
 	if err := m.load(ctx); err != nil {
 		return nil, fmt.Errorf("gpufleet: reading the store: %w", err)
 	}
+	m.startedAt = m.clock.Now()
 	return m, nil
 }
 
@@ -245,13 +273,15 @@ func (m *Manager) initMaps() {
 	m.dirtyF, m.dirtyI, m.goneF, m.goneI = map[string]bool{}, map[string]bool{}, map[string]bool{}, map[string]bool{}
 	m.tasks = newTaskSet()
 	m.obs, m.seen, m.scanned, m.keysDirty = map[string]*observation{}, map[string]time.Time{}, map[string]bool{}, map[string]bool{}
+	m.lastFull, m.suspect, m.rescanned = map[string]time.Time{}, map[string]time.Time{}, map[string]bool{}
+	m.vpcListed = map[string]time.Time{}
 	m.reported, m.orphanVPCs, m.deletedVPCs = map[string]bool{}, map[string]*VPCRecord{}, map[string]time.Time{}
 	m.fleetRetry, m.fleetFails, m.avoid = map[string]time.Time{}, map[string]int{}, map[string]time.Time{}
 	m.agentCancel, m.ownKeys, m.keyObs = map[string]context.CancelFunc{}, map[string]int{}, map[string][]SSHKey{}
 	m.keyRetry, m.keyFails = map[string]time.Time{}, map[string]int{}
 	m.agentChecked, m.relabel, m.labelNext = map[string]time.Time{}, map[string]bool{}, map[string]time.Time{}
 	m.providerHold, m.holdFails, m.offerOK = map[string]time.Time{}, map[string]int{}, map[string]bool{}
-	m.lastRefusal, m.acquired = map[string]string{}, map[string]bool{}
+	m.lastRefusal, m.acquired, m.answered = map[string]string{}, map[string]bool{}, map[string]time.Time{}
 	m.agentNext, m.keyedAgents, m.abandoned = map[string]time.Time{}, map[string]Agent{}, map[string]bool{}
 	m.keyMissing, m.keyMissingSaid, m.deadlineMisses = map[string]bool{}, map[string]bool{}, map[string]int{}
 }
@@ -288,6 +318,13 @@ func (m *Manager) Close() {
 	ctx, cancel := context.WithTimeout(context.Background(), m.pol.CallTimeout)
 	defer cancel()
 	_ = m.flush(ctx)
+	if m.rep != nil { // hand everything over at once rather than after the TTL
+		for _, l := range append(slices.Collect(maps.Values(m.rep.held)), m.rep.gc, m.rep.self) {
+			if l.Token != 0 {
+				_ = m.rep.ls.ReleaseLease(ctx, l)
+			}
+		}
+	}
 	<-m.pass
 }
 
@@ -304,6 +341,9 @@ func (m *Manager) Offers(ctx context.Context, r Requirements) ([]Offer, error) {
 // included, and those applied but not yet taken up by the loop), by name.
 // Private keys are not returned.
 func (m *Manager) Fleets() []Spec {
+	if m.rep != nil {
+		return m.storedSpecs()
+	}
 	m.mu.Lock()
 	byName := map[string]Spec{}
 	for name, f := range m.fleets {
@@ -357,5 +397,34 @@ func (m *Manager) Records() []InstanceRecord {
 	for _, r := range m.sortedRecords() {
 		out = append(out, cloneInstance(*r))
 	}
+	return out
+}
+
+// storedSpecs returns every fleet of the shared store and of its pending
+// apply intents (replica mode: other replicas' fleets included).
+func (m *Manager) storedSpecs() []Spec {
+	ctx, cancel := context.WithTimeout(context.Background(), m.pol.CallTimeout)
+	defer cancel()
+	byName := map[string]Spec{}
+	if fleets, err := m.rep.ls.Fleets(ctx); err == nil {
+		for _, f := range fleets {
+			byName[f.Spec.Name] = f.Spec
+		}
+	}
+	if ins, err := m.rep.ls.Intents(ctx, ""); err == nil {
+		for _, in := range ins {
+			switch in.Kind {
+			case IntentApply:
+				byName[in.Fleet] = in.Spec
+			}
+		}
+	}
+	out := make([]Spec, 0, len(byName))
+	for _, s := range byName {
+		s = cloneSpec(s)
+		s.PrivateKey = PrivateKey{}
+		out = append(out, s)
+	}
+	sortSpecs(out)
 	return out
 }

@@ -58,6 +58,7 @@ func (m *Manager) applyVPCList(name string, vpcs []VPC, err error, now time.Time
 		m.event(Event{Type: EventProviderUnavailable, Provider: name, Err: err.Error(), Message: "listing VPCs failed; nothing is concluded from it"})
 		return
 	}
+	m.vpcListed[name] = now
 	m.observeVPCs(name, vpcs, now)
 }
 
@@ -66,8 +67,8 @@ func (m *Manager) applyVPCList(name string, vpcs []VPC, err error, now time.Time
 // instance is younger than Policy.VisibilityGrace (new servers can be
 // missing from lists and answer 404 for a while). m.mu held.
 func (m *Manager) confirmGone(r *InstanceRecord, now time.Time) {
-	if now.Sub(r.Instance.Created) < m.pol.VisibilityGrace || m.busy("delete/"+r.Instance.RequestID) {
-		return
+	if now.Sub(maxTime(r.Instance.Created, m.answered[r.Instance.RequestID])) < m.pol.VisibilityGrace || m.busy("delete/"+r.Instance.RequestID) {
+		return // too new to be concluded gone: counted from the create's answer
 	}
 	reqID, id, p := r.Instance.RequestID, r.Instance.ID, m.providers[r.Instance.Provider]
 	m.launch("get/"+reqID, taskCall, m.pol.CallTimeout, func(ctx context.Context) func(time.Time) {
@@ -160,6 +161,7 @@ func (m *Manager) markGone(r *InstanceRecord, now time.Time) {
 	typ, msg := EventInstanceTerminated, "the provider confirmed the instance gone"
 	if r.Termination == nil {
 		typ, msg = EventInstanceVanished, "the instance disappeared without a release from this Manager"
+		m.suspectProvider(r.Instance.Provider, now)
 	}
 	r.Busy = false
 	m.cancelAgent(r.Instance.RequestID)
@@ -209,7 +211,12 @@ func (m *Manager) resolveUncertain(r *InstanceRecord, o *observation, now time.T
 		m.createResult(r.Instance.RequestID, seen, r.Instance.VPCID, nil, now)
 		return
 	}
-	if now.Sub(r.CreateUncertainSince) >= m.pol.CreateLookupGrace {
+	from := r.CreateUncertainSince
+	if !r.CreateAnswered {
+		from = from.Add(m.pol.CreateTimeout) // the answer was lost: the call may have run until its deadline
+	}
+	if now.Sub(from) >= m.pol.CreateLookupGrace {
+		m.suspectProvider(r.Instance.Provider, now)
 		r.CreateUncertain = false
 		m.setStatus(r, StatusTerminated, "create failed: nothing carries its label", now)
 		m.event(Event{Type: EventCreateUnresolved, Fleet: r.Instance.Fleet, Provider: r.Instance.Provider,

@@ -383,7 +383,10 @@ func (m *Manager) newPending(f *FleetRecord, o Offer, now time.Time) *InstanceRe
 func (m *Manager) launchCreates(ctx context.Context, recs []*InstanceRecord, storeErr error) {
 	for _, r := range recs {
 		reqID := r.Instance.RequestID
-		if storeErr != nil || ctx.Err() != nil || r.Termination != nil {
+		if m.insts[reqID] != r {
+			continue // dropped with its fleet (lease lost)
+		}
+		if (storeErr != nil && m.dirtyI[reqID]) || ctx.Err() != nil || r.Termination != nil || !m.holds(r.Instance.Fleet, m.clock.Now()) {
 			m.dropPending(reqID)
 			continue
 		}
@@ -424,6 +427,9 @@ func (m *Manager) createNotWanted(ctx context.Context, reqID string) string {
 	if f := m.fleets[r.Instance.Fleet]; f == nil || f.Deleting || deleted {
 		return "the fleet no longer wants it"
 	}
+	if !m.holds(r.Instance.Fleet, m.clock.Now()) {
+		return "this replica no longer holds the fleet's lease"
+	}
 	return ""
 }
 
@@ -440,18 +446,19 @@ func (m *Manager) dropPending(reqID string) {
 func (m *Manager) createResult(reqID string, inst Instance, vpcID string, err error, now time.Time) {
 	r := m.insts[reqID]
 	if r == nil {
-		if err == nil && inst.ID != "" {
+		if err == nil && inst.ID != "" && m.rep == nil {
 			m.track(inst, reqID, now) // an orphan: released after its grace
 		}
-		return
+		return // replicas: the fleet's holder resolves it by label
 	}
 	fleet, provider := r.Instance.Fleet, r.Instance.Provider
+	if f := m.fleets[fleet]; f != nil && len(f.Spec.SSHKeys) > 0 && keyProvider(m.providers[provider]) != nil {
+		m.keysDirty[provider] = true // the call may have registered keys, whatever it answered: list them
+	}
 	switch {
 	case err == nil && inst.ID != "":
+		m.answered[reqID] = now
 		m.created(r, inst, vpcID, now)
-		if f := m.fleets[fleet]; f != nil && len(f.Spec.SSHKeys) > 0 && keyProvider(m.providers[provider]) != nil {
-			m.keysDirty[provider] = true // keys registered: list them
-		}
 		if r.Termination != nil {
 			return // released while the call was under way: the release goes on
 		}
@@ -464,6 +471,8 @@ func (m *Manager) createResult(reqID string, inst Instance, vpcID string, err er
 		err = errors.New("the provider answered without an instance id")
 		fallthrough
 	case !definiteCreateFailure(err):
+		m.suspectProvider(provider, now)
+		r.CreateUncertainSince, r.CreateAnswered = now, true // the lookup runs from the answer: a late commit is still found
 		r.Instance.LastError = err.Error()
 		m.dirtyI[reqID] = true
 		m.event(Event{Type: EventCreateUncertain, Fleet: fleet, Provider: provider, InstanceID: reqID, Err: err.Error(),

@@ -8,6 +8,14 @@ import (
 // uncertainCheck is how often an uncertain create is looked up by label.
 const uncertainCheck = 30 * time.Second
 
+// An instance that vanished without a release from this Manager is looked
+// for every vanishCheck for vanishWatch: lists lag, and one that shows again
+// is tracked again (and released if nothing wants it).
+const (
+	vanishCheck = 2 * time.Minute
+	vanishWatch = time.Hour
+)
+
 // nextCheck is when record r next needs a listing of its provider and
 // kind (zero: none). It follows what is expected of the instance: a new
 // instance is first looked at near its offer's typical boot time and then
@@ -18,6 +26,10 @@ func (m *Manager) nextCheck(r *InstanceRecord) time.Time {
 	seen := m.seen[id]
 	switch {
 	case r.Instance.Status == StatusTerminated:
+		if r.Termination == nil && r.Instance.ID != "" && len(r.Instance.History) > 0 &&
+			seen.Sub(r.Instance.History[len(r.Instance.History)-1].Time) < vanishWatch {
+			return seen.Add(vanishCheck) // vanished without a release: it may show again
+		}
 		return time.Time{}
 	case r.Instance.ID == "":
 		if !r.CreateUncertain || m.busy("create/"+id) {
@@ -47,10 +59,36 @@ func (m *Manager) bootCheck(r *InstanceRecord, seen time.Time) time.Time {
 	return seen.Add(step)
 }
 
+// suspectFor is how long a provider is swept — listed whole every
+// Policy.DriftCheckInterval although nothing of it is due — after
+// something there may have been missed: a create whose answer was lost or
+// ambiguous, a server that vanished. A server that lists did not show yet
+// is then found (and collected or reported). Besides, every provider is
+// listed whole once more VisibilityGrace after the Manager starts (a
+// server a crashed process created just before may have been invisible to
+// the first listing). Otherwise a Manager with nothing to watch makes no
+// calls.
+const suspectFor = time.Hour
+
+// sweepDue marks the providers due for a sweep listing. m.mu held.
+func (m *Manager) sweepDue(due map[string]kindSet, now time.Time) {
+	for _, name := range m.order {
+		rescan := !m.rescanned[name] && !now.Before(m.startedAt.Add(m.pol.VisibilityGrace+30*time.Second))
+		suspect := now.Before(m.suspect[name].Add(suspectFor)) && !now.Before(m.lastFull[name].Add(m.pol.DriftCheckInterval))
+		if rescan || suspect {
+			due[name] = kindSet{vms: true, metal: true}
+		}
+	}
+}
+
+// suspectProvider starts a sweep of provider. m.mu held.
+func (m *Manager) suspectProvider(provider string, now time.Time) { m.suspect[provider] = now }
+
 // dueKinds reports, per provider, which kinds of instances are due for a
 // listing now (one pass over the records). m.mu held.
 func (m *Manager) dueKinds(now time.Time) map[string]kindSet {
 	due := map[string]kindSet{}
+	m.sweepDue(due, now)
 	for _, r := range m.insts {
 		k := due[r.Instance.Provider]
 		if (r.Instance.Offer.BareMetal && k.metal) || (!r.Instance.Offer.BareMetal && k.vms) {
@@ -95,8 +133,15 @@ func (m *Manager) listDue(now time.Time) {
 		kp := keyProvider(p)
 		first := !m.scanned[name]
 		vms, metal := due[name].vms, due[name].metal
-		wantVPCs := vp != nil && (first || m.vpcUncertain(name))
-		wantKeys := kp != nil && (first || m.keysDirty[name])
+		if vms && metal {
+			m.lastFull[name] = now
+			if !now.Before(m.startedAt.Add(m.pol.VisibilityGrace + 30*time.Second)) {
+				m.rescanned[name] = true
+			}
+		}
+		suspect := now.Before(m.suspect[name].Add(suspectFor)) && vms && metal
+		wantVPCs := vp != nil && (first || suspect || m.vpcUncertain(name))
+		wantKeys := kp != nil && (first || suspect || m.keysDirty[name])
 		if first {
 			vms, metal = true, true
 		}
@@ -127,6 +172,9 @@ func (m *Manager) listDue(now time.Time) {
 					m.applyList(name, list, err, kindSet{vms, metal}, now)
 				}
 				if err != nil {
+					if wantKeys {
+						m.keysDirty[name] = true // not listed: next time
+					}
 					return
 				}
 				if wantVPCs {
@@ -154,7 +202,7 @@ func (k kindSet) covers(o Offer) bool { return (o.BareMetal && k.metal) || (!o.B
 // label lookup. m.mu held.
 func (m *Manager) vpcUncertain(name string) bool {
 	for _, f := range m.fleets {
-		if f.VPC != nil && f.VPC.Pending && f.VPC.LastError != "" && f.VPC.VPC.Provider == name && !m.busy("vpc/"+f.Spec.Name) {
+		if f.VPC != nil && f.VPC.Pending && f.VPC.VPC.Provider == name && !m.busy("vpc/"+f.Spec.Name) {
 			return true
 		}
 	}

@@ -157,7 +157,7 @@ func (p Policy) validate() error {
 		"CreateLookupGrace": p.CreateLookupGrace, "HourlyReleaseMargin": p.HourlyReleaseMargin,
 		"MinuteReleaseMargin": p.MinuteReleaseMargin, "CreateTimeout": p.CreateTimeout, "CallTimeout": p.CallTimeout,
 		"VisibilityGrace": p.VisibilityGrace, "HistoryRetention": p.HistoryRetention, "DriftCheckInterval": p.DriftCheckInterval,
-		"AgentCheckInterval": p.AgentCheckInterval} {
+		"AgentCheckInterval": p.AgentCheckInterval, "LeaseTTL": p.LeaseTTL} {
 		if d < 0 {
 			return fmt.Errorf("gpufleet: Policy.%s must not be negative", name)
 		}
@@ -263,6 +263,10 @@ type Policy struct {
 	// would otherwise buy a whole new minimum; with it, IdleTimeout alone
 	// decides once the minimum is paid.
 	RebuyHoldOff bool
+	// LeaseTTL is how long a replica's lease on a fleet lasts without
+	// renewal (30 s; renewed every third of it): a replica that dies is
+	// replaced within it. Only with a LeaseStore.
+	LeaseTTL time.Duration
 	// HistoryRetention is how long terminated records are kept (for
 	// Instances and reports) before they are pruned (24 h).
 	HistoryRetention time.Duration
@@ -304,6 +308,7 @@ func (p Policy) withDefaults() Policy {
 	def(&p.VisibilityGrace, 3*time.Minute)
 	def(&p.HistoryRetention, 24*time.Hour)
 	def(&p.DriftCheckInterval, 10*time.Minute)
+	def(&p.LeaseTTL, 30*time.Second)
 	def(&p.AgentCheckInterval, 5*time.Minute)
 	if p.AgentCheckFailures <= 0 {
 		p.AgentCheckFailures = 3

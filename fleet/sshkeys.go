@@ -17,11 +17,20 @@ func keyProvider(p Provider) SSHKeyProvider {
 // need, leaving out fleet except ("" for none). m.mu held.
 func (m *Manager) neededKeys(except string) map[string]bool {
 	needed := map[string]bool{}
+	specs := map[string][]string{}
 	for name, f := range m.fleets {
+		specs[name] = f.Spec.SSHKeys
+	}
+	if m.rep != nil {
+		for name, keys := range m.rep.fleetKeys {
+			specs[name] = append(specs[name], keys...)
+		}
+	}
+	for name, keys := range specs {
 		if name == except {
 			continue
 		}
-		for _, line := range f.Spec.SSHKeys {
+		for _, line := range keys {
 			if fs := strings.Fields(line); len(fs) >= 2 {
 				needed[fs[1]] = true
 			}
@@ -44,6 +53,9 @@ func (m *Manager) observeKeys(provider string, keys []SSHKey, now time.Time) {
 	}
 	m.keyObs[provider] = own
 	m.ownKeys[provider] = len(own)
+	if !m.isGC(now) {
+		return // the collector replica removes keys
+	}
 	m.removeKeys(provider, m.neededKeys(""), now)
 }
 

@@ -56,6 +56,7 @@ func (m *Manager) flush(ctx context.Context) error {
 	var fleets []FleetRecord
 	var insts []InstanceRecord
 	var goneF, goneI []string
+	now := m.clock.Now()
 	for name := range m.dirtyF {
 		if f, ok := m.fleets[name]; ok {
 			fleets = append(fleets, cloneFleet(*f))
@@ -63,7 +64,15 @@ func (m *Manager) flush(ctx context.Context) error {
 	}
 	for id := range m.dirtyI {
 		if r, ok := m.insts[id]; ok {
+			if m.rep != nil && !m.holds(r.Instance.Fleet, now) {
+				continue // an orphan, or a fleet held elsewhere: not this replica's to write
+			}
 			insts = append(insts, cloneInstance(*r))
+		}
+	}
+	if m.rep != nil {
+		for _, l := range m.rep.held {
+			ctx = WithLease(ctx, l)
 		}
 	}
 	for name := range m.goneF {
@@ -71,6 +80,10 @@ func (m *Manager) flush(ctx context.Context) error {
 	}
 	for id := range m.goneI {
 		goneI = append(goneI, id)
+	}
+	fleetOf := map[string]string{}
+	for _, r := range insts {
+		fleetOf[r.Instance.RequestID] = r.Instance.Fleet
 	}
 	clear(m.dirtyF)
 	clear(m.dirtyI)
@@ -80,8 +93,12 @@ func (m *Manager) flush(ctx context.Context) error {
 	var errs []error
 	var failF, failI, failGoneF, failGoneI []string
 	wroteF, wroteI := map[string]int64{}, map[string]int64{} // version written against
+	var lost []string                                        // fleets whose writes were fenced or stale: their lease is gone
 	for _, f := range fleets {
 		if err := m.store.PutFleet(ctx, f); err != nil {
+			if lostWrite(err) {
+				lost = append(lost, f.Spec.Name)
+			}
 			errs, failF = append(errs, err), append(failF, f.Spec.Name)
 		} else {
 			wroteF[f.Spec.Name] = f.Version
@@ -89,6 +106,9 @@ func (m *Manager) flush(ctx context.Context) error {
 	}
 	for _, r := range insts {
 		if err := m.store.PutInstance(ctx, r); err != nil {
+			if lostWrite(err) {
+				lost = append(lost, fleetOf[r.Instance.RequestID])
+			}
 			errs, failI = append(errs, err), append(failI, r.Instance.RequestID)
 		} else {
 			wroteI[r.Instance.RequestID] = r.Version
@@ -115,6 +135,13 @@ func (m *Manager) flush(ctx context.Context) error {
 	for id, v := range wroteI {
 		if r, ok := m.insts[id]; ok && r.Version == v {
 			r.Version++
+		}
+	}
+	if m.rep != nil {
+		for _, e := range lost {
+			if _, ok := m.rep.held[e]; ok {
+				m.dropFleet(e, "a write was refused: another replica holds its lease now")
+			}
 		}
 	}
 	for _, name := range failF {

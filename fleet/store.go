@@ -61,6 +61,10 @@ type InstanceRecord struct {
 	// resource may exist under its label. Since is when that was noticed.
 	CreateUncertain      bool
 	CreateUncertainSince time.Time
+	// CreateAnswered is set when the uncertain create's call answered (then
+	// CreateUncertainSince is the answer's time); a record whose answer a
+	// crash lost is looked up until its call's deadline plus the grace.
+	CreateAnswered bool
 	// CreatedUnknown is set for an instance adopted from a list that gives
 	// no creation time (Hot Aisle): Instance.Created is when it was first
 	// seen, and its reservation window is taken as over.

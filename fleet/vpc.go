@@ -51,7 +51,7 @@ func (m *Manager) launchVPCCreates(ctx context.Context, storeErr error) {
 		if f == nil || f.VPC == nil || !f.VPC.Pending {
 			continue
 		}
-		if storeErr != nil || ctx.Err() != nil {
+		if (storeErr != nil && m.dirtyF[name]) || ctx.Err() != nil {
 			f.VPC = nil // never called
 			m.dirtyF[name] = true
 			continue
@@ -107,9 +107,11 @@ func (m *Manager) settleVPC(f *FleetRecord, vpc VPC) {
 // pendingVPC gives up on an uncertain VPC create that no list has shown
 // within Policy.CreateLookupGrace. m.mu held.
 func (m *Manager) pendingVPC(f *FleetRecord, now time.Time) {
-	if m.busy("vpc/"+f.Spec.Name) || f.VPC.LastError == "" || now.Sub(f.VPC.Since) < m.pol.CreateLookupGrace {
-		return
+	if m.busy("vpc/"+f.Spec.Name) || now.Sub(f.VPC.Since) < m.pol.CreateLookupGrace ||
+		m.vpcListed[f.VPC.VPC.Provider].Before(f.VPC.Since.Add(m.pol.CreateLookupGrace)) {
+		return // its answer is awaited, or the label lookup still has time: a listing after the grace decides
 	}
+	m.suspectProvider(f.VPC.VPC.Provider, now)
 	m.event(Event{Type: EventCreateUnresolved, Fleet: f.Spec.Name, Provider: f.VPC.VPC.Provider, InstanceID: f.VPC.VPC.RequestID,
 		Err: f.VPC.LastError, Message: "no VPC carries this create's label; taken as not created"})
 	f.VPC = nil

@@ -27,6 +27,9 @@ func (m *Manager) observeVPCs(provider string, vpcs []VPC, now time.Time) {
 		if _, deleted := m.deletedVPCs[v.ID]; deleted {
 			continue
 		}
+		if m.rep != nil && !m.holds(v.Fleet, now) && (!m.isGC(now) || m.storedFleetName(v.Fleet)) {
+			continue // another replica's fleet, or the collector's work
+		}
 		f := m.fleets[v.Fleet]
 		switch {
 		case f != nil && f.VPC != nil && f.VPC.VPC.ID == v.ID:

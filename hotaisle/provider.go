@@ -25,6 +25,11 @@ type Provider struct {
 	seen    map[string]bool        // VM names of the latest list and own creates since; nil before any list
 
 	listMu sync.Mutex // serialises the first list of ensureSeen
+	// createSlot lets one VM provision run at a time (a channel, so that a
+	// wait is durably blocked in a testing/synctest bubble): two provisions
+	// of one spec that both fail after committing would leave two
+	// candidates a recovery cannot tell apart.
+	createSlot chan struct{}
 }
 
 // ProviderOption configures a Provider.
@@ -37,7 +42,7 @@ func WithBareMetal(on bool) ProviderOption { return func(p *Provider) { p.bareMe
 // NewProvider returns the Hot Aisle fleet.Provider over c.
 func NewProvider(c *Client, opts ...ProviderOption) *Provider {
 	p := &Provider{c: c, kinds: map[string]bool{}, offers: map[string]fleet.Offer{},
-		loaded: map[string]bool{}, claimed: map[string]bool{}}
+		loaded: map[string]bool{}, claimed: map[string]bool{}, createSlot: make(chan struct{}, 1)}
 	for _, o := range opts {
 		o(p)
 	}

@@ -3,6 +3,7 @@ package hotaisle
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 
@@ -26,13 +27,24 @@ const recoverTimeout = time.Minute
 // this Provider and matching the requested specs is taken as the created
 // one: it is labelled and returned. With zero or several candidates the
 // original error is returned and nothing is touched: among several there is
-// no telling which one is ours. Without any successful list there is no
-// recovery.
+// no telling which one is ours. Provisions run one at a time per Provider,
+// so that two ambiguous failures of one spec cannot leave two candidates,
+// and none is made before some list has worked (it would have no recovery).
 //
 // A label that cannot be written is reported in the instance's LabelError
 // (the VM is returned all the same: it exists and bills).
 func (p *Provider) createVM(ctx context.Context, req fleet.CreateRequest, specs VMSpecs) (fleet.Instance, error) {
-	p.ensureSeen(ctx)
+	select {
+	case p.createSlot <- struct{}{}:
+	case <-ctx.Done():
+		return fleet.Instance{}, fmt.Errorf("hotaisle: waiting for an earlier provision: %w", ctx.Err())
+	}
+	defer func() { <-p.createSlot }()
+	if !p.ensureSeen(ctx) {
+		// No list ever worked: a provision that failed after committing
+		// could not be recovered, so none is made.
+		return fleet.Instance{}, fmt.Errorf("hotaisle: the team's VMs could not be listed, so no VM is provisioned (one that failed after committing could not be found again): %w", fleet.ErrUnavailable)
+	}
 	vm, err := p.c.ProvisionVM(ctx, VMProvisionRequest{VMSpecs: specs})
 	if err != nil {
 		if definiteRefusal(err) {
@@ -75,20 +87,22 @@ func definiteRefusal(err error) bool {
 }
 
 // ensureSeen lists the team's VMs once if no list has succeeded yet, so
-// that a recovery has names to compare with. Concurrent first creates list
-// once between them.
-func (p *Provider) ensureSeen(ctx context.Context) {
+// that a recovery has names to compare with, and reports whether some list
+// has. Concurrent first creates list once between them.
+func (p *Provider) ensureSeen(ctx context.Context) bool {
 	p.listMu.Lock()
 	defer p.listMu.Unlock()
 	p.mu.Lock()
 	have := p.seen != nil
 	p.mu.Unlock()
 	if have {
-		return
+		return true
 	}
-	if vms, err := p.c.ListVMs(ctx); err == nil {
+	vms, err := p.c.ListVMs(ctx)
+	if err == nil {
 		p.sawList(vms)
 	}
+	return err == nil
 }
 
 // sawList makes the names of a complete VM list the names seen.

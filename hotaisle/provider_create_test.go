@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -142,22 +143,15 @@ func TestProviderCreateLeavesSeveralCandidatesAlone(t *testing.T) {
 // the VM of a concurrent Create whose provision answered 500 after commit.
 func TestProviderCreateRecoveryIgnoresItsOwnUnlabelledVMs(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := sim.NewHotAisle()
-		var (
-			p     *hotaisle.Provider
-			o     fleet.Offer
-			first fleet.Instance
-		)
-		p = hookedProvider(h, func() {
-			// A concurrent Create: its VM stays unlabelled (3 PATCHes fail).
-			assert.NoError(t, h.Inject(sim.Fault{Route: routePatchVM, Times: 3, Status: 500}))
-			var err error
-			first, err = p.Create(context.Background(), fleet.CreateRequest{Offer: o, Label: fleet.Label{Fleet: "a", RequestID: "aaaaaaaaaaaa"}})
-			assert.NoError(t, err)
-			assert.Contains(t, first.LabelError, "PATCH", "the failed label is reported")
-			assert.NoError(t, h.Inject(sim.Fault{Route: routeProvision, Times: 1, Status: 500, AfterCommit: true}))
-		})
-		o = oneGPUOffer(t, p)
+		h, p := simProvider(t)
+		o := oneGPUOffer(t, p)
+		// An earlier Create of this Provider: its VM stays unlabelled (3 PATCHes fail).
+		require.NoError(t, h.Inject(sim.Fault{Route: routePatchVM, Times: 3, Status: 500}))
+		first, err := p.Create(t.Context(), fleet.CreateRequest{Offer: o, Label: fleet.Label{Fleet: "a", RequestID: "aaaaaaaaaaaa"}})
+		require.NoError(t, err)
+		assert.Contains(t, first.LabelError, "PATCH", "the failed label is reported")
+		// The next one fails after committing: its recovery must not take the first VM.
+		require.NoError(t, h.Inject(sim.Fault{Route: routeProvision, Times: 1, Status: 500, AfterCommit: true}))
 		label := fleet.Label{Fleet: "b", RequestID: "bbbbbbbbbbbb"}
 		inst, err := p.Create(t.Context(), fleet.CreateRequest{Offer: o, Label: label})
 		require.NoError(t, err)
@@ -169,6 +163,40 @@ func TestProviderCreateRecoveryIgnoresItsOwnUnlabelledVMs(t *testing.T) {
 		require.Len(t, byID, 2)
 		assert.Empty(t, byID[first.ID])
 		assert.Equal(t, label.String(), byID[inst.ID])
+	})
+}
+
+// Provisions of one Provider run one at a time: a second Create waits for
+// the first, so two ambiguous failures cannot leave two candidates.
+func TestProviderProvisionsOneAtATime(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h, p := simProvider(t)
+		o := oneGPUOffer(t, p)
+		h.SetVMLimit(10)
+		require.NoError(t, h.SetQuantity(o.InstanceType, 10))
+		_, err := p.List(t.Context())
+		require.NoError(t, err)
+		require.NoError(t, h.Inject(sim.Fault{Route: routeProvision, Latency: 10 * time.Second}))
+		var wg sync.WaitGroup
+		for i := range 4 {
+			wg.Go(func() {
+				_, err := p.Create(t.Context(), fleet.CreateRequest{Offer: o, Label: fleet.Label{Fleet: "a", RequestID: fmt.Sprintf("%012d", i)}})
+				assert.NoError(t, err)
+			})
+		}
+		wg.Wait()
+		var posts []time.Time
+		for _, c := range h.Calls() {
+			if c.Route == routeProvision {
+				posts = append(posts, c.Time)
+			}
+		}
+		require.Len(t, posts, 4)
+		sort.Slice(posts, func(a, b int) bool { return posts[a].Before(posts[b]) })
+		for i := 1; i < len(posts); i++ {
+			assert.GreaterOrEqual(t, posts[i].Sub(posts[i-1]), 10*time.Second, "one provision at a time")
+		}
+		assert.Len(t, liveVMs(h), 4)
 	})
 }
 

@@ -1,0 +1,435 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"hash/fnv"
+	"slices"
+	"strings"
+	"time"
+)
+
+// replicaLeasePrefix names the lease each replica renews to say it is alive.
+const replicaLeasePrefix = "replica/"
+
+// gcLease guards the work no fleet owns: orphans, VPC and SSH key collection.
+const gcLease = "gc"
+
+// replica is the state of a Manager that shares a LeaseStore with other
+// replicas (Config.Store implements LeaseStore). Written by the loop.
+type replica struct {
+	ls     LeaseStore
+	holder string
+	ttl    time.Duration
+
+	self, gc  Lease
+	selfAt    time.Time // local time before the call that got self
+	gcAt      time.Time
+	held      map[string]Lease     // fleet → its lease
+	heldAt    map[string]time.Time // local time before the call that got or renewed it
+	fleetKeys map[string][]string  // every stored fleet's SSH keys (for key collection)
+	applied   map[string]int64     // fleet → the last intent Seq carried out
+	acked     map[string]int64
+	keys      map[string]PrivateKey // fleets' private keys given to this replica (never stored)
+	nextSync  time.Time
+}
+
+// valid reports whether a lease taken at t is still safely held by the
+// process clock (leases run in real time, like the store's clock, whatever
+// Config.Clock says): its TTL less a third as margin.
+func (r *replica) valid(at time.Time) bool {
+	return !at.IsZero() && time.Now().Before(at.Add(r.ttl-r.ttl/3))
+}
+
+// holds reports whether this replica may act on fleet now. m.mu held.
+func (m *Manager) holds(fleet string, _ time.Time) bool {
+	if m.rep == nil {
+		return true
+	}
+	_, ok := m.rep.held[fleet]
+	return ok && m.rep.valid(m.rep.heldAt[fleet])
+}
+
+// isGC reports whether this replica does the work no fleet owns. m.mu held.
+func (m *Manager) isGC(_ time.Time) bool {
+	return m.rep == nil || (m.rep.gc.Token != 0 && m.rep.valid(m.rep.gcAt))
+}
+
+// rendezvous picks, among the live holders, the one with the highest hash
+// of (key, holder): every replica computes the same pick. The 64-bit FNV-1a
+// hash is finished with a mixer: alone it barely spreads its last bytes, so
+// holders named alike ("r1", "r2", "r3") got shares of 1/2, 1/4 and 1/4.
+func rendezvous(key string, holders []string) string {
+	best, bestH := "", uint64(0)
+	for _, h := range holders {
+		f := fnv.New64a()
+		f.Write([]byte(key + "\x00" + h))
+		if v := mix64(f.Sum64()); best == "" || v > bestH {
+			best, bestH = h, v
+		}
+	}
+	return best
+}
+
+// mix64 is MurmurHash3's 64-bit finalizer: every input bit flips each
+// output bit with probability one half.
+func mix64(x uint64) uint64 {
+	x ^= x >> 33
+	x *= 0xff51afd7ed558ccd
+	x ^= x >> 33
+	x *= 0xc4ceb9fe1a85ec53
+	return x ^ x>>33
+}
+
+// syncResult is what one lease sync learned.
+type syncResult struct {
+	self, gc     Lease
+	selfAt, gcAt time.Time
+	got          map[string]Lease // fleets acquired or renewed
+	gotAt        time.Time
+	lost         []string // held fleets no longer ours
+	gone         []string // held fleets deleted from the store (their leases released)
+	handover     []string // held fleets that fall to another live replica
+	fleets       map[string]FleetRecord
+	insts        []InstanceRecord // of newly acquired fleets
+	intents      map[string][]Intent
+	err          error
+}
+
+// syncLeases starts, every third of the lease TTL, the task that renews
+// this replica's leases, takes the fleets that fall to it, hands over the
+// others, loads newly acquired fleets and reads their stored intents. m.mu held.
+func (m *Manager) syncLeases(now time.Time) {
+	r := m.rep
+	if r == nil || time.Now().Before(r.nextSync) || m.busy("leases") {
+		return
+	}
+	r.nextSync = time.Now().Add(r.ttl / 3)
+	held := make(map[string]Lease, len(r.held))
+	for f, l := range r.held {
+		held[f] = l
+	}
+	self, gc, acks := r.self, r.gc, map[string]int64{}
+	for f, seq := range r.applied {
+		if seq > r.acked[f] && !m.storeFailing && !m.fleetDirty(f) {
+			acks[f] = seq
+		}
+	}
+	m.launch("leases", taskCall, m.pol.CallTimeout, func(ctx context.Context) func(time.Time) {
+		res := m.leaseSync(ctx, self, gc, held, acks)
+		return func(now time.Time) { m.applySync(res, acks, now) }
+	})
+}
+
+// fleetDirty reports whether fleet has records not yet written. m.mu held.
+func (m *Manager) fleetDirty(fleet string) bool {
+	if m.dirtyF[fleet] {
+		return true
+	}
+	for id := range m.dirtyI {
+		if r := m.insts[id]; r != nil && r.Instance.Fleet == fleet {
+			return true
+		}
+	}
+	return false
+}
+
+// leaseSync makes the lease calls of one sync (task side).
+func (m *Manager) leaseSync(ctx context.Context, self, gc Lease, held map[string]Lease, acks map[string]int64) syncResult {
+	r := m.rep
+	res := syncResult{got: map[string]Lease{}, fleets: map[string]FleetRecord{}, intents: map[string][]Intent{}}
+	take := func(l Lease, name string) (Lease, time.Time, error) {
+		at := time.Now()
+		if l.Token != 0 {
+			if nl, err := r.ls.RenewLease(ctx, l); err == nil {
+				return nl, at, nil
+			}
+		}
+		nl, err := r.ls.AcquireLease(ctx, name, r.holder, r.ttl)
+		return nl, at, err
+	}
+	var err error
+	if res.self, res.selfAt, err = take(self, replicaLeasePrefix+r.holder); err != nil {
+		res.err = err
+		return res
+	}
+	leases, err := r.ls.Leases(ctx)
+	if err != nil {
+		res.err = err
+		return res
+	}
+	var live []string
+	for _, l := range leases {
+		if h, ok := strings.CutPrefix(l.Name, replicaLeasePrefix); ok {
+			live = append(live, h)
+		}
+	}
+	slices.Sort(live)
+	fleets, err := r.ls.Fleets(ctx)
+	if err != nil {
+		res.err = err
+		return res
+	}
+	for _, f := range fleets {
+		res.fleets[f.Spec.Name] = f
+	}
+	intents, err := r.ls.Intents(ctx, "")
+	if err != nil {
+		res.err = err
+		return res
+	}
+	names := map[string]bool{}
+	for name := range res.fleets {
+		names[name] = true
+	}
+	for _, in := range intents {
+		names[in.Fleet] = true
+		res.intents[in.Fleet] = append(res.intents[in.Fleet], in)
+	}
+	if rendezvous(gcLease, live) == r.holder {
+		res.gc, res.gcAt, _ = take(gc, gcLease)
+	} else if gc.Token != 0 {
+		_ = r.ls.ReleaseLease(ctx, gc)
+	}
+	res.gotAt = time.Now()
+	var acquired []string
+	for name := range names {
+		l, had := held[name]
+		switch {
+		case rendezvous(name, live) != r.holder && had:
+			res.handover = append(res.handover, name)
+			res.got[name] = l
+		case rendezvous(name, live) != r.holder:
+		case had:
+			if nl, err := r.ls.RenewLease(ctx, l); err == nil {
+				res.got[name] = nl
+			} else {
+				res.lost = append(res.lost, name)
+			}
+		default:
+			if nl, err := r.ls.AcquireLease(ctx, FleetLease(name), r.holder, r.ttl); err == nil {
+				res.got[name] = nl
+				acquired = append(acquired, name)
+			}
+		}
+	}
+	for name := range held {
+		if !names[name] {
+			_ = r.ls.ReleaseLease(ctx, held[name]) // the fleet is gone from the store
+			res.gone = append(res.gone, name)
+		}
+	}
+	lctx := ctx
+	for _, l := range res.got {
+		lctx = WithLease(lctx, l)
+	}
+	for f, seq := range acks {
+		if _, ok := res.got[f]; ok {
+			_ = r.ls.AckIntents(lctx, f, seq)
+		}
+	}
+	if len(acquired) > 0 {
+		insts, err := r.ls.Instances(ctx)
+		if err == nil {
+			for _, in := range insts {
+				if slices.Contains(acquired, in.Instance.Fleet) {
+					res.insts = append(res.insts, in)
+				}
+			}
+		} else {
+			for _, name := range acquired { // cannot load: give them back
+				_ = r.ls.ReleaseLease(ctx, res.got[name])
+				delete(res.got, name)
+			}
+		}
+	}
+	return res
+}
+
+// applySync applies a lease sync in the loop. m.mu held.
+func (m *Manager) applySync(res syncResult, acks map[string]int64, now time.Time) {
+	r := m.rep
+	if res.err != nil {
+		m.event(Event{Type: EventStoreWriteFailed, Err: res.err.Error(), Message: "the lease sync failed; fleets are given up when their leases run out"})
+		return
+	}
+	becameGC := res.gc.Token != 0 && res.gc.Token != r.gc.Token // renewals keep the token
+	r.self, r.selfAt, r.gc, r.gcAt = res.self, res.selfAt, res.gc, res.gcAt
+	for f, seq := range acks {
+		r.acked[f] = max(r.acked[f], seq)
+	}
+	before := r.fleetKeys
+	r.fleetKeys = map[string][]string{}
+	for name, f := range res.fleets {
+		r.fleetKeys[name] = f.Spec.SSHKeys
+	}
+	for name, ins := range res.intents {
+		for _, in := range ins {
+			r.fleetKeys[name] = append(r.fleetKeys[name], in.Spec.SSHKeys...)
+		}
+	}
+	m.relistKeys(before, becameGC, now)
+	for _, name := range res.gone {
+		if m.fleets[name] == nil { // deleted: FleetDeleted said so already
+			delete(r.held, name)
+			delete(r.heldAt, name)
+		}
+	}
+	for _, name := range res.lost {
+		m.dropFleet(name, "its lease was lost")
+	}
+	for name, l := range res.got {
+		if _, had := r.held[name]; !had {
+			m.takeFleet(name, res.fleets, now)
+		}
+		r.held[name], r.heldAt[name] = l, res.gotAt
+	}
+	for _, in := range res.insts {
+		if _, ok := m.insts[in.Instance.RequestID]; !ok {
+			in := in
+			m.addRecord(&in)
+		}
+	}
+	for name, ins := range res.intents {
+		if _, ok := r.held[name]; ok {
+			for _, in := range ins {
+				m.applyStored(in, now)
+			}
+		}
+	}
+	for _, name := range res.handover {
+		if !m.fleetDirty(name) {
+			l := r.held[name]
+			m.dropFleet(name, "handed over to another replica")
+			m.launch("release/"+name, taskCall, m.pol.CallTimeout, func(ctx context.Context) func(time.Time) {
+				_ = r.ls.ReleaseLease(ctx, l)
+				return nil
+			})
+		}
+	}
+}
+
+// relistKeys has the collector replica list SSH keys again when it has
+// just become the collector, or when a fleet left the store (its keys may
+// be free now): deleted fleets' holders cannot tell whether a key is still
+// needed by fleets other replicas hold, and no create of the collector's
+// own may come to ask for a listing. m.mu held.
+func (m *Manager) relistKeys(before map[string][]string, becameGC bool, now time.Time) {
+	if !m.isGC(now) {
+		return
+	}
+	gone := becameGC
+	for name := range before {
+		if _, ok := m.rep.fleetKeys[name]; !ok && len(before[name]) > 0 {
+			gone = true
+		}
+	}
+	if !gone {
+		return
+	}
+	for name, p := range m.providers {
+		if keyProvider(p) != nil {
+			m.keysDirty[name] = true
+		}
+	}
+}
+
+// takeFleet starts holding a fleet: its stored record, if any. m.mu held.
+func (m *Manager) takeFleet(name string, stored map[string]FleetRecord, now time.Time) {
+	m.rep.applied[name] = m.rep.acked[name]
+	if f, ok := stored[name]; ok {
+		f := f
+		if k, ok := m.rep.keys[name]; ok {
+			f.Spec.PrivateKey = k
+		} else if f.KeyRequired {
+			m.keyMissing[name] = true
+		}
+		m.fleets[name] = &f
+	}
+	m.event(Event{Type: EventFleetTaken, Fleet: name, Message: "this replica now reconciles the fleet (lease " + FleetLease(name) + ")"})
+}
+
+// dropFleet forgets a fleet this replica no longer holds; answers of calls
+// still under way for it are ignored, and the holder resolves them. m.mu held.
+func (m *Manager) dropFleet(name, why string) {
+	delete(m.rep.held, name)
+	delete(m.rep.heldAt, name)
+	delete(m.fleets, name)
+	delete(m.dirtyF, name)
+	for id, r := range m.byFleet[name] {
+		m.cancelAgent(id)
+		delete(m.dirtyI, id)
+		_ = r
+		m.removeRecord(id)
+	}
+	m.event(Event{Type: EventFleetReleased, Fleet: name, Message: "this replica stops reconciling the fleet: " + why})
+}
+
+// expireLeases drops the fleets whose lease this replica can no longer
+// count on by its own clock (a renewal failed or is late). m.mu held.
+func (m *Manager) expireLeases(now time.Time) {
+	if m.rep == nil {
+		return
+	}
+	for name, at := range m.rep.heldAt {
+		if !m.rep.valid(at) {
+			m.dropFleet(name, "its lease ran out before it was renewed")
+		}
+	}
+}
+
+// applyStored carries out an intent read from the store, once. m.mu held.
+func (m *Manager) applyStored(in Intent, now time.Time) {
+	if in.Seq <= m.rep.applied[in.Fleet] {
+		return
+	}
+	m.rep.applied[in.Fleet] = in.Seq
+	switch in.Kind {
+	case IntentApply:
+		s := in.Spec
+		if k, ok := m.rep.keys[in.Fleet]; ok {
+			s.PrivateKey = k
+		}
+		m.applySpec(s, now)
+		if in.KeyGiven && s.PrivateKey.IsZero() {
+			m.fleets[in.Fleet].KeyRequired = true
+			m.keyMissing[in.Fleet] = true
+		}
+	case IntentDelete:
+		m.deleteFleet(in.Fleet, in.Policy, now)
+	case IntentRelease:
+		m.releaseInstance(in.InstanceID, in.Policy, now)
+	case IntentBusy, IntentIdle:
+		m.markBusy(in.InstanceID, in.Kind == IntentBusy, now)
+	}
+}
+
+// putIntent records an intent in the store (replica mode) and, when this
+// replica holds the fleet, queues it locally too, with its Seq, so it is
+// carried out at once and not again when read back.
+func (m *Manager) putIntent(ctx context.Context, in Intent, local intent) error {
+	in.At = m.clock.Now()
+	key := in.Spec.PrivateKey
+	in.Spec.PrivateKey = PrivateKey{}
+	if in.Kind == IntentApply {
+		in.KeyGiven = !key.IsZero()
+	}
+	seq, err := m.rep.ls.PutIntent(ctx, in)
+	if err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !key.IsZero() {
+		m.rep.keys[in.Fleet] = key
+	}
+	if _, ok := m.rep.held[in.Fleet]; ok {
+		local.seq, local.fleet = seq, in.Fleet
+		m.intents.push(local)
+	}
+	m.wake()
+	return nil
+}
+
+// lostWrite reports whether a store error means the lease is gone.
+func lostWrite(err error) bool { return errors.Is(err, ErrFenced) || errors.Is(err, ErrStaleWrite) }
