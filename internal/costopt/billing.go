@@ -1,5 +1,3 @@
-//go:build gpufleet_wip
-
 package costopt
 
 import (
@@ -94,12 +92,12 @@ func (b Billing) Units(alive time.Duration) int64 {
 
 // Cost returns the charge in USD for a machine alive for the given time.
 func (b Billing) Cost(alive time.Duration) float64 {
-	return b.usd(b.Units(alive))
+	return b.usd(float64(b.Units(alive)))
 }
 
 // usd converts a number of billed Units to USD.
-func (b Billing) usd(units int64) float64 {
-	return float64(units) * b.Unit.Hours() * b.PricePerHour
+func (b Billing) usd(units float64) float64 {
+	return units * b.Unit.Hours() * b.PricePerHour
 }
 
 // unitsUp is d in started units (zero for d <= 0).

@@ -1,158 +1,239 @@
-//go:build gpufleet_wip
-
 package costopt
 
 import (
-	"encoding/binary"
 	"math"
 	"slices"
-	"time"
 )
 
-// slot is a machine as the search sees it: the end of its current job (or
-// idle when it has none), and the time its billed units run out ("paid").
-type slot struct {
-	end, paid time.Duration
+// Optimal is the answer of Optimum: the cheapest plan found, and a lower
+// bound that no plan of the model goes below.
+type Optimal struct {
+	Plan
+	// LowerBound is a proven lower bound of the optimal bill, in USD. It
+	// equals Plan.Bill() when Proven.
+	LowerBound float64
+	// Proven reports that Plan is optimal. It is false only when the search
+	// stopped at its node limit.
+	Proven bool
+	// Nodes is the number of branch-and-bound nodes solved (1 when the
+	// linear relaxation was already integral), Columns the number of chains
+	// generated.
+	Nodes, Columns int
 }
 
-const idle = time.Duration(math.MinInt64)
-
-// choice is the decision taken for a job: reuse the idle machine paid until
-// the given time, or start a new one.
-const startNew = time.Duration(math.MaxInt64)
-
-type memo struct {
-	units  int64
-	choice time.Duration
+// Gap is Bill / LowerBound - 1: zero when Proven.
+func (o Optimal) Gap() float64 {
+	if o.LowerBound <= 0 {
+		return 0
+	}
+	return o.Bill()/o.LowerBound - 1
 }
 
-type solver struct {
-	jobs   []Job
-	b      Billing
-	sufMin []time.Duration // shortest duration among jobs[k:]
-	memo   map[string]memo
-	key    []byte
+// nodeLimit bounds the branch-and-bound search. The linear relaxation is
+// almost always integral on bursty traces, so the limit is rarely reached.
+var nodeLimit = 2000
+
+// Optimum returns a plan of least bill for serving every job of t on
+// machines billed by b, where every job starts at its arrival (see the
+// package documentation for the model and the method). It returns an error
+// when t or b is invalid.
+func Optimum(t Trace, b Billing) (Optimal, error) {
+	if err := t.Validate(); err != nil {
+		return Optimal{}, err
+	}
+	if err := b.Validate(); err != nil {
+		return Optimal{}, err
+	}
+	s := newSearch(t.Jobs, b)
+	lb, proven := s.run()
+	plan := s.plan()
+	return Optimal{Plan: plan, LowerBound: b.usd(lb), Proven: proven, Nodes: s.nodes,
+		Columns: len(s.pool)}, nil
 }
 
-func newSolver(t Trace, b Billing) *solver {
-	s := &solver{jobs: t.Jobs, b: b, memo: map[string]memo{}}
-	s.sufMin = make([]time.Duration, len(t.Jobs)+1)
-	s.sufMin[len(t.Jobs)] = math.MaxInt64
-	for k := len(t.Jobs) - 1; k >= 0; k-- {
-		s.sufMin[k] = min(s.sufMin[k+1], t.Jobs[k].Duration)
+// search is the branch-and-price search over chains of jobs (indices in
+// trace order).
+type search struct {
+	jobs      []Job
+	b         Billing
+	pr        *pricer
+	pool      [][]int
+	poolUnits []int64
+	poolKey   map[string]bool
+	best      [][]int // incumbent chains
+	bestUnits int64
+	nodes     int
+	unsure    float64 // least bound of a node given up on numerical trouble
+}
+
+func newSearch(jobs []Job, b Billing) *search {
+	s := &search{jobs: jobs, b: b, pr: newPricer(jobs, b), poolKey: map[string]bool{}, unsure: math.Inf(1)}
+	s.best = improve(jobs, s.pr, greedy(jobs, s.pr))
+	debugf("greedy %d improved %d\n", s.units(greedy(jobs, s.pr)), s.units(s.best))
+	s.bestUnits = s.units(s.best)
+	for _, c := range s.best {
+		s.addPool(c)
 	}
 	return s
 }
 
-// normalize returns the machines as seen at the arrival of job k, sorted:
-// busy machines whose job has ended become idle, and idle machines that no
-// later job can use more cheaply than a new machine are dropped.
-func (s *solver) normalize(ms []slot, k int) []slot {
-	a := s.jobs[k].Arrive
-	out := ms[:0]
-	for _, m := range ms {
-		if m.end <= a {
-			m.end = idle
+func (s *search) units(chains [][]int) int64 {
+	var u int64
+	for _, c := range chains {
+		u += s.pr.chainUnits(c[0], c[len(c)-1])
+	}
+	return u
+}
+
+// addPool stores a chain once and returns its index and whether it is new.
+func (s *search) addPool(c []int) (int, bool) {
+	key := chainKey(c)
+	if s.poolKey[key] {
+		return -1, false
+	}
+	s.poolKey[key] = true
+	s.pool = append(s.pool, c)
+	s.poolUnits = append(s.poolUnits, s.pr.chainUnits(c[0], c[len(c)-1]))
+	return len(s.pool) - 1, true
+}
+
+func chainKey(c []int) string {
+	b := make([]byte, 0, 2*len(c))
+	for _, j := range c {
+		b = append(b, byte(j), byte(j>>8), byte(j>>16))
+	}
+	return string(b)
+}
+
+type node struct {
+	r     *rules
+	bound float64 // lower bound in units (the parent's)
+	from  warm    // the parent's final duals and basis
+}
+
+// run solves the root relaxation, dives for a good incumbent, then
+// explores the search tree depth first. It returns a lower bound in units
+// and whether the incumbent is proven optimal.
+func (s *search) run() (float64, bool) {
+	if len(s.jobs) == 0 {
+		return 0, true
+	}
+	root := node{newRules(len(s.jobs)), math.Inf(-1), warm{center: s.workDuals()}}
+	res := s.relax(root.r, root.from)
+	s.nodes++
+	s.dive(root.r, res)
+	stack := s.children(root, res)
+	for len(stack) > 0 {
+		if s.nodes >= nodeLimit {
+			return s.openBound(stack), false
 		}
-		if m.end == idle && s.useless(m.paid, k) {
+		nd := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if s.pruned(nd.bound) {
 			continue
 		}
-		out = append(out, m)
+		s.nodes++
+		stack = append(stack, s.children(nd, s.relax(nd.r, nd.from))...)
 	}
-	slices.SortFunc(out, func(x, y slot) int {
-		if x.end != y.end {
-			return cmpDur(x.end, y.end)
+	if s.unsure < float64(s.bestUnits) {
+		return s.unsure, false
+	}
+	return float64(s.bestUnits), true
+}
+
+// dive fixes the chains the relaxation already uses in full (or else its
+// heaviest chain) and solves again, until the relaxation is integral or
+// cannot beat the incumbent: a quick incumbent for the search.
+func (s *search) dive(r *rules, res relaxation) {
+	for !res.failed && !s.pruned(res.bound) {
+		if _, _, _, frac := branchArc(res.chains, res.weights); !frac {
+			s.offer(res.integral())
+			return
 		}
-		return cmpDur(x.paid, y.paid)
-	})
-	return out
-}
-
-func cmpDur(x, y time.Duration) int {
-	switch {
-	case x < y:
-		return -1
-	case x > y:
-		return 1
-	}
-	return 0
-}
-
-// useless reports whether an idle machine paid until paid is never worth
-// reusing from job k on: it ran out of paid time at least a boot time ago,
-// and any job from k on outlasts the minimum from that point.
-func (s *solver) useless(paid time.Duration, k int) bool {
-	a := s.jobs[k].Arrive
-	return paid <= a-s.b.BootTime && paid <= a+s.sufMin[k]-s.b.Minimum
-}
-
-func (s *solver) encode(k int, ms []slot) string {
-	s.key = binary.AppendUvarint(s.key[:0], uint64(k))
-	for _, m := range ms {
-		s.key = binary.AppendVarint(s.key, int64(m.end))
-		s.key = binary.AppendVarint(s.key, int64(m.paid))
-	}
-	return string(s.key)
-}
-
-// extend returns the units charged when a machine paid until paid runs a job
-// ending at end, and the new paid time.
-func (s *solver) extend(paid, end time.Duration) (int64, time.Duration) {
-	u := unitsUp(end-paid, s.b.Unit)
-	return u, paid + time.Duration(u)*s.b.Unit
-}
-
-// fresh returns the units charged for a new machine ready at job j's arrival
-// and deleted at its end, and its paid time.
-func (s *solver) fresh(j Job) (int64, time.Duration) {
-	created := j.Arrive - s.b.BootTime
-	u := s.b.Units(j.End() - created)
-	return u, created + time.Duration(u)*s.b.Unit
-}
-
-// best returns the least number of units needed to serve jobs[k:] from the
-// machines ms (normalized at job k).
-func (s *solver) best(k int, ms []slot) int64 {
-	if k == len(s.jobs) {
-		return 0
-	}
-	key := s.encode(k, ms)
-	if m, ok := s.memo[key]; ok {
-		return m.units
-	}
-	j := s.jobs[k]
-	u, paid := s.fresh(j)
-	next := s.step(ms, -1, slot{j.End(), paid}, k)
-	bestU, bestC := u+s.best(k+1, next), startNew
-	for i, m := range ms {
-		if m.end != idle || i > 0 && ms[i-1].end == idle && ms[i-1].paid == m.paid {
-			continue
+		r = r.clone()
+		heavy := -1
+		for k, w := range res.weights {
+			c := res.chains[k]
+			if r.first[c[0]] && r.last[c[len(c)-1]] {
+				continue // fixed already
+			}
+			if w > 0.75 {
+				r.fix(c)
+			}
+			if heavy < 0 || w > res.weights[heavy] {
+				heavy = k
+			}
 		}
-		u, paid := s.extend(m.paid, j.End())
-		if u >= bestU {
-			continue
+		if res.weights[heavy] <= 0.75 {
+			r.fix(res.chains[heavy])
 		}
-		next := s.step(ms, i, slot{j.End(), paid}, k)
-		if total := u + s.best(k+1, next); total < bestU {
-			bestU, bestC = total, m.paid
-		}
+		res = s.relax(r, res.warm)
+		debugf("dive step bound %.3f failed %v\n", res.bound, res.failed)
+		s.nodes++
 	}
-	s.memo[key] = memo{bestU, bestC}
-	return bestU
 }
 
-// step returns the machines after job k: ms with machine i (or a new machine
-// when i < 0) replaced by m, normalized at job k+1.
-func (s *solver) step(ms []slot, i int, m slot, k int) []slot {
-	next := make([]slot, 0, len(ms)+1)
-	next = append(next, ms...)
-	if i < 0 {
-		next = append(next, m)
-	} else {
-		next[i] = m
+// openBound is the least bound among the open nodes and the incumbent.
+func (s *search) openBound(stack []node) float64 {
+	lb := min(float64(s.bestUnits), s.unsure)
+	for _, nd := range stack {
+		lb = min(lb, nd.bound)
 	}
-	if k+1 == len(s.jobs) {
+	return max(lb, 0)
+}
+
+// pruned reports whether a node with this bound cannot beat the incumbent
+// (bills are whole units).
+func (s *search) pruned(bound float64) bool {
+	return math.Ceil(bound-1e-6) >= float64(s.bestUnits)
+}
+
+// children returns the subproblems of a solved node (the one to explore
+// first last): none when the node is pruned or integral.
+func (s *search) children(nd node, res relaxation) []node {
+	bound := max(nd.bound, res.bound)
+	if s.pruned(bound) {
 		return nil
 	}
-	return s.normalize(next, k+1)
+	if res.failed {
+		s.unsure = min(s.unsure, bound)
+		return nil
+	}
+	i, j, flow, ok := branchArc(res.chains, res.weights)
+	if !ok {
+		s.offer(res.integral())
+		return nil
+	}
+	force, forbid := nd.r.clone(), nd.r.clone()
+	force.succ[i], force.pred[j] = j, i
+	forbid.forbid[[2]int{i, j}], forbid.forbidIn[j] = true, true
+	if flow >= 0.5 {
+		return []node{{forbid, bound, res.warm}, {force, bound, res.warm}}
+	}
+	return []node{{force, bound, res.warm}, {forbid, bound, res.warm}}
 }
+
+// offer takes an integral solution as the incumbent if it is cheaper.
+func (s *search) offer(chains [][]int) {
+	if u := s.units(chains); u < s.bestUnits {
+		s.best, s.bestUnits = chains, u
+	}
+}
+
+// plan turns the incumbent into machines: each created a boot time before
+// its first job arrives and deleted when its last job ends.
+func (s *search) plan() Plan {
+	p := Plan{Billing: s.b}
+	for _, c := range s.best {
+		first, last := s.jobs[c[0]], s.jobs[c[len(c)-1]]
+		m := Machine{Created: first.Arrive - s.b.BootTime, Deleted: last.End()}
+		for _, j := range c {
+			m.Runs = append(m.Runs, Run{Job: s.jobs[j].ID, Start: s.jobs[j].Arrive})
+		}
+		p.Machines = append(p.Machines, m)
+	}
+	slices.SortStableFunc(p.Machines, func(x, y Machine) int { return cmpDur(x.Created, y.Created) })
+	return p
+}
+
+var debugf = func(string, ...any) {}

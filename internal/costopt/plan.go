@@ -1,5 +1,3 @@
-//go:build gpufleet_wip
-
 package costopt
 
 import (
@@ -44,7 +42,7 @@ func (p Plan) Units() int64 {
 }
 
 // Bill is the plan's total charge in USD.
-func (p Plan) Bill() float64 { return p.Billing.usd(p.Units()) }
+func (p Plan) Bill() float64 { return p.Billing.usd(float64(p.Units())) }
 
 // Waits returns how long each job of the trace waited from its arrival to its
 // start, in trace order. It returns an error when the plan does not serve

@@ -1,5 +1,3 @@
-//go:build gpufleet_wip
-
 package costopt
 
 import (
