@@ -43,7 +43,7 @@ func driveJobs(t *testing.T, req fleet.Requirements, jobs []workJob, pol fleet.P
 		ctx, cancel := context.WithCancel(t.Context())
 		done := make(chan error, 1)
 		go func() { done <- e.m.Run(ctx) }()
-		d := &driver{m: e.m, req: req, waits: make([]time.Duration, len(jobs))}
+		d := &driver{m: e.m, req: req, waits: make([]time.Duration, len(jobs)), grows: make(chan struct{}, 1)}
 		require.NoError(t, e.m.Apply(t.Context(), fleet.Spec{Name: "w", Nodes: 0, IdleTimeout: time.Minute, Requirements: req}))
 		start := time.Now()
 		var wg sync.WaitGroup
@@ -73,7 +73,8 @@ func driveJobs(t *testing.T, req fleet.Requirements, jobs []workJob, pol fleet.P
 type driver struct {
 	m     *fleet.Manager
 	req   fleet.Requirements
-	mu    sync.Mutex
+	mu    sync.Mutex    // guards waits
+	grows chan struct{} // one grow at a time (a channel: a wait on it is durable in a synctest bubble)
 	waits []time.Duration
 }
 
@@ -102,8 +103,8 @@ func (d *driver) run(t *testing.T, i int, j workJob) {
 
 // grow asks for one more node than the fleet has.
 func (d *driver) grow(t *testing.T) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
+	d.grows <- struct{}{}
+	defer func() { <-d.grows }()
 	for _, s := range d.m.Fleets() {
 		if s.Name == "w" {
 			s.Nodes++
