@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"fmt"
+	"sort"
 	"time"
 )
 
@@ -155,33 +156,52 @@ func (m *Manager) unlabelledOf(o Offer) []string {
 }
 
 // unlabelledMatch finds the instance an uncertain create of an offer with
-// LabelAfterCreate made if its label was never written: the only listed
-// unlabelled instance of the same type that was not there before the call
-// and that no record holds. Two or more candidates are ambiguous: none is
-// taken (they are reported as unlabelled). m.mu held.
+// LabelAfterCreate made if its label was never written: a listed unlabelled
+// instance of the same type that was not there before the call and that no
+// record holds. When several such creates are pending and as many such
+// instances are listed, they are paired in order (they are interchangeable:
+// the labels then say which fleet each serves); any other count is
+// ambiguous and none is taken (they are reported as unlabelled). m.mu held.
 func (m *Manager) unlabelledMatch(r *InstanceRecord, o *observation) (Instance, bool) {
 	if !r.Instance.Offer.LabelAfterCreate {
 		return Instance{}, false
 	}
 	known := map[string]bool{}
-	for _, id := range r.UnlabelledBefore {
-		known[id] = true
-	}
 	for _, x := range m.insts {
 		if x.Instance.Provider == r.Instance.Provider && x.Instance.ID != "" {
 			known[x.Instance.ID] = true
 		}
 	}
+	var pending []*InstanceRecord
+	for _, x := range m.insts {
+		if x.Instance.ID == "" && x.CreateUncertain && x.Instance.Provider == r.Instance.Provider &&
+			x.Instance.Offer.InstanceType == r.Instance.Offer.InstanceType && !m.busy("create/"+x.Instance.RequestID) {
+			pending = append(pending, x)
+		}
+	}
+	before := map[string]bool{}
+	for _, x := range pending {
+		for _, id := range x.UnlabelledBefore {
+			before[id] = true
+		}
+	}
 	var found []Instance
 	for _, i := range o.list {
-		if i.RequestID == "" && i.Offer.InstanceType == r.Instance.Offer.InstanceType && !known[i.ID] {
+		if i.RequestID == "" && i.Offer.InstanceType == r.Instance.Offer.InstanceType && !known[i.ID] && !before[i.ID] {
 			found = append(found, i)
 		}
 	}
-	if len(found) != 1 {
+	if len(found) == 0 || len(found) != len(pending) {
 		return Instance{}, false
 	}
-	return found[0], true
+	sortRecords(pending)
+	sort.Slice(found, func(a, b int) bool { return found[a].ID < found[b].ID })
+	for k, x := range pending {
+		if x == r {
+			return found[k], true
+		}
+	}
+	return Instance{}, false
 }
 
 // readopt tracks again a create that was given up (CreateUnresolved) once

@@ -219,7 +219,8 @@ func (w *world) runLog() string {
 }
 
 // unattributable reports a Hot Aisle VM left unlabelled by a crash between
-// its provision and its label write when the restart lost the Store: the
+// its provision and its label write (the crashed process's provision may
+// still land after the restart) when the restart lost the Store: the
 // pending record that would match it is gone and its list row carries
 // nothing of the create, so no Manager can know it as its own. It must
 // have been reported (UnlabelledFound), never touched.
@@ -231,7 +232,9 @@ func (w *world) unattributable(r sim.Resource) bool {
 	defer w.mu.Unlock()
 	lost := false
 	for _, at := range w.emptyAt {
-		if !r.Created.After(at) && at.Sub(r.Created) <= 10*time.Minute {
+		// From a create started before the restart: its call may land
+		// after it too (the crashed process's calls go on), up to its deadline.
+		if r.Created.Sub(at) <= 5*time.Minute && at.Sub(r.Created) <= 10*time.Minute {
 			lost = true
 		}
 	}
