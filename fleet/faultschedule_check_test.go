@@ -34,13 +34,14 @@ func (w *world) check() {
 	w.checkCharges()
 }
 
-// clean reports whether the fakes hold no server and no VPC of this owner,
-// and the Manager no fleet.
+// clean reports whether the fakes hold no server, no VPC and no SSH key of
+// this owner, and the Manager no fleet.
 func (w *world) clean() bool {
 	w.mu.Lock()
 	pending := w.restart != nil
 	w.mu.Unlock()
-	return !pending && len(w.gen.m.Fleets()) == 0 && len(w.leftovers()) == 0
+	return !pending && len(w.gen.m.Fleets()) == 0 && len(w.leftovers()) == 0 &&
+		(!collectsHotAisleSSHKeys || len(w.liveKeys()) == 0)
 }
 
 func (w *world) leftovers() []string {
