@@ -40,6 +40,7 @@ func driveJobs(t *testing.T, req fleet.Requirements, jobs []workJob, pol fleet.P
 		e.hot.SetVMLimit(1000)
 		require.NoError(t, e.hot.SetQuantity("vm-mi300x-1", 1000))
 		require.NoError(t, e.hot.SetQuantity("bm-mi300x-8", 1000))
+		e.hot.SetBareMetalLimit(1000)
 		ctx, cancel := context.WithCancel(t.Context())
 		done := make(chan error, 1)
 		go func() { done <- e.m.Run(ctx) }()
@@ -73,45 +74,56 @@ func driveJobs(t *testing.T, req fleet.Requirements, jobs []workJob, pol fleet.P
 type driver struct {
 	m     *fleet.Manager
 	req   fleet.Requirements
-	mu    sync.Mutex    // guards waits
-	grows chan struct{} // one grow at a time (a channel: a wait on it is durable in a synctest bubble)
-	waits []time.Duration
+	mu      sync.Mutex    // guards waits, running, waiting
+	grows   chan struct{} // one grow at a time (a channel: a wait on it is durable in a synctest bubble)
+	waits   []time.Duration
+	running int // jobs on a node
+	waiting int // jobs waiting for one
 }
 
 // run serves job i: it waits for a node, runs, and gives the node back.
 func (d *driver) run(t *testing.T, i int, j workJob) {
 	arrived := time.Now()
-	grown := false
+	d.count(0, 1)
 	for {
 		inst, err := d.m.Acquire(t.Context(), "w")
 		if err == nil {
 			d.mu.Lock()
 			d.waits[i] = time.Since(arrived)
 			d.mu.Unlock()
+			d.count(1, -1)
 			time.Sleep(j.Duration)
 			require.NoError(t, d.m.MarkIdle(inst.ID))
+			d.count(-1, 0)
 			return
 		}
 		require.ErrorIs(t, err, fleet.ErrNoIdle)
-		if !grown {
-			d.grow(t)
-			grown = true
-		}
+		d.grow(t)
 		time.Sleep(10 * time.Second)
 	}
 }
 
-// grow asks for one more node than the fleet has.
+func (d *driver) count(running, waiting int) {
+	d.mu.Lock()
+	d.running += running
+	d.waiting += waiting
+	d.mu.Unlock()
+}
+
+// grow asks for a node per job running or waiting, when the fleet has fewer
+// (the Manager lowers Nodes itself when it releases an idle node).
 func (d *driver) grow(t *testing.T) {
 	d.grows <- struct{}{}
 	defer func() { <-d.grows }()
+	d.mu.Lock()
+	want := d.running + d.waiting
+	d.mu.Unlock()
 	for _, s := range d.m.Fleets() {
-		if s.Name == "w" {
-			s.Nodes++
+		if s.Name == "w" && s.Nodes < want {
+			s.Nodes = want
 			if err := d.m.Apply(t.Context(), s); err != nil && !errors.Is(err, fleet.ErrClosed) {
 				require.NoError(t, err)
 			}
-			return
 		}
 	}
 }
