@@ -380,3 +380,20 @@ func TestAcquirePicksTheMostPaidTimeLeftAndNeverTwice(t *testing.T) {
 		assert.ErrorIs(t, err, ErrNotFound)
 	})
 }
+
+// The re-buy hold keeps one spare per fleet: after a burst, the other idle
+// nodes are released once their minimum and IdleTimeout have passed.
+func TestRebuyHoldKeepsOneSpare(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := newFakeProvider("hotaisle", vmOffer("hotaisle", 2.99, time.Hour))
+		m, _ := newTestManager(t, Config{Providers: []Provider{p}})
+		require.NoError(t, m.Apply(t.Context(), Spec{Name: "f", Nodes: 3, IdleTimeout: 5 * time.Minute}))
+		passes(t, m, 5*time.Minute)
+		require.Equal(t, 3, p.live())
+		created := m.Instances("f")[0].Created
+		passes(t, m, time.Until(created.Add(time.Hour+10*time.Minute)))
+		assert.Equal(t, 1, p.live(), "past the minimum and IdleTimeout: all but one spare released")
+		passes(t, m, time.Until(created.Add(2*time.Hour+time.Minute)))
+		assert.Zero(t, p.live(), "the spare goes at the break-even")
+	})
+}
