@@ -72,8 +72,8 @@ func driveJobs(t *testing.T, req fleet.Requirements, jobs []workJob, pol fleet.P
 
 // driver is the orchestrator of driveJobs.
 type driver struct {
-	m     *fleet.Manager
-	req   fleet.Requirements
+	m       *fleet.Manager
+	req     fleet.Requirements
 	mu      sync.Mutex    // guards waits, running, waiting
 	grows   chan struct{} // one grow at a time (a channel: a wait on it is durable in a synctest bubble)
 	waits   []time.Duration
