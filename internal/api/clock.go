@@ -3,40 +3,19 @@ package api
 import (
 	"context"
 	"time"
+
+	"github.com/gpufleet/gpufleet/fleet"
 )
 
 // Clock is the source of time of a Client: the rate limiter's waits, the
-// Retry-After deadlines and the retry backoff are read and slept on it. Its
-// method set is the one of fleet.Clock and sim.Clock, so a simulator's
+// Retry-After deadlines and the retry backoff are read and slept on it. It
+// is fleet.Clock (the same method set as sim.Clock), so a simulator's
 // sped-up clock (or a test's) can drive the clients as it drives the Manager.
-type Clock interface {
-	// Now returns the current time.
-	Now() time.Time
-	// Sleep waits for d, or until ctx ends (returning ctx.Err()).
-	Sleep(ctx context.Context, d time.Duration) error
-}
+type Clock = fleet.Clock
 
 // RealClock returns the process clock (time.Now and timers); inside a
 // testing/synctest bubble that is the bubble's fake clock.
-func RealClock() Clock { return realClock{} }
-
-type realClock struct{}
-
-func (realClock) Now() time.Time { return time.Now() }
-
-func (realClock) Sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
+func RealClock() Clock { return fleet.RealClock() }
 
 // clockTimer adapts a Clock to retry-go's Timer. Each After starts one
 // goroutine that ends when d has passed on the clock or ctx ends, whichever
