@@ -155,10 +155,14 @@ func (lp *master) entering() (int, float64) {
 	return -1, 0
 }
 
+// objective is the cost of the basic solution, leaving out prohibitive
+// columns (it scales the pricing tolerance).
 func (lp *master) objective() float64 {
 	z := 0.0
 	for r, q := range lp.basis {
-		z += lp.cost[q] * lp.x[r]
+		if lp.cost[q] < prohibitive {
+			z += lp.cost[q] * lp.x[r]
+		}
 	}
 	return z
 }

@@ -12,8 +12,9 @@ type Optimal struct {
 	// LowerBound is a proven lower bound of the optimal bill, in USD. It
 	// equals Plan.Bill() when Proven.
 	LowerBound float64
-	// Proven reports that Plan is optimal. It is false only when the search
-	// stopped at its node limit.
+	// Proven reports that Plan is optimal. It is false when the search
+	// stopped at its node limit (2000 nodes) or gave up a node on numerical
+	// trouble in its linear algebra.
 	Proven bool
 	// Nodes is the number of branch-and-bound nodes solved (1 when the
 	// linear relaxation was already integral), Columns the number of chains
@@ -99,8 +100,9 @@ func (s *search) addPool(c []int) (int, bool) {
 	return len(s.pool) - 1, true
 }
 
+// chainKey identifies a chain (job indices below 2^24).
 func chainKey(c []int) string {
-	b := make([]byte, 0, 2*len(c))
+	b := make([]byte, 0, 3*len(c))
 	for _, j := range c {
 		b = append(b, byte(j), byte(j>>8), byte(j>>16))
 	}
