@@ -30,13 +30,24 @@ func greedy(jobs []Job, p *pricer) [][]int {
 // (each part may be empty, and B may be a new, empty machine). A chain's cost depends only on its first and last
 // job, so a move is priced in constant time.
 func improve(jobs []Job, p *pricer, chains [][]int) [][]int {
-	cost := func(c []int) int64 {
-		if len(c) == 0 {
+	// joined is the cost of a[:i] followed by b[j:].
+	joined := func(a []int, i int, b []int, j int) int64 {
+		first, last := -1, -1
+		if i > 0 {
+			first, last = a[0], a[i-1]
+		}
+		if j < len(b) {
+			last = b[len(b)-1]
+			if first < 0 {
+				first = b[j]
+			}
+		}
+		if first < 0 {
 			return 0
 		}
-		return p.chainUnits(c[0], c[len(c)-1])
+		return p.chainUnits(first, last)
 	}
-	fits := func(a []int, i int, b []int, j int) bool { // a[:i] then b[j:]
+	fits := func(a []int, i int, b []int, j int) bool {
 		return i == 0 || j == len(b) || jobs[a[i-1]].End() <= jobs[b[j]].Arrive
 	}
 	for improved := true; improved; {
@@ -45,15 +56,12 @@ func improve(jobs []Job, p *pricer, chains [][]int) [][]int {
 		for x := range chains {
 			for y := x + 1; y < len(chains); y++ {
 				a, b := chains[x], chains[y]
-				base := cost(a) + cost(b)
+				base := joined(a, len(a), nil, 0) + joined(b, len(b), nil, 0)
 				for i := 0; i <= len(a) && !improved; i++ {
 					for j := 0; j <= len(b); j++ {
-						if !fits(a, i, b, j) || !fits(b, j, a, i) {
-							continue
-						}
-						na := append(append([]int{}, a[:i]...), b[j:]...)
-						nb := append(append([]int{}, b[:j]...), a[i:]...)
-						if cost(na)+cost(nb) < base {
+						if fits(a, i, b, j) && fits(b, j, a, i) && joined(a, i, b, j)+joined(b, j, a, i) < base {
+							na := append(append([]int{}, a[:i]...), b[j:]...)
+							nb := append(append([]int{}, b[:j]...), a[i:]...)
 							chains[x], chains[y], improved = na, nb, true
 							break
 						}

@@ -24,6 +24,8 @@ type master struct {
 	binv    []float64 // m×m, row-major
 	x       []float64 // value of each basis position
 	y       []float64 // duals, one per row
+	u       []float64 // scratch: the entering column in the basis
+	cursor  int       // where partial pricing resumes
 	pivots  int
 	bland   bool // smallest-index rule, to leave a degenerate cycle
 	degen   int
@@ -115,28 +117,52 @@ func (lp *master) reduced(q int) float64 {
 }
 
 // entering returns the column to enter the basis and its reduced cost, or
-// -1 at optimality: the most negative reduced cost, or the first negative
-// one in Bland mode.
+// -1 at optimality. Columns are priced in chunks from where the last search
+// stopped (partial pricing): the most negative reduced cost of the first
+// chunk that has one wins. In Bland mode it is the first negative column.
 func (lp *master) entering() (int, float64) {
-	best, bestD := -1, -lpTol*(1+math.Abs(lp.objective()))
-	for q := range lp.cols {
-		if lp.inBasis[q] {
-			continue
-		}
-		if d := lp.reduced(q); d < bestD {
-			best, bestD = q, d
-			if lp.bland {
-				break
+	tol := -lpTol * (1 + math.Abs(lp.objective()))
+	n := len(lp.cols)
+	if lp.bland {
+		for q := range n {
+			if !lp.inBasis[q] {
+				if d := lp.reduced(q); d < tol {
+					return q, d
+				}
 			}
 		}
+		return -1, 0
 	}
-	return best, bestD
+	chunk := max(n/8, 256)
+	for done := 0; done < n; {
+		best, bestD := -1, tol
+		for k := 0; k < chunk && done < n; k, done = k+1, done+1 {
+			q := lp.cursor
+			if lp.cursor++; lp.cursor == n {
+				lp.cursor = 0
+			}
+			if lp.inBasis[q] {
+				continue
+			}
+			if d := lp.reduced(q); d < bestD {
+				best, bestD = q, d
+			}
+		}
+		if best >= 0 {
+			return best, bestD
+		}
+	}
+	return -1, 0
 }
 
+// objective is the cost of the basic solution, leaving out prohibitive
+// columns (it scales the pricing tolerance).
 func (lp *master) objective() float64 {
 	z := 0.0
 	for r, q := range lp.basis {
-		z += lp.cost[q] * lp.x[r]
+		if lp.cost[q] < prohibitive {
+			z += lp.cost[q] * lp.x[r]
+		}
 	}
 	return z
 }
@@ -182,8 +208,12 @@ func (lp *master) track(theta float64) {
 
 // direction is B^-1 a_q.
 func (lp *master) direction(q int) []float64 {
-	u := make([]float64, lp.m)
+	if len(lp.u) != lp.m {
+		lp.u = make([]float64, lp.m)
+	}
+	u := lp.u
 	for r := range u {
+		u[r] = 0
 		row := lp.binv[r*lp.m : (r+1)*lp.m]
 		for _, j := range lp.cols[q] {
 			u[r] += row[j]

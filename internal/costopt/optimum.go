@@ -12,8 +12,9 @@ type Optimal struct {
 	// LowerBound is a proven lower bound of the optimal bill, in USD. It
 	// equals Plan.Bill() when Proven.
 	LowerBound float64
-	// Proven reports that Plan is optimal. It is false only when the search
-	// stopped at its node limit.
+	// Proven reports that Plan is optimal. It is false when the search
+	// stopped at its node limit (2000 nodes) or gave up a node on numerical
+	// trouble in its linear algebra.
 	Proven bool
 	// Nodes is the number of branch-and-bound nodes solved (1 when the
 	// linear relaxation was already integral), Columns the number of chains
@@ -31,7 +32,7 @@ func (o Optimal) Gap() float64 {
 
 // nodeLimit bounds the branch-and-bound search. The linear relaxation is
 // almost always integral on bursty traces, so the limit is rarely reached.
-var nodeLimit = 2000
+const nodeLimit = 2000
 
 // Optimum returns a plan of least bill for serving every job of t on
 // machines billed by b, where every job starts at its arrival (see the
@@ -64,12 +65,14 @@ type search struct {
 	bestUnits int64
 	nodes     int
 	unsure    float64 // least bound of a node given up on numerical trouble
+	limit     int     // on nodes
+	diving    bool    // dive for an incumbent after the root
 }
 
 func newSearch(jobs []Job, b Billing) *search {
-	s := &search{jobs: jobs, b: b, pr: newPricer(jobs, b), poolKey: map[string]bool{}, unsure: math.Inf(1)}
+	s := &search{jobs: jobs, b: b, pr: newPricer(jobs, b), poolKey: map[string]bool{}, unsure: math.Inf(1),
+		limit: nodeLimit, diving: true}
 	s.best = improve(jobs, s.pr, greedy(jobs, s.pr))
-	debugf("greedy %d improved %d\n", s.units(greedy(jobs, s.pr)), s.units(s.best))
 	s.bestUnits = s.units(s.best)
 	for _, c := range s.best {
 		s.addPool(c)
@@ -97,8 +100,9 @@ func (s *search) addPool(c []int) (int, bool) {
 	return len(s.pool) - 1, true
 }
 
+// chainKey identifies a chain (job indices below 2^24).
 func chainKey(c []int) string {
-	b := make([]byte, 0, 2*len(c))
+	b := make([]byte, 0, 3*len(c))
 	for _, j := range c {
 		b = append(b, byte(j), byte(j>>8), byte(j>>16))
 	}
@@ -121,10 +125,12 @@ func (s *search) run() (float64, bool) {
 	root := node{newRules(len(s.jobs)), math.Inf(-1), warm{center: s.workDuals()}}
 	res := s.relax(root.r, root.from)
 	s.nodes++
-	s.dive(root.r, res)
+	if s.diving {
+		s.dive(root.r, res)
+	}
 	stack := s.children(root, res)
 	for len(stack) > 0 {
-		if s.nodes >= nodeLimit {
+		if s.nodes >= s.limit {
 			return s.openBound(stack), false
 		}
 		nd := stack[len(stack)-1]
@@ -168,7 +174,6 @@ func (s *search) dive(r *rules, res relaxation) {
 			r.fix(res.chains[heavy])
 		}
 		res = s.relax(r, res.warm)
-		debugf("dive step bound %.3f failed %v\n", res.bound, res.failed)
 		s.nodes++
 	}
 }
@@ -213,8 +218,23 @@ func (s *search) children(nd node, res relaxation) []node {
 	return []node{{force, bound, res.warm}, {forbid, bound, res.warm}}
 }
 
-// offer takes an integral solution as the incumbent if it is cheaper.
+// offer takes an integral solution as the incumbent if it is cheaper. A
+// solution that is not a partition of the jobs (rounding gone wrong) is
+// ignored.
 func (s *search) offer(chains [][]int) {
+	seen := make([]bool, len(s.jobs))
+	n := 0
+	for _, c := range chains {
+		for _, j := range c {
+			if seen[j] {
+				return
+			}
+			seen[j], n = true, n+1
+		}
+	}
+	if n != len(s.jobs) {
+		return
+	}
 	if u := s.units(chains); u < s.bestUnits {
 		s.best, s.bestUnits = chains, u
 	}
@@ -235,5 +255,3 @@ func (s *search) plan() Plan {
 	slices.SortStableFunc(p.Machines, func(x, y Machine) int { return cmpDur(x.Created, y.Created) })
 	return p
 }
-
-var debugf = func(string, ...any) {}

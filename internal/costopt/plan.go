@@ -44,10 +44,10 @@ func (p Plan) Units() int64 {
 // Bill is the plan's total charge in USD.
 func (p Plan) Bill() float64 { return p.Billing.usd(float64(p.Units())) }
 
-// Waits returns how long each job of the trace waited from its arrival to its
+// JobWaits returns how long each job of the trace waited from its arrival to its
 // start, in trace order. It returns an error when the plan does not serve
 // every job of the trace exactly once.
-func (p Plan) Waits(t Trace) ([]time.Duration, error) {
+func (p Plan) JobWaits(t Trace) ([]time.Duration, error) {
 	index := make(map[int]int, len(t.Jobs))
 	for i, j := range t.Jobs {
 		index[j.ID] = i
@@ -75,7 +75,7 @@ func (p Plan) Waits(t Trace) ([]time.Duration, error) {
 // exactly once, no job starts before its arrival, and every machine runs its
 // jobs one at a time, only after it has booted and before it is deleted.
 func (p Plan) Check(t Trace) error {
-	waits, err := p.Waits(t)
+	waits, err := p.JobWaits(t)
 	if err != nil {
 		return err
 	}

@@ -34,19 +34,13 @@ func (s *search) relax(r *rules, from warm) relaxation {
 	width := boxWidth(from.center)
 	lp, cols := s.master(r, from, width)
 	res := relaxation{bound: math.Inf(-1)}
-	rounds, moved := 0, false
-	defer func() {
-		debugf("node: rounds %d pivots %d cols %d bound %.3f\n", rounds, lp.pivots, len(lp.cols), res.bound)
-	}()
+	moved := false
 	for {
-		rounds++
 		if err := lp.solve(); err != nil {
-			debugf("solve: %v\n", err)
 			res.failed = true
 			return res
 		}
 		lag, fresh := s.price(lp.y, r)
-		debugf("round %d pivots %d cols %d lag %.3f obj %.3f fresh %d\n", rounds, lp.pivots, len(lp.cols), lag, lp.objective(), len(fresh))
 		res.bound = max(res.bound, lag)
 		if s.pruned(res.bound) {
 			return res
@@ -67,7 +61,6 @@ func (s *search) relax(r *rules, from warm) relaxation {
 		moved = true
 	}
 	if lp.forbiddenWeight() {
-		debugf("forbidden weight\n")
 		res.failed = true
 		return res
 	}
@@ -91,8 +84,6 @@ func (s *search) extend(lp *master, cols *[]int, fresh [][]int) bool {
 			*cols = append(*cols, k)
 			lp.add(c, 1, float64(s.poolUnits[k]))
 			added = true
-		} else if debugCheck != nil {
-			debugCheck(s, lp, *cols, c)
 		}
 	}
 	return added
@@ -247,5 +238,3 @@ func (s *search) workDuals() []float64 {
 	}
 	return y
 }
-
-var debugCheck func(s *search, lp *master, cols []int, c []int)
