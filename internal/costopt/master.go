@@ -11,7 +11,9 @@ import (
 // once, at least cost. Chain columns cover their jobs' rows with +1. Two box
 // columns per row, +e_j at cost center_j+width_j and -e_j at cost
 // -(center_j-width_j), keep the duals y_j inside [center-width,
-// center+width]; they also make every master problem feasible. It is solved
+// center+width]; they also make every master problem feasible. Columns the
+// node's rules forbid may stay in a warm basis, barred: priced above any sum
+// of duals inside the box, so that they leave. It is solved
 // by the revised simplex method with an explicit basis inverse; Bland's rule
 // takes over during long runs of degenerate pivots, so it cannot cycle.
 type master struct {
@@ -24,16 +26,20 @@ type master struct {
 	binv    []float64 // m×m, row-major
 	x       []float64 // value of each basis position
 	y       []float64 // duals, one per row
+	barred  []int     // columns the node's rules forbid, kept from a warm basis
 	u       []float64 // scratch: the entering column in the basis
-	cursor  int       // where partial pricing resumes
 	pivots  int
 	bland   bool // smallest-index rule, to leave a degenerate cycle
 	degen   int
 }
 
+var errStalled = errors.New("costopt: simplex stalled")
+
 const (
-	lpTol      = 1e-11 // reduced costs, relative to the objective
-	pivotTol   = 1e-7  // least pivot element
+	maxPivots  = 100000 // per solve: a safety net against numerical cycling
+	lpTol      = 1e-9   // reduced costs, relative to the objective
+	tinyPivot  = 1e-11  // pivot elements below are taken for zero
+	harrisTol  = 1e-9   // primal infeasibility the ratio test tolerates
 	refactorAt = 256
 	blandAfter = 32
 )
@@ -61,12 +67,25 @@ func newMaster(center, width []float64) *master {
 // box reports whether column q is a box column.
 func (lp *master) box(q int) bool { return q < 2*lp.m }
 
-// setBox moves the box to center ± width.
+// setBox moves the box to center ± width and prices barred columns above
+// any sum of duals the box allows, so that none keeps weight at the optimum.
 func (lp *master) setBox(center, width []float64) {
+	bar := 1.0
 	for r := range lp.m {
 		lp.cost[r] = center[r] + width[r]
 		lp.cost[lp.m+r] = -(center[r] - width[r])
+		bar += 2 * (math.Abs(center[r]) + width[r])
 	}
+	for _, q := range lp.barred {
+		lp.cost[q] = bar
+	}
+}
+
+// bar adds a column the node's rules forbid; setBox prices it.
+func (lp *master) bar(rows []int) int {
+	q := lp.add(rows, 1, 0)
+	lp.barred = append(lp.barred, q)
+	return q
 }
 
 // add appends a column and returns its index.
@@ -81,7 +100,10 @@ func (lp *master) add(rows []int, sign, cost float64) int {
 // solve runs simplex pivots until no column prices out.
 func (lp *master) solve() error {
 	lp.duals()
-	for {
+	for n := 0; ; n++ {
+		if n > maxPivots {
+			return errStalled
+		}
 		q, d := lp.entering()
 		if q < 0 {
 			return nil
@@ -117,52 +139,28 @@ func (lp *master) reduced(q int) float64 {
 }
 
 // entering returns the column to enter the basis and its reduced cost, or
-// -1 at optimality. Columns are priced in chunks from where the last search
-// stopped (partial pricing): the most negative reduced cost of the first
-// chunk that has one wins. In Bland mode it is the first negative column.
+// -1 at optimality: the most negative reduced cost, or the first negative
+// one in Bland mode.
 func (lp *master) entering() (int, float64) {
-	tol := -lpTol * (1 + math.Abs(lp.objective()))
-	n := len(lp.cols)
-	if lp.bland {
-		for q := range n {
-			if !lp.inBasis[q] {
-				if d := lp.reduced(q); d < tol {
-					return q, d
-				}
-			}
+	best, bestD := -1, -lpTol*(1+math.Abs(lp.objective()))
+	for q := range lp.cols {
+		if lp.inBasis[q] {
+			continue
 		}
-		return -1, 0
-	}
-	chunk := max(n/8, 256)
-	for done := 0; done < n; {
-		best, bestD := -1, tol
-		for k := 0; k < chunk && done < n; k, done = k+1, done+1 {
-			q := lp.cursor
-			if lp.cursor++; lp.cursor == n {
-				lp.cursor = 0
+		if d := lp.reduced(q); d < bestD {
+			best, bestD = q, d
+			if lp.bland {
+				break
 			}
-			if lp.inBasis[q] {
-				continue
-			}
-			if d := lp.reduced(q); d < bestD {
-				best, bestD = q, d
-			}
-		}
-		if best >= 0 {
-			return best, bestD
 		}
 	}
-	return -1, 0
+	return best, bestD
 }
 
-// objective is the cost of the basic solution, leaving out prohibitive
-// columns (it scales the pricing tolerance).
 func (lp *master) objective() float64 {
 	z := 0.0
 	for r, q := range lp.basis {
-		if lp.cost[q] < prohibitive {
-			z += lp.cost[q] * lp.x[r]
-		}
+		z += lp.cost[q] * lp.x[r]
 	}
 	return z
 }
@@ -174,9 +172,9 @@ func (lp *master) pivot(q int, d float64) error {
 	if p < 0 {
 		return errors.New("costopt: unbounded master problem")
 	}
-	theta := lp.x[p] / u[p]
+	theta := max(lp.x[p]/u[p], 0)
 	for r := range lp.x {
-		lp.x[r] = max(lp.x[r]-theta*u[r], 0)
+		lp.x[r] = max(lp.x[r]-theta*u[r], 0) // Harris: at most harrisTol below
 	}
 	lp.x[p] = theta
 	lp.track(theta)
@@ -223,30 +221,41 @@ func (lp *master) direction(q int) []float64 {
 	return u
 }
 
-// leaving is the ratio test: the smallest x/u over u > 0, ties broken by
-// the largest u (or the smallest column index in Bland mode).
+// leaving is Harris's two-pass ratio test: the step is bounded by every
+// row it would drive below -harrisTol, and among the rows within that bound
+// the largest pivot element leaves, for stability. In Bland mode the exact
+// least ratio leaves, ties to the smallest column index.
 func (lp *master) leaving(u []float64) int {
-	p, best := -1, math.Inf(1)
+	if lp.bland {
+		return lp.leavingBland(u)
+	}
+	bound := math.Inf(1)
 	for r, ur := range u {
-		if ur <= pivotTol {
-			continue
+		if ur > tinyPivot {
+			bound = min(bound, (lp.x[r]+harrisTol)/ur)
 		}
-		ratio := lp.x[r] / ur
-		switch {
-		case p < 0 || ratio < best-lpTol:
-			p, best = r, ratio
-		case ratio <= best+lpTol && lp.betterTie(r, p, u):
-			p, best = r, min(best, ratio)
+	}
+	p := -1
+	for r, ur := range u {
+		if ur > tinyPivot && lp.x[r]/ur <= bound && (p < 0 || ur > u[p]) {
+			p = r
 		}
 	}
 	return p
 }
 
-func (lp *master) betterTie(r, p int, u []float64) bool {
-	if lp.bland {
-		return lp.basis[r] < lp.basis[p]
+func (lp *master) leavingBland(u []float64) int {
+	p, best := -1, math.Inf(1)
+	for r, ur := range u {
+		if ur <= tinyPivot {
+			continue
+		}
+		ratio := lp.x[r] / ur
+		if p < 0 || ratio < best-lpTol || ratio <= best+lpTol && lp.basis[r] < lp.basis[p] {
+			p, best = r, min(best, ratio)
+		}
 	}
-	return u[r] > u[p]
+	return p
 }
 
 // swap updates the basis inverse for column q replacing position p.
@@ -287,9 +296,27 @@ func (lp *master) refactor() error {
 		for _, v := range lp.binv[r*m : (r+1)*m] {
 			s += v
 		}
+		if s < -1e-7 { // rounding has led to an infeasible basis
+			lp.reset()
+			return nil
+		}
 		lp.x[r] = max(s, 0)
 	}
 	return nil
+}
+
+// reset returns to the box basis (the plus-columns, all at weight one),
+// which is always feasible.
+func (lp *master) reset() {
+	basis := make([]int, lp.m)
+	for r := range basis {
+		basis[r] = r
+	}
+	lp.setBasis(basis)
+	clear(lp.binv)
+	for r := range lp.m {
+		lp.binv[r*lp.m+r], lp.x[r] = 1, 1
+	}
 }
 
 // weights returns the weight of every column in the basic solution.
@@ -334,10 +361,11 @@ func (lp *master) setBasis(basis []int) {
 	}
 }
 
-// forbiddenWeight reports whether a column of prohibitive cost kept weight.
-func (lp *master) forbiddenWeight() bool {
-	for r, q := range lp.basis {
-		if lp.cost[q] >= prohibitive && lp.x[r] > 1e-9 {
+// barredWeight reports whether a barred column kept weight.
+func (lp *master) barredWeight() bool {
+	w := lp.weights()
+	for _, q := range lp.barred {
+		if w[q] > 1e-9 {
 			return true
 		}
 	}
