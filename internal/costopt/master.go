@@ -11,7 +11,10 @@ import (
 // once, at least cost. Chain columns cover their jobs' rows with +1. Two box
 // columns per row, +e_j at cost center_j+width_j and -e_j at cost
 // -(center_j-width_j), keep the duals y_j inside [center-width,
-// center+width]; they also make every master problem feasible. Columns the
+// center+width]; they also make every master problem feasible, even with
+// the right-hand side perturbed slightly (distinct values just above 1) to
+// avoid degenerate pivots; the weights reported are those of the
+// unperturbed problem in the final basis. Columns the
 // node's rules forbid may stay in a warm basis, barred: priced above any sum
 // of duals inside the box, so that they leave. It is solved
 // by the revised simplex method with an explicit basis inverse; Bland's rule
@@ -24,6 +27,7 @@ type master struct {
 	basis   []int     // column in each basis position
 	inBasis []bool    // by column
 	binv    []float64 // m×m, row-major
+	rhs     []float64 // 1 per row, perturbed by less than perturbMax
 	x       []float64 // value of each basis position
 	y       []float64 // duals, one per row
 	barred  []int     // columns the node's rules forbid, kept from a warm basis
@@ -37,8 +41,9 @@ var errStalled = errors.New("costopt: simplex stalled")
 
 const (
 	maxPivots  = 100000 // per solve: a safety net against numerical cycling
+	perturbMax = 1e-6   // of the right-hand side, against degenerate pivots
 	lpTol      = 1e-9   // reduced costs, relative to the objective
-	tinyPivot  = 1e-11  // pivot elements below are taken for zero
+	tinyPivot  = 1e-9   // pivot elements below are taken for zero
 	harrisTol  = 1e-9   // primal infeasibility the ratio test tolerates
 	refactorAt = 256
 	blandAfter = 32
@@ -49,7 +54,10 @@ const (
 func newMaster(center, width []float64) *master {
 	m := len(center)
 	lp := &master{m: m, basis: make([]int, m), x: make([]float64, m), y: make([]float64, m),
-		binv: make([]float64, m*m)}
+		binv: make([]float64, m*m), rhs: make([]float64, m)}
+	for r := range m { // distinct, deterministic
+		lp.rhs[r] = 1 + perturbMax*(0.5+0.5*float64(uint32(r)*2654435761%4096)/4096)
+	}
 	for r := range m {
 		lp.add([]int{r}, 1, 0)
 	}
@@ -59,7 +67,7 @@ func newMaster(center, width []float64) *master {
 	lp.setBox(center, width)
 	for r := range m {
 		lp.basis[r], lp.inBasis[r] = r, true
-		lp.binv[r*m+r], lp.x[r] = 1, 1
+		lp.binv[r*m+r], lp.x[r] = 1, lp.rhs[r]
 	}
 	return lp
 }
@@ -174,9 +182,9 @@ func (lp *master) pivot(q int, d float64) error {
 	}
 	theta := max(lp.x[p]/u[p], 0)
 	for r := range lp.x {
-		lp.x[r] = max(lp.x[r]-theta*u[r], 0) // Harris: at most harrisTol below
+		lp.x[r] = snap(lp.x[r] - theta*u[r]) // Harris: at most harrisTol below
 	}
-	lp.x[p] = theta
+	lp.x[p] = snap(theta)
 	lp.track(theta)
 	f := d / u[p] // the duals move along the leaving row of the old inverse
 	for j, v := range lp.binv[p*lp.m : (p+1)*lp.m] {
@@ -192,10 +200,10 @@ func (lp *master) pivot(q int, d float64) error {
 	return nil
 }
 
-// track switches to Bland's rule after a run of degenerate pivots and back
-// after progress.
+// track switches to Bland's rule after a run of degenerate pivots (steps
+// of zero: weights are snapped) and back after progress.
 func (lp *master) track(theta float64) {
-	if theta > 1e-12 {
+	if theta > 0 {
 		lp.degen, lp.bland = 0, false
 		return
 	}
@@ -251,11 +259,20 @@ func (lp *master) leavingBland(u []float64) int {
 			continue
 		}
 		ratio := lp.x[r] / ur
-		if p < 0 || ratio < best-lpTol || ratio <= best+lpTol && lp.basis[r] < lp.basis[p] {
-			p, best = r, min(best, ratio)
+		if p < 0 || ratio < best || ratio == best && lp.basis[r] < lp.basis[p] {
+			p, best = r, ratio
 		}
 	}
 	return p
+}
+
+// snap rounds weights within rounding noise of zero (or below) to zero,
+// so that degenerate rows tie exactly.
+func snap(x float64) float64 {
+	if x < 1e-9 {
+		return 0
+	}
+	return x
 }
 
 // swap updates the basis inverse for column q replacing position p.
@@ -291,16 +308,16 @@ func (lp *master) refactor() error {
 	if err := invert(a, lp.binv, m); err != nil {
 		return err
 	}
-	for r := range m { // x = B^-1 1
+	for r := range m { // x = B^-1 rhs
 		s := 0.0
-		for _, v := range lp.binv[r*m : (r+1)*m] {
-			s += v
+		for j, v := range lp.binv[r*m : (r+1)*m] {
+			s += v * lp.rhs[j]
 		}
 		if s < -1e-7 { // rounding has led to an infeasible basis
 			lp.reset()
 			return nil
 		}
-		lp.x[r] = max(s, 0)
+		lp.x[r] = snap(s)
 	}
 	return nil
 }
@@ -315,15 +332,23 @@ func (lp *master) reset() {
 	lp.setBasis(basis)
 	clear(lp.binv)
 	for r := range lp.m {
-		lp.binv[r*lp.m+r], lp.x[r] = 1, 1
+		lp.binv[r*lp.m+r], lp.x[r] = 1, lp.rhs[r]
 	}
 }
 
-// weights returns the weight of every column in the basic solution.
+// weights returns the weight of every column in the basic solution of the
+// unperturbed problem (every row covered exactly once), rounding noise
+// snapped to zero.
 func (lp *master) weights() []float64 {
 	w := make([]float64, len(lp.cols))
 	for r, q := range lp.basis {
-		w[q] = lp.x[r]
+		s := 0.0
+		for _, v := range lp.binv[r*lp.m : (r+1)*lp.m] {
+			s += v
+		}
+		if s > 1e-6 {
+			w[q] = s
+		}
 	}
 	return w
 }
@@ -333,7 +358,7 @@ func (lp *master) weights() []float64 {
 func (lp *master) boxBinds() bool {
 	w := lp.weights()
 	for q := range 2 * lp.m {
-		if w[q] > 1e-7 {
+		if w[q] > 0 {
 			return true
 		}
 	}
