@@ -71,8 +71,9 @@
 // worst case; it stops after 2000 nodes and then reports the best plan with a
 // lower bound (Optimal.Proven is false). On the bursty traces of
 // DefaultWorkload the relaxation is integral or closed by rounding up at the
-// root in nearly all cases: 50 jobs take under 10 ms and 200 jobs over 48
-// hours under 2 s on one core.
+// root in nearly all cases: 50 jobs take about 10 ms at most and 200 jobs
+// over 48 hours about 2 s at most on one core of a 2-core development
+// machine.
 //
 // # Replays
 //

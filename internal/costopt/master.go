@@ -11,7 +11,12 @@ import (
 // once, at least cost. Chain columns cover their jobs' rows with +1. Two box
 // columns per row, +e_j at cost center_j+width_j and -e_j at cost
 // -(center_j-width_j), keep the duals y_j inside [center-width,
-// center+width]; they also make every master problem feasible. It is solved
+// center+width]; they also make every master problem feasible, even with
+// the right-hand side perturbed slightly (distinct values just above 1) to
+// avoid degenerate pivots; the weights reported are those of the
+// unperturbed problem in the final basis. Columns the
+// node's rules forbid may stay in a warm basis, barred: priced above any sum
+// of duals inside the box, so that they leave. It is solved
 // by the revised simplex method with an explicit basis inverse; Bland's rule
 // takes over during long runs of degenerate pivots, so it cannot cycle.
 type master struct {
@@ -22,18 +27,24 @@ type master struct {
 	basis   []int     // column in each basis position
 	inBasis []bool    // by column
 	binv    []float64 // m×m, row-major
+	rhs     []float64 // 1 per row, perturbed by less than perturbMax
 	x       []float64 // value of each basis position
 	y       []float64 // duals, one per row
+	barred  []int     // columns the node's rules forbid, kept from a warm basis
 	u       []float64 // scratch: the entering column in the basis
-	cursor  int       // where partial pricing resumes
 	pivots  int
 	bland   bool // smallest-index rule, to leave a degenerate cycle
 	degen   int
 }
 
+var errStalled = errors.New("costopt: simplex stalled")
+
 const (
-	lpTol      = 1e-11 // reduced costs, relative to the objective
-	pivotTol   = 1e-7  // least pivot element
+	maxPivots  = 100000 // per solve: a safety net against numerical cycling
+	perturbMax = 1e-6   // of the right-hand side, against degenerate pivots
+	lpTol      = 1e-9   // reduced costs, relative to the objective
+	tinyPivot  = 1e-9   // pivot elements below are taken for zero
+	harrisTol  = 1e-9   // primal infeasibility the ratio test tolerates
 	refactorAt = 256
 	blandAfter = 32
 )
@@ -43,7 +54,10 @@ const (
 func newMaster(center, width []float64) *master {
 	m := len(center)
 	lp := &master{m: m, basis: make([]int, m), x: make([]float64, m), y: make([]float64, m),
-		binv: make([]float64, m*m)}
+		binv: make([]float64, m*m), rhs: make([]float64, m)}
+	for r := range m { // distinct, deterministic
+		lp.rhs[r] = 1 + perturbMax*(0.5+0.5*float64(uint32(r)*2654435761%4096)/4096)
+	}
 	for r := range m {
 		lp.add([]int{r}, 1, 0)
 	}
@@ -53,7 +67,7 @@ func newMaster(center, width []float64) *master {
 	lp.setBox(center, width)
 	for r := range m {
 		lp.basis[r], lp.inBasis[r] = r, true
-		lp.binv[r*m+r], lp.x[r] = 1, 1
+		lp.binv[r*m+r], lp.x[r] = 1, lp.rhs[r]
 	}
 	return lp
 }
@@ -61,12 +75,25 @@ func newMaster(center, width []float64) *master {
 // box reports whether column q is a box column.
 func (lp *master) box(q int) bool { return q < 2*lp.m }
 
-// setBox moves the box to center ± width.
+// setBox moves the box to center ± width and prices barred columns above
+// any sum of duals the box allows, so that none keeps weight at the optimum.
 func (lp *master) setBox(center, width []float64) {
+	bar := 1.0
 	for r := range lp.m {
 		lp.cost[r] = center[r] + width[r]
 		lp.cost[lp.m+r] = -(center[r] - width[r])
+		bar += 2 * (math.Abs(center[r]) + width[r])
 	}
+	for _, q := range lp.barred {
+		lp.cost[q] = bar
+	}
+}
+
+// bar adds a column the node's rules forbid; setBox prices it.
+func (lp *master) bar(rows []int) int {
+	q := lp.add(rows, 1, 0)
+	lp.barred = append(lp.barred, q)
+	return q
 }
 
 // add appends a column and returns its index.
@@ -81,7 +108,10 @@ func (lp *master) add(rows []int, sign, cost float64) int {
 // solve runs simplex pivots until no column prices out.
 func (lp *master) solve() error {
 	lp.duals()
-	for {
+	for n := 0; ; n++ {
+		if n > maxPivots {
+			return errStalled
+		}
 		q, d := lp.entering()
 		if q < 0 {
 			return nil
@@ -117,52 +147,28 @@ func (lp *master) reduced(q int) float64 {
 }
 
 // entering returns the column to enter the basis and its reduced cost, or
-// -1 at optimality. Columns are priced in chunks from where the last search
-// stopped (partial pricing): the most negative reduced cost of the first
-// chunk that has one wins. In Bland mode it is the first negative column.
+// -1 at optimality: the most negative reduced cost, or the first negative
+// one in Bland mode.
 func (lp *master) entering() (int, float64) {
-	tol := -lpTol * (1 + math.Abs(lp.objective()))
-	n := len(lp.cols)
-	if lp.bland {
-		for q := range n {
-			if !lp.inBasis[q] {
-				if d := lp.reduced(q); d < tol {
-					return q, d
-				}
-			}
+	best, bestD := -1, -lpTol*(1+math.Abs(lp.objective()))
+	for q := range lp.cols {
+		if lp.inBasis[q] {
+			continue
 		}
-		return -1, 0
-	}
-	chunk := max(n/8, 256)
-	for done := 0; done < n; {
-		best, bestD := -1, tol
-		for k := 0; k < chunk && done < n; k, done = k+1, done+1 {
-			q := lp.cursor
-			if lp.cursor++; lp.cursor == n {
-				lp.cursor = 0
+		if d := lp.reduced(q); d < bestD {
+			best, bestD = q, d
+			if lp.bland {
+				break
 			}
-			if lp.inBasis[q] {
-				continue
-			}
-			if d := lp.reduced(q); d < bestD {
-				best, bestD = q, d
-			}
-		}
-		if best >= 0 {
-			return best, bestD
 		}
 	}
-	return -1, 0
+	return best, bestD
 }
 
-// objective is the cost of the basic solution, leaving out prohibitive
-// columns (it scales the pricing tolerance).
 func (lp *master) objective() float64 {
 	z := 0.0
 	for r, q := range lp.basis {
-		if lp.cost[q] < prohibitive {
-			z += lp.cost[q] * lp.x[r]
-		}
+		z += lp.cost[q] * lp.x[r]
 	}
 	return z
 }
@@ -174,11 +180,11 @@ func (lp *master) pivot(q int, d float64) error {
 	if p < 0 {
 		return errors.New("costopt: unbounded master problem")
 	}
-	theta := lp.x[p] / u[p]
+	theta := max(lp.x[p]/u[p], 0)
 	for r := range lp.x {
-		lp.x[r] = max(lp.x[r]-theta*u[r], 0)
+		lp.x[r] = snap(lp.x[r] - theta*u[r]) // Harris: at most harrisTol below
 	}
-	lp.x[p] = theta
+	lp.x[p] = snap(theta)
 	lp.track(theta)
 	f := d / u[p] // the duals move along the leaving row of the old inverse
 	for j, v := range lp.binv[p*lp.m : (p+1)*lp.m] {
@@ -194,10 +200,10 @@ func (lp *master) pivot(q int, d float64) error {
 	return nil
 }
 
-// track switches to Bland's rule after a run of degenerate pivots and back
-// after progress.
+// track switches to Bland's rule after a run of degenerate pivots (steps
+// of zero: weights are snapped) and back after progress.
 func (lp *master) track(theta float64) {
-	if theta > 1e-12 {
+	if theta > 0 {
 		lp.degen, lp.bland = 0, false
 		return
 	}
@@ -223,30 +229,50 @@ func (lp *master) direction(q int) []float64 {
 	return u
 }
 
-// leaving is the ratio test: the smallest x/u over u > 0, ties broken by
-// the largest u (or the smallest column index in Bland mode).
+// leaving is Harris's two-pass ratio test: the step is bounded by every
+// row it would drive below -harrisTol, and among the rows within that bound
+// the largest pivot element leaves, for stability. In Bland mode the exact
+// least ratio leaves, ties to the smallest column index.
 func (lp *master) leaving(u []float64) int {
-	p, best := -1, math.Inf(1)
+	if lp.bland {
+		return lp.leavingBland(u)
+	}
+	bound := math.Inf(1)
 	for r, ur := range u {
-		if ur <= pivotTol {
-			continue
+		if ur > tinyPivot {
+			bound = min(bound, (lp.x[r]+harrisTol)/ur)
 		}
-		ratio := lp.x[r] / ur
-		switch {
-		case p < 0 || ratio < best-lpTol:
-			p, best = r, ratio
-		case ratio <= best+lpTol && lp.betterTie(r, p, u):
-			p, best = r, min(best, ratio)
+	}
+	p := -1
+	for r, ur := range u {
+		if ur > tinyPivot && lp.x[r]/ur <= bound && (p < 0 || ur > u[p]) {
+			p = r
 		}
 	}
 	return p
 }
 
-func (lp *master) betterTie(r, p int, u []float64) bool {
-	if lp.bland {
-		return lp.basis[r] < lp.basis[p]
+func (lp *master) leavingBland(u []float64) int {
+	p, best := -1, math.Inf(1)
+	for r, ur := range u {
+		if ur <= tinyPivot {
+			continue
+		}
+		ratio := lp.x[r] / ur
+		if p < 0 || ratio < best || ratio == best && lp.basis[r] < lp.basis[p] {
+			p, best = r, ratio
+		}
 	}
-	return u[r] > u[p]
+	return p
+}
+
+// snap rounds weights within rounding noise of zero (or below) to zero,
+// so that degenerate rows tie exactly.
+func snap(x float64) float64 {
+	if x < 1e-9 {
+		return 0
+	}
+	return x
 }
 
 // swap updates the basis inverse for column q replacing position p.
@@ -282,21 +308,47 @@ func (lp *master) refactor() error {
 	if err := invert(a, lp.binv, m); err != nil {
 		return err
 	}
-	for r := range m { // x = B^-1 1
+	for r := range m { // x = B^-1 rhs
 		s := 0.0
-		for _, v := range lp.binv[r*m : (r+1)*m] {
-			s += v
+		for j, v := range lp.binv[r*m : (r+1)*m] {
+			s += v * lp.rhs[j]
 		}
-		lp.x[r] = max(s, 0)
+		if s < -1e-7 { // rounding has led to an infeasible basis
+			lp.reset()
+			return nil
+		}
+		lp.x[r] = snap(s)
 	}
 	return nil
 }
 
-// weights returns the weight of every column in the basic solution.
+// reset returns to the box basis (the plus-columns, all at weight one),
+// which is always feasible.
+func (lp *master) reset() {
+	basis := make([]int, lp.m)
+	for r := range basis {
+		basis[r] = r
+	}
+	lp.setBasis(basis)
+	clear(lp.binv)
+	for r := range lp.m {
+		lp.binv[r*lp.m+r], lp.x[r] = 1, lp.rhs[r]
+	}
+}
+
+// weights returns the weight of every column in the basic solution of the
+// unperturbed problem (every row covered exactly once), rounding noise
+// snapped to zero.
 func (lp *master) weights() []float64 {
 	w := make([]float64, len(lp.cols))
 	for r, q := range lp.basis {
-		w[q] = lp.x[r]
+		s := 0.0
+		for _, v := range lp.binv[r*lp.m : (r+1)*lp.m] {
+			s += v
+		}
+		if s > 1e-6 {
+			w[q] = s
+		}
 	}
 	return w
 }
@@ -306,7 +358,7 @@ func (lp *master) weights() []float64 {
 func (lp *master) boxBinds() bool {
 	w := lp.weights()
 	for q := range 2 * lp.m {
-		if w[q] > 1e-7 {
+		if w[q] > 0 {
 			return true
 		}
 	}
@@ -334,10 +386,11 @@ func (lp *master) setBasis(basis []int) {
 	}
 }
 
-// forbiddenWeight reports whether a column of prohibitive cost kept weight.
-func (lp *master) forbiddenWeight() bool {
-	for r, q := range lp.basis {
-		if lp.cost[q] >= prohibitive && lp.x[r] > 1e-9 {
+// barredWeight reports whether a barred column kept weight.
+func (lp *master) barredWeight() bool {
+	w := lp.weights()
+	for _, q := range lp.barred {
+		if w[q] > 1e-9 {
 			return true
 		}
 	}

@@ -16,9 +16,10 @@ type Optimal struct {
 	// stopped at its node limit (2000 nodes) or gave up a node on numerical
 	// trouble in its linear algebra.
 	Proven bool
-	// Nodes is the number of branch-and-bound nodes solved (1 when the
-	// linear relaxation was already integral), Columns the number of chains
-	// generated.
+	// Nodes is the number of linear relaxations solved (the root, the steps
+	// of the dive for a first plan, and the branch-and-bound nodes; 1 when
+	// the root relaxation was already integral), Columns the number of
+	// chains generated.
 	Nodes, Columns int
 }
 

@@ -183,24 +183,29 @@ func TestBranchAndBoundBruteForce(t *testing.T) {
 	assert.Greater(t, branched, 5, "traces whose relaxation needed branching")
 }
 
-// TestNodeLimit stops the search after its root: the answer is then a
-// feasible plan and a lower bound around the true optimum.
+// TestNodeLimit stops the search after its root, without the dive and from
+// the worst incumbent: the answer is then a feasible plan and a lower bound
+// around the true optimum.
 func TestNodeLimit(t *testing.T) {
 	stopped := 0
-	for _, b := range Kinds() {
-		for seed := range uint64(30) {
-			tr, err := Generate(benchWorkload(10), seed)
-			require.NoError(t, err)
-			s := newSearch(tr.Jobs, b)
-			s.diving, s.limit = false, 1
-			lb, proven := s.run()
-			want := float64(bruteForce(tr, b))
-			require.LessOrEqual(t, lb, want+1e-9, "%s seed %d", b.Name, seed)
-			require.GreaterOrEqual(t, float64(s.bestUnits), want)
-			require.NoError(t, s.plan().Check(tr))
-			if !proven {
-				stopped++
-				assert.Less(t, lb, float64(s.bestUnits))
+	for _, n := range []int{12, 14} {
+		for _, b := range Kinds() {
+			for seed := range uint64(30) {
+				tr, err := Generate(benchWorkload(n), seed)
+				require.NoError(t, err)
+				s := newSearch(tr.Jobs, b)
+				s.diving, s.limit = false, 1
+				s.best = singletons(len(tr.Jobs))
+				s.bestUnits = s.units(s.best)
+				lb, proven := s.run()
+				want := float64(bruteForce(tr, b))
+				require.LessOrEqual(t, lb, want+1e-9, "%s seed %d", b.Name, seed)
+				require.GreaterOrEqual(t, float64(s.bestUnits), want)
+				require.NoError(t, s.plan().Check(tr))
+				if !proven {
+					stopped++
+					assert.Less(t, lb, float64(s.bestUnits))
+				}
 			}
 		}
 	}

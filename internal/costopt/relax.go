@@ -60,7 +60,7 @@ func (s *search) relax(r *rules, from warm) relaxation {
 		lp.setBox(lp.y, width)
 		moved = true
 	}
-	if lp.forbiddenWeight() {
+	if lp.barredWeight() {
 		res.failed = true
 		return res
 	}
@@ -101,8 +101,8 @@ func boxWidth(center []float64) []float64 {
 // master builds the master problem of a node from the pool chains its rules
 // allow (the forced sequences are added to the pool first, so that the
 // node's problem has a solution without box columns) and starts it from the
-// warm basis, whose chains the rules forbid stay in at a prohibitive cost
-// until they leave. It returns the problem and the pool index of each chain
+// warm basis, whose chains the rules forbid stay in, barred (priced out of
+// the optimum), until they leave. It returns the problem and the pool index of each chain
 // column.
 func (s *search) master(r *rules, from warm, width []float64) (*master, []int) {
 	lp := newMaster(from.center, width)
@@ -129,18 +129,15 @@ func (s *search) master(r *rules, from warm, width []float64) (*master, []int) {
 		case e < 0:
 			q = -1 - e
 		case !ok:
-			q = lp.add(s.pool[e], 1, prohibitive)
+			q = lp.bar(s.pool[e])
 			cols = append(cols, e)
 		}
 		basis[i] = q
 	}
+	lp.setBox(from.center, width)
 	lp.restart(basis)
 	return lp, cols
 }
-
-// prohibitive is the cost of a chain the node's rules forbid: more than
-// any solution of the node costs.
-const prohibitive = 1e9
 
 // encodeBasis returns the basis of lp as box column indices -1-q and pool
 // indices.
@@ -172,7 +169,7 @@ func (s *search) price(y []float64, r *rules) (float64, [][]int) {
 	for _, v := range y {
 		lag += v
 	}
-	tol := 1e-9 * (1 + math.Abs(lag))
+	tol := 2 * lpTol * (1 + math.Abs(lag)) // such chains enter the master
 	var fresh [][]int
 	for f := range s.jobs {
 		rc, c := s.pr.best(f, y, r)

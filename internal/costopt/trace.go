@@ -53,8 +53,9 @@ func jobLess(a, b Job) bool {
 // a burst starts at a uniformly random time in [0, Horizon), holds a
 // geometrically distributed number of jobs with mean MeanBurst, and its jobs
 // arrive one after the other with exponentially distributed gaps of mean
-// BurstGap. Durations are log-uniform in [MinDuration, MaxDuration]. All times
-// are whole seconds.
+// BurstGap. Durations are log-uniform in [MinDuration, MaxDuration].
+// Arrivals and durations are rounded to whole seconds (durations then kept
+// within their bounds).
 type Workload struct {
 	Jobs        int
 	Horizon     time.Duration
