@@ -3,6 +3,7 @@ package fleet
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -286,7 +287,12 @@ func TestManagerCreateSurvivesACancelledCaller(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())
 		p.onCreate = cancel // the caller gives up while the create is under way
 		_ = m.Reconcile(ctx)
-		require.Equal(t, []error{nil}, p.createCtx, "the create saw a live context")
+		synctest.Wait() // the detached create finishes after the pass returned
+		p.mu.Lock()
+		seen := slices.Clone(p.createCtx)
+		p.mu.Unlock()
+		require.Equal(t, []error{nil}, seen, "the create saw a live context")
+		require.NoError(t, m.Reconcile(t.Context()), "the next pass takes the answer")
 		insts := m.Instances("f")
 		require.Len(t, insts, 1)
 		assert.NotEmpty(t, insts[0].ID, "and its answer was recorded")
