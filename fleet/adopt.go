@@ -114,6 +114,9 @@ func (m *Manager) track(seen Instance, key string, now time.Time) *InstanceRecor
 	if seen.Running() {
 		m.markRunning(r, now)
 	}
+	if seen.Stopped {
+		m.stoppedOutOfBand(r, now) // before the fleet's size is weighed: a stopped member is no member
+	}
 	return r
 }
 
@@ -213,7 +216,12 @@ func (m *Manager) readopt(r *InstanceRecord, seen Instance, now time.Time) {
 	r.Termination, r.CreateUncertain = nil, false
 	m.setStatus(r, StatusPending, "showed up under its label", now)
 	m.created(r, seen, "", now)
-	if f := m.fleets[r.Instance.Fleet]; f == nil || f.Deleting {
+	if seen.Stopped {
+		m.stoppedOutOfBand(r, now)
+	}
+	if f := m.fleets[r.Instance.Fleet]; r.Termination != nil {
+		return
+	} else if f == nil || f.Deleting {
 		m.requestRelease(r, "fleet deleted", m.policyFor(f), now, true)
 	} else if m.surplus(r.Instance.Fleet) {
 		m.requestRelease(r, "scale down", m.policyFor(f), now, true)

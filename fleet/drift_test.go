@@ -317,3 +317,45 @@ func TestFailedLabelWriteIsWrittenLater(t *testing.T) {
 		assert.Equal(t, 1, d.count(fleet.EventLabelRewritten))
 	})
 }
+
+// A process that restarts without its Store and finds a member stopped out
+// of band releases that one, not a healthy member, when the fleet is
+// smaller than what it finds: nothing is created to replace it.
+func TestRestartReleasesTheStoppedMemberFirst(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t, fleet.Policy{Release: fleet.ReleaseNow})
+		require.NoError(t, e.m.Apply(t.Context(), spec("f", 2, vultrVM("ewr"))))
+		require.True(t, e.runUntil(10*time.Minute, func() bool { return countStatus(e.m.Instances("f"), fleet.StatusIdle) == 2 }))
+		insts := e.m.Instances("f")
+		halted, healthy := insts[0], insts[1]
+		e.m.Close()
+		require.NoError(t, e.vultr.HaltOutOfBand(halted.ID))
+		servers := len(e.vultr.Resources())
+		e.m = e.manager(fleet.NewMemoryStore())
+		require.NoError(t, e.m.Apply(t.Context(), spec("f", 1, vultrVM("ewr"))))
+		gone := func() bool { return countStatus(e.m.Instances("f"), fleet.StatusTerminated) == 1 }
+		require.True(t, e.runUntil(2*time.Hour, gone), "%+v", e.m.Instances("f"))
+		e.run(10 * time.Minute)
+		var kept []string
+		for _, i := range e.m.Instances("f") {
+			if i.Status != fleet.StatusTerminated {
+				kept = append(kept, i.ID)
+			}
+		}
+		assert.Equal(t, []string{healthy.ID}, kept, "the healthy member is kept")
+		assert.Equal(t, servers, len(e.vultr.Resources()), "no replacement was created")
+		require.NoError(t, e.m.Delete(t.Context(), "f"))
+		require.True(t, e.runUntil(3*time.Hour, func() bool { return len(e.m.Fleets()) == 0 }))
+		e.assertNothingLeft()
+	})
+}
+
+func countStatus(insts []fleet.Instance, st fleet.Status) int {
+	n := 0
+	for _, i := range insts {
+		if i.Status == st {
+			n++
+		}
+	}
+	return n
+}

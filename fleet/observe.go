@@ -104,6 +104,9 @@ func (m *Manager) observeInstance(r *InstanceRecord, seen Instance, now time.Tim
 	if seen.SSH.Host != "" && !sameEndpoint(inst.SSH, seen.SSH) {
 		inst.SSH, changed = seen.SSH, true
 	}
+	if inst.Stopped != seen.Stopped {
+		inst.Stopped, changed = seen.Stopped, true
+	}
 	if inst.Offer.InstanceType == "" && seen.Offer.InstanceType != "" {
 		inst.Offer, changed = seen.Offer, true
 	}

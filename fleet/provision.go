@@ -293,19 +293,29 @@ func (m *Manager) reclaim(fleet string, n int, now time.Time) int {
 	return taken
 }
 
-// shrink releases n members: creates under way first (released as soon as
-// they answer), then provisioning, booting and idle ones, newest first;
-// never busy ones. m.mu held.
+// shrink releases n members: stopped ones first (they would be replaced),
+// then creates under way (released as soon as they answer), then
+// provisioning, booting and idle ones, newest first; never busy ones.
+// m.mu held.
 func (m *Manager) shrink(live []*InstanceRecord, n int, f *FleetRecord, now time.Time) {
-	for _, want := range []Status{StatusPending, StatusProvisioning, StatusBooting, StatusIdle} {
-		for i := len(live) - 1; i >= 0 && n > 0; i-- {
-			r := live[i]
-			if r.Instance.Status == want && r.Termination == nil && !r.Busy {
-				m.requestRelease(r, "scale down", m.policyFor(f), now, true)
-				n--
-			}
+	for _, stopped := range []bool{true, false} {
+		for _, want := range []Status{StatusPending, StatusProvisioning, StatusBooting, StatusIdle} {
+			n = m.shrinkOf(live, n, want, stopped, f, now)
 		}
 	}
+}
+
+// shrinkOf releases up to n members of one status (stopped ones only, or
+// any), newest first, and returns how many are still to release. m.mu held.
+func (m *Manager) shrinkOf(live []*InstanceRecord, n int, want Status, stopped bool, f *FleetRecord, now time.Time) int {
+	for i := len(live) - 1; i >= 0 && n > 0; i-- {
+		r := live[i]
+		if r.Instance.Status == want && r.Termination == nil && !r.Busy && (r.Instance.Stopped || !stopped) {
+			m.requestRelease(r, "scale down", m.policyFor(f), now, true)
+			n--
+		}
+	}
+	return n
 }
 
 // withoutAvoided drops the offers the fleet skips for now. m.mu held.
