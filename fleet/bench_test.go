@@ -3,36 +3,15 @@ package fleet_test
 import (
 	"context"
 	"runtime"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/gpufleet/gpufleet/fleet"
 	"github.com/gpufleet/gpufleet/hotaisle"
+	"github.com/gpufleet/gpufleet/internal/steppedclock"
 	"github.com/gpufleet/gpufleet/sim"
 	"github.com/gpufleet/gpufleet/vultr"
 )
-
-// steppedClock is a cloud clock the benchmark moves by hand: Sleep returns
-// at once (the sims' blocking delete then takes no time), Advance moves it.
-type steppedClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *steppedClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *steppedClock) Sleep(ctx context.Context, _ time.Duration) error { return ctx.Err() }
-
-func (c *steppedClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
 
 // BenchmarkManager1000Instances runs a whole lifecycle of 1,000 instances
 // (500 Vultr VMs, 500 Hot Aisle VMs) through one Manager: provision, wait
@@ -67,7 +46,7 @@ func manager1000(b *testing.B) (callsPerInstance, heapPerInstance float64) { ret
 
 func managerN(b *testing.B, per int) (callsPerInstance, heapPerInstance float64) {
 	ctx := context.Background()
-	clock := &steppedClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	clock := steppedclock.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	v := sim.NewVultr(sim.WithClock(clock), sim.WithVultrRateLimit(0, 0))
 	h := sim.NewHotAisle(sim.WithClock(clock))
 	h.SetVMLimit(2 * per)

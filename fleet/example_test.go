@@ -7,6 +7,7 @@ import (
 
 	"github.com/gpufleet/gpufleet/fleet"
 	"github.com/gpufleet/gpufleet/hotaisle"
+	"github.com/gpufleet/gpufleet/internal/steppedclock"
 	"github.com/gpufleet/gpufleet/sim"
 	"github.com/gpufleet/gpufleet/vultr"
 )
@@ -16,7 +17,7 @@ import (
 // by hand here; in tests use a testing/synctest bubble, in production Run.
 func ExampleManager() {
 	ctx := context.Background()
-	clock := &steppedClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	clock := steppedclock.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	vs, hs := sim.NewVultr(sim.WithClock(clock)), sim.NewHotAisle(sim.WithClock(clock))
 	// The clients' rate limiters run on the wall clock: off here, where cloud
 	// time is stepped by hand.

@@ -50,7 +50,7 @@ func TestReplicasOnPostgres(t *testing.T) {
 				require.NoError(t, m.Reconcile(context.Background()))
 			}
 		}
-		w.clock.advance(10 * time.Second)
+		w.clock.Advance(10 * time.Second)
 		time.Sleep(20 * time.Millisecond)
 	}
 	s0, err := pgstore.Open(t.Context(), dsn, pgstore.WithSchema(schema))

@@ -2,48 +2,27 @@ package pgstore_test
 
 import (
 	"context"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/gpufleet/gpufleet/fleet"
 	"github.com/gpufleet/gpufleet/hotaisle"
+	"github.com/gpufleet/gpufleet/internal/steppedclock"
 	"github.com/gpufleet/gpufleet/sim"
 	"github.com/gpufleet/gpufleet/vultr"
 )
 
-// steppedClock is a cloud clock moved by hand: Sleep returns at once, and
-// each pass advances it, so no test waits in wall time for the clouds.
-type steppedClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *steppedClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *steppedClock) Sleep(ctx context.Context, _ time.Duration) error { return ctx.Err() }
-
-func (c *steppedClock) advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
-
 // world is the two embedded clouds on one stepped clock.
 type world struct {
-	clock     *steppedClock
+	clock     *steppedclock.Clock
 	v         *sim.Vultr
 	h         *sim.HotAisle
 	providers []fleet.Provider
 }
 
 func newWorld(tb testing.TB, hotVMs int) *world {
-	clock := &steppedClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	clock := steppedclock.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	w := &world{clock: clock, v: sim.NewVultr(sim.WithClock(clock), sim.WithVultrRateLimit(0, 0)),
 		h: sim.NewHotAisle(sim.WithClock(clock))}
 	w.h.SetVMLimit(hotVMs)
@@ -81,7 +60,7 @@ func (w *world) passes(tb testing.TB, m *fleet.Manager, done func() bool) int {
 		if err := m.Reconcile(context.Background()); err != nil {
 			tb.Fatal(err)
 		}
-		w.clock.advance(10 * time.Second)
+		w.clock.Advance(10 * time.Second)
 		if done() {
 			return n
 		}
