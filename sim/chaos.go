@@ -117,18 +117,6 @@ func (p ChaosProfile) validate() error {
 	return nil
 }
 
-// WithChaos turns chaos mode on from the start: every call of the fake may
-// meet one of profile's faults, drawn from seed (see ChaosProfile), and
-// Faults lists what fired. The same seed, profile and calls give the same
-// faults. It is the way to test an orchestrator against a misbehaving cloud
-// without scripting each fault; an invalid profile panics.
-func WithChaos(seed uint64, profile ChaosProfile) Option {
-	if err := profile.validate(); err != nil {
-		panic(err)
-	}
-	return func(s *settings) { s.chaos = &chaosConfig{seed: seed, profile: profile} }
-}
-
 type chaosConfig struct {
 	seed    uint64
 	profile ChaosProfile
@@ -242,7 +230,7 @@ func chaosStatus(u float64) int {
 
 // addChaosFault registers a provider refusal chaos mode may answer on route
 // (ChaosProfile.ProviderFault). It panics for a route not served.
-func (s *server) addChaosFault(f Fault) {
+func addChaosFault(s *server, f Fault) {
 	if err := f.normalize(s.name, s.router); err != nil || f.Route == AnyRoute {
 		panic(fmt.Sprintf("sim: bad chaos fault %+v: %v", f, err))
 	}

@@ -85,10 +85,10 @@ func (s *server) applyFault(rt *serverRoute, call *Call, n uint64, f *Fault, sal
 		p.reset = f.Reset && (f.Status == 0 || used%2 == 0)
 		call.Fault = true
 		rec := answerRecord(f, p.reset, chaos)
-		if rec.Message == "" && s.defaultMessage != nil && (rec.Kind == FaultStatus || rec.Kind == FaultRateLimit) {
-			rec.Message = s.defaultMessage(rec.Status)
-		} else if rec.Message == "" && s.defaultMessage != nil && rec.Kind == FaultErrorBody {
-			rec.Message = s.defaultMessage(http.StatusInternalServerError)
+		if rec.Message == "" && s.hk.defaultMessage != nil && (rec.Kind == FaultStatus || rec.Kind == FaultRateLimit) {
+			rec.Message = s.hk.defaultMessage(rec.Status)
+		} else if rec.Message == "" && s.hk.defaultMessage != nil && rec.Kind == FaultErrorBody {
+			rec.Message = s.hk.defaultMessage(http.StatusInternalServerError)
 		}
 		s.fire(call, rec)
 	}

@@ -38,8 +38,14 @@ const (
 	HotAisleUser = "hotaisle"
 )
 
-// hotaisleSettings holds the Hot Aisle-only options.
-type hotaisleSettings struct {
+// hotaisleConfig is everything a Hot Aisle fake is built from: the
+// pipeline's config, the API key and team, the network of its SSH hosts
+// (nil: a network of its own) and the Hot Aisle-only options.
+type hotaisleConfig struct {
+	core         config
+	apiKey       string
+	team         string
+	network      *Network
 	vmTypes      []HotAisleVMType
 	bmTypes      []HotAisleBareMetalType
 	sshDelay     time.Duration
@@ -51,8 +57,12 @@ type hotaisleSettings struct {
 	userRoleOnly bool
 }
 
-func newHotAisleSettings(st *settings) hotaisleSettings {
-	hs := hotaisleSettings{
+// defaultHotAisleConfig is the configuration without options.
+func defaultHotAisleConfig() hotaisleConfig {
+	return hotaisleConfig{
+		core:         config{clock: RealClock(), seed: DefaultSeed},
+		apiKey:       DefaultAPIKey,
+		team:         DefaultTeam,
 		vmTypes:      DefaultHotAisleVMTypes(),
 		bmTypes:      DefaultHotAisleBareMetalTypes(),
 		sshDelay:     DefaultHotAisleSSHDelay,
@@ -62,65 +72,6 @@ func newHotAisleSettings(st *settings) hotaisleSettings {
 		bmLimit:      DefaultHotAisleBareMetalLimit,
 		balanceCents: DefaultHotAisleBalanceCents,
 	}
-	for _, f := range st.hotaisle {
-		f(&hs)
-	}
-	return hs
-}
-
-func hotaisleOption(f func(*hotaisleSettings)) Option {
-	return func(s *settings) { s.hotaisle = append(s.hotaisle, f) }
-}
-
-// WithHotAisleCatalog replaces the offers of the Hot Aisle fake (default
-// DefaultHotAisleVMTypes and DefaultHotAisleBareMetalTypes). Rows are listed
-// in the given order, which is also the order provisioning tries them.
-func WithHotAisleCatalog(vms []HotAisleVMType, bms []HotAisleBareMetalType) Option {
-	vms = append([]HotAisleVMType(nil), vms...)
-	bms = append([]HotAisleBareMetalType(nil), bms...)
-	return hotaisleOption(func(h *hotaisleSettings) { h.vmTypes, h.bmTypes = vms, bms })
-}
-
-// WithHotAisleSSHDelay sets how long after provisioning a VM's sshd accepts
-// connections (default DefaultHotAisleSSHDelay, 90 s).
-func WithHotAisleSSHDelay(d time.Duration) Option {
-	return hotaisleOption(func(h *hotaisleSettings) { h.sshDelay = d })
-}
-
-// WithHotAisleDeleteDelay sets how long a VM DELETE blocks while the VM is
-// reset (default DefaultHotAisleDeleteDelay, 20 s).
-func WithHotAisleDeleteDelay(d time.Duration) Option {
-	return hotaisleOption(func(h *hotaisleSettings) { h.deleteDelay = d })
-}
-
-// WithHotAisleInstallTime sets how long a bare-metal server takes from
-// reservation to os_install_status "installed" and a working sshd (default
-// DefaultHotAisleInstallTime, 10 min).
-func WithHotAisleInstallTime(d time.Duration) Option {
-	return hotaisleOption(func(h *hotaisleSettings) { h.installTime = d })
-}
-
-// WithHotAisleLimits sets the team's maximum_virtual_machines and
-// maximum_bare_metal_servers (defaults 10 and 5). Going over the VM limit
-// answers 401, over the bare-metal limit 403, as the real API does.
-func WithHotAisleLimits(vms, bareMetal int) Option {
-	return hotaisleOption(func(h *hotaisleSettings) { h.vmLimit, h.bmLimit = vms, bareMetal })
-}
-
-// WithHotAisleBalance sets the team's starting balance in US cents (default
-// DefaultHotAisleBalanceCents). A provision or reservation whose minimum
-// charge exceeds the available balance answers 402.
-func WithHotAisleBalance(cents int64) Option {
-	return hotaisleOption(func(h *hotaisleSettings) { h.balanceCents = cents })
-}
-
-// WithHotAisleUserRoleOnly gives the API key only the "user" role on the team
-// and the "user" API-key role: reads work, every mutation (provision, reserve,
-// update, delete, SSH key add/remove) answers 403 "Forbidden: Permission
-// denied". By default the key has every role (owner, purchaser, operator,
-// user).
-func WithHotAisleUserRoleOnly() Option {
-	return hotaisleOption(func(h *hotaisleSettings) { h.userRoleOnly = true })
 }
 
 // HotAisle is a fake of the Hot Aisle API (https://admin.hotaisle.app/api/).
@@ -133,25 +84,26 @@ func WithHotAisleUserRoleOnly() Option {
 // bad key 401.
 type HotAisle struct {
 	*server
-	cfg *settings
-	net *Network
+	cfg   hotaisleConfig
+	clock Clock
+	net   *Network
 
 	mu sync.Mutex // guards st
 	st *haState
 }
 
-// NewHotAisle returns a fake Hot Aisle API. Options: WithAPIKey, WithTeam,
-// WithSeed, WithClock, WithNetwork, WithLogger and the WithHotAisle* options.
-func NewHotAisle(opts ...Option) *HotAisle {
-	st := newSettings(opts)
-	h := &HotAisle{server: newServer("hotaisle", st), cfg: st, net: st.network}
+// newHotAisle returns a fake Hot Aisle API built from cfg.
+func newHotAisle(cfg hotaisleConfig) *HotAisle {
+	h := &HotAisle{cfg: cfg, clock: cfg.core.clock, net: cfg.network}
 	if h.net == nil {
-		h.net = NewNetwork(st.clock, st.seed)
+		h.net = NewNetwork(cfg.core.clock, cfg.core.seed)
 	}
-	h.server.writeError = haWriteError
-	h.server.defaultMessage = haStatusMessage
-	h.server.authorized = h.authorizedKey
-	h.server.pathOK = haPathOK
+	h.server = newServer("hotaisle", cfg.core, hooks{
+		writeError:     haWriteError,
+		defaultMessage: haStatusMessage,
+		authorized:     h.authorizedKey,
+		pathOK:         haPathOK,
+	})
 	h.st = h.newState()
 	h.routesInit()
 	h.chaosFaultsHotAisle()
@@ -194,7 +146,7 @@ func (h *HotAisle) routesInit() {
 // exact path; the wildcards' values are unescaped per segment (a
 // fingerprint may arrive with "%2F" inside one segment).
 func (h *HotAisle) route(pattern string, fn http.HandlerFunc) {
-	h.handle(pattern, false, fn)
+	handle(h.server, pattern, false, fn)
 }
 
 // haPathOK reports whether the path ends in "/" and is clean ("//", "/./"

@@ -58,7 +58,7 @@ func (h *HotAisle) listBareMetal(w http.ResponseWriter, r *http.Request) {
 	if !h.teamOK(w, r, false) {
 		return
 	}
-	lag, now := h.visibilityLag(r), h.clock.Now()
+	lag, now := lagOf(r), h.clock.Now()
 	h.mu.Lock()
 	out := []haBMDetails{}
 	for _, s := range h.st.all {
@@ -151,7 +151,7 @@ func (h *HotAisle) bareMetal(w http.ResponseWriter, r *http.Request, mutation bo
 	if !h.teamOK(w, r, mutation) {
 		return nil
 	}
-	lag, now := h.visibilityLag(r), h.clock.Now()
+	lag, now := lagOf(r), h.clock.Now()
 	h.mu.Lock()
 	s := h.st.liveServer(r.PathValue("server"), true)
 	if s != nil && !mutation && haHidden(s, now, lag) {

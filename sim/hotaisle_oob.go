@@ -106,9 +106,9 @@ const (
 // (ChaosProfile.ProviderFault): provisioning and reserving finding no
 // capacity after the offers listed some.
 func (h *HotAisle) chaosFaultsHotAisle() {
-	h.addChaosFault(Fault{Route: "POST /api/teams/{team}/virtual_machines/", Status: http.StatusNotFound,
+	addChaosFault(h.server, Fault{Route: "POST /api/teams/{team}/virtual_machines/", Status: http.StatusNotFound,
 		Message: haMsgNoVM})
-	h.addChaosFault(Fault{Route: "POST /api/teams/{team}/bare_metal/", Status: http.StatusNotFound,
+	addChaosFault(h.server, Fault{Route: "POST /api/teams/{team}/bare_metal/", Status: http.StatusNotFound,
 		Message: haMsgNoBM})
 }
 

@@ -74,8 +74,8 @@ type haKey struct {
 }
 
 func (h *HotAisle) newState() *haState {
-	hs := newHotAisleSettings(h.cfg)
-	r := rand.New(rand.NewPCG(h.cfg.seed, h.cfg.seed^0x5851f42d4c957f2d))
+	hs := &h.cfg
+	r := rand.New(rand.NewPCG(h.cfg.core.seed, h.cfg.core.seed^0x5851f42d4c957f2d))
 	st := &haState{
 		vmTypes:      append([]HotAisleVMType(nil), hs.vmTypes...),
 		bmTypes:      append([]HotAisleBareMetalType(nil), hs.bmTypes...),
@@ -284,5 +284,5 @@ func (h *HotAisle) Reset() {
 	for _, a := range addrs {
 		h.net.RemoveHost(a)
 	}
-	h.resetPipeline()
+	resetPipeline(h.server)
 }

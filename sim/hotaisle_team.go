@@ -77,7 +77,7 @@ func (h *HotAisle) getTeam(w http.ResponseWriter, r *http.Request) {
 	d := haTeamDetails{haUserTeam: ut,
 		Members:          []haTeamMember{{Name: u.Name, Email: u.Email, Created: u.Created, Roles: ut.Roles}},
 		BareMetalServers: []haBareMetalServer{}, VirtualMachines: []haVirtualMachine{}}
-	lag, now := h.visibilityLag(r), h.clock.Now()
+	lag, now := lagOf(r), h.clock.Now()
 	h.mu.Lock()
 	for _, s := range h.st.all {
 		if !s.deleted.IsZero() || haHidden(s, now, lag) {

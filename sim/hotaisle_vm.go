@@ -58,7 +58,7 @@ func (h *HotAisle) listVMs(w http.ResponseWriter, r *http.Request) {
 	if !h.teamOK(w, r, false) {
 		return
 	}
-	lag, now := h.visibilityLag(r), h.clock.Now()
+	lag, now := lagOf(r), h.clock.Now()
 	h.mu.Lock()
 	out := []haVMDetails{}
 	for _, s := range h.st.all {
@@ -156,7 +156,7 @@ func (h *HotAisle) vm(w http.ResponseWriter, r *http.Request, mutation bool) *ha
 	if !h.teamOK(w, r, mutation) {
 		return nil
 	}
-	lag, now := h.visibilityLag(r), h.clock.Now()
+	lag, now := lagOf(r), h.clock.Now()
 	h.mu.Lock()
 	s := h.st.liveServer(r.PathValue("vm"), false)
 	if s != nil && !mutation && haHidden(s, now, lag) {

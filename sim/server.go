@@ -16,16 +16,16 @@ import (
 // one is refused in the provider's dialect with 413.
 const MaxBodyBytes = 1 << 20
 
-// server is the request pipeline shared by both fakes: route lookup (once),
-// auth, rate limit, faults and chaos, body limit, call log. Each fake embeds
-// one and sets the hooks.
-type server struct {
-	name   string
-	clock  Clock
-	seed   uint64
-	router *serverRouter
-	lag    time.Duration // WithVisibilityLag: every read's lag
+// config is what the pipeline takes of the options.
+type config struct {
+	clock         Clock
+	seed          uint64
+	visibilityLag time.Duration // every read's lag (WithVisibilityLag)
+	chaos         *chaosConfig  // chaos mode from the start, or nil
+}
 
+// hooks are the provider-specific steps of the pipeline.
+type hooks struct {
 	// writeError answers an error in the provider's dialect.
 	writeError func(w http.ResponseWriter, status int, msg string)
 	// defaultMessage is the provider's text for a status when a fault gives
@@ -38,6 +38,20 @@ type server struct {
 	limit func(r *http.Request) (ok bool, retryAfter time.Duration)
 	// pathOK, if set, vets the path before routing; false answers 404.
 	pathOK func(r *http.Request) bool
+}
+
+// server is the request pipeline shared by both fakes: route lookup (once),
+// auth, rate limit, faults and chaos, body limit, call log. Each fake embeds
+// one; what the fakes need beyond the public methods are functions of this
+// package (handle, addChaosFault, randUint64, resetPipeline), so that they
+// are not promoted into the fakes' method sets.
+type server struct {
+	name   string
+	clock  Clock
+	seed   uint64
+	router *serverRouter
+	lag    time.Duration // WithVisibilityLag: every read's lag
+	hk     hooks
 
 	mu          sync.Mutex // guards faults, faultSeq, fired, chaos, calls, rng, routes' counters
 	faults      []*activeFault
@@ -49,25 +63,35 @@ type server struct {
 	rng         *rand.Rand
 }
 
-func newServer(name string, st *settings) *server {
+// newServer returns a pipeline with no routes (handle adds them).
+func newServer(name string, cfg config, hk hooks) *server {
 	s := &server{
 		name:   name,
-		clock:  st.clock,
-		seed:   st.seed,
+		clock:  cfg.clock,
+		seed:   cfg.seed,
 		router: newServerRouter(),
-		lag:    st.visibilityLag,
-		rng:    rand.New(rand.NewPCG(st.seed, st.seed^0x9e3779b97f4a7c15)),
+		lag:    cfg.visibilityLag,
+		hk:     hk,
+		rng:    rand.New(rand.NewPCG(cfg.seed, cfg.seed^0x9e3779b97f4a7c15)),
 	}
-	if st.chaos != nil {
-		s.chaos = &chaosState{chaosConfig: *st.chaos}
+	if cfg.chaos != nil {
+		s.chaos = &chaosState{chaosConfig: *cfg.chaos}
 	}
 	return s
 }
 
 // handle registers h for pattern ("METHOD /path/{id}"); public routes need
 // no API key. The handler reads the wildcards with r.PathValue.
-func (s *server) handle(pattern string, public bool, h http.HandlerFunc) {
+func handle(s *server, pattern string, public bool, h http.HandlerFunc) {
 	s.router.add(pattern, public, h)
+}
+
+// randUint64 draws from the pipeline's seeded source (rewound by
+// resetPipeline).
+func randUint64(s *server) uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.rng.Uint64()
 }
 
 // Routes lists the served route patterns, sorted; these are the names a
@@ -90,7 +114,7 @@ func (s *server) ResetCalls() {
 
 // resetPipeline forgets faults, what fired, the call log and the routes'
 // counters, restarts chaos mode from its seed and rewinds the random source.
-func (s *server) resetPipeline() {
+func resetPipeline(s *server) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.faults, s.fired, s.calls = nil, nil, callLog{}
@@ -110,22 +134,22 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	sw := &statusWriter{ResponseWriter: w}
 	defer s.logCall(&call, sw) // also after a dropped connection (a panic): status 0
 	var rt *serverRoute
-	if s.pathOK == nil || s.pathOK(r) {
+	if s.hk.pathOK == nil || s.hk.pathOK(r) {
 		rt = s.router.match(r)
 	}
 	if rt == nil {
-		s.writeError(sw, http.StatusNotFound, "")
+		s.hk.writeError(sw, http.StatusNotFound, "")
 		return
 	}
 	call.Route = rt.display
-	if !rt.public && !s.authorized(r) {
-		s.writeError(sw, http.StatusUnauthorized, "")
+	if !rt.public && !s.hk.authorized(r) {
+		s.hk.writeError(sw, http.StatusUnauthorized, "")
 		return
 	}
-	if s.limit != nil {
-		if ok, after := s.limit(r); !ok {
+	if s.hk.limit != nil {
+		if ok, after := s.hk.limit(r); !ok {
 			setRetryAfter(sw, after)
-			s.writeError(sw, http.StatusTooManyRequests, "")
+			s.hk.writeError(sw, http.StatusTooManyRequests, "")
 			return
 		}
 	}
@@ -135,6 +159,9 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	plan := s.planFaults(rt, &call)
 	s.mu.Unlock()
+	if s.lag > 0 {
+		r = withLag(r, s.lag)
+	}
 	if plan.empty() {
 		rt.h(sw, r)
 		return
@@ -155,8 +182,8 @@ func (s *server) serveFaulty(w *statusWriter, r *http.Request, rt *serverRoute, 
 	if p.latency > 0 {
 		_ = s.clock.Sleep(context.WithoutCancel(r.Context()), p.latency)
 	}
-	if p.lag > 0 {
-		r = r.WithContext(context.WithValue(r.Context(), lagKey{}, p.lag))
+	if p.lag > s.lag {
+		r = withLag(r, p.lag)
 	}
 	if !p.has {
 		rt.h(w, r)
@@ -180,9 +207,9 @@ func (s *server) serveFaulty(w *statusWriter, r *http.Request, rt *serverRoute, 
 		w.Header().Set("Content-Length", "0")
 		w.WriteHeader(f.Status)
 	case f.Status < 300:
-		s.writeError(&statusOverride{ResponseWriter: w, status: f.Status}, http.StatusInternalServerError, f.Message)
+		s.hk.writeError(&statusOverride{ResponseWriter: w, status: f.Status}, http.StatusInternalServerError, f.Message)
 	default:
-		s.writeError(w, f.Status, f.Message)
+		s.hk.writeError(w, f.Status, f.Message)
 	}
 }
 
@@ -210,11 +237,15 @@ func serveCut(w http.ResponseWriter, r *http.Request, h http.HandlerFunc, n int)
 // lagKey carries a call's visibility lag in its context.
 type lagKey struct{}
 
-// visibilityLag is how stale the read r is: the fake's WithVisibilityLag
-// or the lag a fault gave the call, the longer.
-func (s *server) visibilityLag(r *http.Request) time.Duration {
+func withLag(r *http.Request, d time.Duration) *http.Request {
+	return r.WithContext(context.WithValue(r.Context(), lagKey{}, d))
+}
+
+// lagOf is how stale the read r is: the fake's WithVisibilityLag or the lag
+// a fault gave the call, the longer (0 outside a read the pipeline serves).
+func lagOf(r *http.Request) time.Duration {
 	d, _ := r.Context().Value(lagKey{}).(time.Duration)
-	return max(d, s.lag)
+	return d
 }
 
 func setRetryAfter(w http.ResponseWriter, d time.Duration) {

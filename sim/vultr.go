@@ -4,10 +4,8 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/hex"
-	"fmt"
 	"net"
 	"net/http"
-	"path"
 	"sync"
 	"time"
 )
@@ -18,13 +16,24 @@ import (
 // docs). The burst equals the rate.
 const DefaultVultrRateLimit = 30
 
-// vultrSettings holds the Vultr-only options (timings per plan pattern,
-// catalog, rate limit).
-type vultrSettings struct {
+// vultrConfig is everything a Vultr fake is built from: the pipeline's
+// config, the API key, the network of its SSH hosts (nil: a network of its
+// own) and the Vultr-only options (catalog, timings per plan pattern, rate
+// limit).
+type vultrConfig struct {
+	core    config
+	apiKey  string
+	network *Network
 	catalog VultrCatalog
 	rules   []vultrTimingRule
 	rps     float64
 	burst   int
+}
+
+// defaultVultrConfig is the configuration without options.
+func defaultVultrConfig() vultrConfig {
+	return vultrConfig{core: config{clock: RealClock(), seed: DefaultSeed}, apiKey: DefaultAPIKey,
+		catalog: DefaultVultrCatalog(), rps: DefaultVultrRateLimit, burst: DefaultVultrRateLimit}
 }
 
 // Vultr is a fake of the Vultr API v2 (https://api.vultr.com/v2). It serves
@@ -62,9 +71,10 @@ type vultrSettings struct {
 //   - VPC delete while in use answers 400; a deleted VPC or key is 404.
 type Vultr struct {
 	*server
-	cfg  vultrSettings
-	seed uint64
-	net  *Network
+	cfg   vultrConfig
+	clock Clock
+	seed  uint64
+	net   *Network
 
 	mu         sync.Mutex // guards st, hostOps, hostTicket; taken before server.mu, never after
 	st         *vultrState
@@ -73,68 +83,24 @@ type Vultr struct {
 	hostQueue  vultrHostQueue
 }
 
-// NewVultr returns a fake Vultr API. By default it accepts the key
-// DefaultAPIKey as "Authorization: Bearer <key>" (WithAPIKey changes it),
-// serves DefaultVultrCatalog (WithVultrCatalog), limits each key to
-// DefaultVultrRateLimit requests per second (WithVultrRateLimit), moves
-// servers along DefaultVultrVMTiming and DefaultVultrBareMetalTiming
-// (WithVultrTiming), and registers SSH hosts on its own Network (WithNetwork).
-func NewVultr(opts ...Option) *Vultr {
-	st := newSettings(opts)
-	v := &Vultr{server: newServer("vultr", st), seed: st.seed, st: newVultrState()}
+// newVultr returns a fake Vultr API built from cfg.
+func newVultr(cfg vultrConfig) *Vultr {
+	cfg.catalog = cfg.catalog.clone()
+	v := &Vultr{cfg: cfg, clock: cfg.core.clock, seed: cfg.core.seed, st: newVultrState(), net: cfg.network}
 	v.hostQueue.turn = sync.NewCond(&v.hostQueue.mu)
-	v.cfg = vultrSettings{catalog: DefaultVultrCatalog(), rps: DefaultVultrRateLimit, burst: DefaultVultrRateLimit}
-	for _, f := range st.vultr {
-		f(&v.cfg)
-	}
-	v.net = st.network
 	if v.net == nil {
-		v.net = NewNetwork(st.clock, st.seed)
+		v.net = NewNetwork(cfg.core.clock, cfg.core.seed)
 	}
-	bearer := "Bearer " + st.apiKey
-	v.writeError = writeVultrError
-	v.defaultMessage = vultrDefaultMessage
-	v.authorized = func(r *http.Request) bool { return r.Header.Get("Authorization") == bearer }
-	v.limit = v.allow
+	bearer := "Bearer " + cfg.apiKey
+	v.server = newServer("vultr", cfg.core, hooks{
+		writeError:     writeVultrError,
+		defaultMessage: vultrDefaultMessage,
+		authorized:     func(r *http.Request) bool { return r.Header.Get("Authorization") == bearer },
+		limit:          v.allow,
+	})
 	v.routesVultr()
 	v.chaosFaultsVultr()
 	return v
-}
-
-// WithVultrCatalog replaces the Vultr fake's plans, bare-metal plans, regions
-// and sold-out list (default DefaultVultrCatalog()).
-func WithVultrCatalog(c VultrCatalog) Option {
-	return vultrOption(func(vs *vultrSettings) { vs.catalog = c.clone() })
-}
-
-// WithVultrRateLimit sets the Vultr fake's token bucket per API key: rps
-// requests per second on the sim clock with the given burst (burst < 1 means
-// the rate rounded up). rps <= 0 disables the limit. Default:
-// DefaultVultrRateLimit with a burst of as many.
-func WithVultrRateLimit(rps float64, burst int) Option {
-	return vultrOption(func(vs *vultrSettings) { vs.rps, vs.burst = rps, burst })
-}
-
-// WithVultrTiming makes every server whose plan id matches pattern (a
-// path.Match glob such as "vbm-*" or "vcg-a100-*") follow t instead of the
-// default timing of its kind. Later options win over earlier ones. Start from
-// DefaultVultrVMTiming or DefaultVultrBareMetalTiming to change one field. It
-// panics on a malformed pattern.
-func WithVultrTiming(pattern string, t VultrTiming) Option {
-	vultrMustPattern(pattern)
-	return vultrOption(func(vs *vultrSettings) {
-		vs.rules = append(vs.rules, vultrTimingRule{pattern: pattern, set: func(x *VultrTiming) { *x = t }})
-	})
-}
-
-func vultrOption(f func(*vultrSettings)) Option {
-	return func(s *settings) { s.vultr = append(s.vultr, f) }
-}
-
-func vultrMustPattern(pattern string) {
-	if _, err := path.Match(pattern, ""); err != nil {
-		panic(fmt.Sprintf("sim: bad plan pattern %q: %v", pattern, err))
-	}
 }
 
 // Network returns the network the fake's SSH hosts live on: the one given by
@@ -199,11 +165,7 @@ func vultrRateKey(r *http.Request) string {
 }
 
 // randUint64 draws from the fake's seeded source.
-func (v *Vultr) randUint64() uint64 {
-	v.server.mu.Lock()
-	defer v.server.mu.Unlock()
-	return v.server.rng.Uint64()
-}
+func (v *Vultr) randUint64() uint64 { return randUint64(v.server) }
 
 // newUUID returns a version-4 UUID drawn from the seeded source.
 func (v *Vultr) newUUID() string {
@@ -227,11 +189,9 @@ func (v *Vultr) newUUID() string {
 func (v *Vultr) newPassword() string {
 	const chars = "abcdefghijkmnpqrstuvwxyzABCDEFGHJKLMNPQRSTUVWXYZ23456789!#%"
 	var b [12]byte
-	v.server.mu.Lock()
 	for i := range b {
-		b[i] = chars[v.server.rng.Uint64()%uint64(len(chars))]
+		b[i] = chars[v.randUint64()%uint64(len(chars))]
 	}
-	v.server.mu.Unlock()
 	return string(b[:])
 }
 

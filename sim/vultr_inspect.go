@@ -157,7 +157,7 @@ func (v *Vultr) Reset() {
 	}
 	v.st = newVultrState()
 	v.unlock()
-	v.resetPipeline()
+	resetPipeline(v.server)
 }
 
 // VultrSeed describes a server to plant with SeedServer. The plan decides

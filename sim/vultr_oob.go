@@ -114,11 +114,11 @@ func (v *Vultr) RefuseVPCDelete(times int) error {
 // the lock is not visible.
 func (v *Vultr) chaosFaultsVultr() {
 	for _, base := range []string{"/v2/instances", "/v2/bare-metals"} {
-		v.addChaosFault(Fault{Route: "POST " + base + "/{id}/vpcs/attach", Status: 500, Message: "Unable to attach VPC"})
-		v.addChaosFault(Fault{Route: "POST " + base, Status: 400, Message: vultrMsgSoldOut})
-		v.addChaosFault(Fault{Route: "DELETE " + base + "/{id}", Status: 500, Message: vultrMsgLockedDel})
+		addChaosFault(v.server, Fault{Route: "POST " + base + "/{id}/vpcs/attach", Status: 500, Message: "Unable to attach VPC"})
+		addChaosFault(v.server, Fault{Route: "POST " + base, Status: 400, Message: vultrMsgSoldOut})
+		addChaosFault(v.server, Fault{Route: "DELETE " + base + "/{id}", Status: 500, Message: vultrMsgLockedDel})
 	}
-	v.addChaosFault(Fault{Route: "DELETE /v2/vpcs/{id}", Status: 400, Message: vultrMsgVPCInUse})
+	addChaosFault(v.server, Fault{Route: "DELETE /v2/vpcs/{id}", Status: 400, Message: vultrMsgVPCInUse})
 }
 
 // vultrMsgSoldOut refuses a create of a plan sold out in the region.

@@ -50,7 +50,7 @@ func (v *Vultr) routesVultr() {
 
 // route registers fn for pattern (public: no key needed).
 func (v *Vultr) route(pattern string, public bool, fn http.HandlerFunc) {
-	v.handle(pattern, public, fn)
+	handle(v.server, pattern, public, fn)
 }
 
 // validType checks the type filter of /v2/plans and availability.

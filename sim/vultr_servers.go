@@ -57,7 +57,7 @@ func (v *Vultr) hidden(r *http.Request, srv *vultrServer, now time.Time) bool {
 	if r.Method != http.MethodGet {
 		return false
 	}
-	lag := v.visibilityLag(r)
+	lag := lagOf(r)
 	return lag > 0 && now.Sub(srv.created) < lag
 }
 
@@ -115,7 +115,7 @@ func (v *Vultr) listServers(w http.ResponseWriter, r *http.Request, metal bool) 
 	if filter == "main_ip" {
 		keep = func(s *vultrServer) bool { return s.active(now) }
 	}
-	vis := visibleOf(all, now, v.visibilityLag(r), keep)
+	vis := visibleOf(all, now, lagOf(r), keep)
 	name := "instances"
 	if metal {
 		name = "bare_metals"
