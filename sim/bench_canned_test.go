@@ -1,5 +1,7 @@
 package sim
 
+import "github.com/gpufleet/gpufleet/sim/internal/core"
+
 import (
 	"bytes"
 	"io"
@@ -40,7 +42,7 @@ func BenchmarkVultrVsCanned(b *testing.B) {
 			w.WriteHeader(status)
 			_, _ = w.Write(body)
 		})
-		canC, fakeC := &http.Client{Transport: &memTransport{h: canned}}, v.Client()
+		canC, fakeC := core.MemClient(canned), v.Client()
 		for _, h := range []struct {
 			name string
 			c    *http.Client

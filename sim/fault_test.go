@@ -1,5 +1,7 @@
 package sim
 
+import "github.com/gpufleet/gpufleet/sim/internal/core"
+
 import (
 	"context"
 	"errors"
@@ -27,7 +29,7 @@ func (h *vultrT) timed(method, path string, body any) (int, time.Duration) {
 func TestFaultLatencyFixedAndSeeded(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newVultrT(t)
-		require.NoError(t, h.v.Inject(Fault{Route: "GET /v2/regions", Times: 1, Latency: 3 * time.Second}))
+		require.NoError(t, h.v.Inject(core.Fault{Route: "GET /v2/regions", Times: 1, Latency: 3 * time.Second}))
 		st, d := h.timed("GET", "/v2/regions", nil)
 		assert.Equal(t, 200, st, "a delay alone changes no answer")
 		assert.Equal(t, 3*time.Second, d)
@@ -35,13 +37,13 @@ func TestFaultLatencyFixedAndSeeded(t *testing.T) {
 		assert.Zero(t, d, "Times: 1 used up")
 		f := h.v.Faults()
 		require.Len(t, f, 1)
-		assert.Equal(t, FaultLatency, f[0].Kind)
+		assert.Equal(t, core.FaultLatency, f[0].Kind)
 		assert.Equal(t, 3*time.Second, f[0].Delay)
 		assert.Equal(t, "GET /v2/regions", f[0].Route)
 
 		delays := func(seed uint64) []time.Duration {
 			x := newVultrT(t, WithSeed(seed))
-			require.NoError(t, x.v.Inject(Fault{Route: AnyRoute, Latency: time.Second, LatencyMax: 5 * time.Second}))
+			require.NoError(t, x.v.Inject(core.Fault{Route: core.AnyRoute, Latency: time.Second, LatencyMax: 5 * time.Second}))
 			var out []time.Duration
 			for range 6 {
 				_, d := x.timed("GET", "/v2/plans", nil)
@@ -61,7 +63,7 @@ func TestFaultLatencyFixedAndSeeded(t *testing.T) {
 func TestFaultLatencyOutlivesTheClient(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newVultrT(t)
-		require.NoError(t, h.v.Inject(Fault{Route: "POST /v2/instances", Times: 1, Latency: time.Minute}))
+		require.NoError(t, h.v.Inject(core.Fault{Route: "POST /v2/instances", Times: 1, Latency: time.Minute}))
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		req, err := http.NewRequestWithContext(ctx, "POST", "https://api.vultr.com/v2/instances",
@@ -70,16 +72,16 @@ func TestFaultLatencyOutlivesTheClient(t *testing.T) {
 		req.Header.Set("Authorization", "Bearer "+DefaultAPIKey)
 		_, err = h.c.Do(req)
 		require.ErrorIs(t, err, context.DeadlineExceeded)
-		assert.Empty(t, h.v.LiveResources(KindInstance))
+		assert.Empty(t, h.v.LiveResources(core.KindInstance))
 		time.Sleep(time.Minute)
 		synctest.Wait()
-		assert.Len(t, h.v.LiveResources(KindInstance), 1, "the create landed after the client gave up")
+		assert.Len(t, h.v.LiveResources(core.KindInstance), 1, "the create landed after the client gave up")
 	})
 }
 
 func TestFaultCutBody(t *testing.T) {
 	h := newVultrT(t)
-	require.NoError(t, h.v.Inject(Fault{Route: "GET /v2/plans", Times: 2, CutAfter: 10}))
+	require.NoError(t, h.v.Inject(core.Fault{Route: "GET /v2/plans", Times: 2, CutAfter: 10}))
 	read := func(c *http.Client, base string) (int, string, error) {
 		req, err := http.NewRequest("GET", base+"/v2/plans", nil)
 		require.NoError(t, err)
@@ -108,14 +110,14 @@ func TestFaultCutBody(t *testing.T) {
 	assert.Greater(t, len(body), 1000)
 	f := h.v.Faults()
 	require.Len(t, f, 2)
-	assert.Equal(t, FaultCut, f[0].Kind)
+	assert.Equal(t, core.FaultCut, f[0].Kind)
 	assert.True(t, f[0].Commit)
 }
 
 // A cut create answer still creates the server.
 func TestFaultCutCreateCommits(t *testing.T) {
 	h := newVultrT(t)
-	require.NoError(t, h.v.Inject(Fault{Route: "POST /v2/instances", Times: 1, CutAfter: 5}))
+	require.NoError(t, h.v.Inject(core.Fault{Route: "POST /v2/instances", Times: 1, CutAfter: 5}))
 	req, err := http.NewRequest("POST", "https://api.vultr.com/v2/instances",
 		strings.NewReader(`{"region":"ewr","plan":"vc2-1c-1gb","os_id":1743}`))
 	require.NoError(t, err)
@@ -126,35 +128,35 @@ func TestFaultCutCreateCommits(t *testing.T) {
 	resp.Body.Close()
 	assert.ErrorIs(t, err, io.ErrUnexpectedEOF)
 	assert.Equal(t, 202, resp.StatusCode)
-	assert.Len(t, h.v.LiveResources(KindInstance), 1)
+	assert.Len(t, h.v.LiveResources(core.KindInstance), 1)
 }
 
 func TestFaultEmptyAndErrorBodies(t *testing.T) {
 	h := newVultrT(t)
-	require.NoError(t, h.v.Inject(Fault{Route: "GET /v2/instances", Times: 1, EmptyBody: true}))
+	require.NoError(t, h.v.Inject(core.Fault{Route: "GET /v2/instances", Times: 1, EmptyBody: true}))
 	st, data, hdr := h.do("GET", "/v2/instances", nil)
 	assert.Equal(t, 200, st)
 	assert.Empty(t, data)
 	assert.Equal(t, "application/json", hdr.Get("Content-Type"))
 
 	body := map[string]any{"region": "ewr", "plan": "vc2-1c-1gb", "os_id": 1743}
-	require.NoError(t, h.v.Inject(Fault{Route: "POST /v2/instances", Times: 1, Status: 202, Message: "Unable to create server."}))
+	require.NoError(t, h.v.Inject(core.Fault{Route: "POST /v2/instances", Times: 1, Status: 202, Message: "Unable to create server."}))
 	st, data, _ = h.do("POST", "/v2/instances", body)
 	assert.Equal(t, 202, st)
 	assert.JSONEq(t, `{"error":"Unable to create server.","status":500}`, string(data))
-	assert.Empty(t, h.v.LiveResources(KindInstance), "the error body came before the create")
+	assert.Empty(t, h.v.LiveResources(core.KindInstance), "the error body came before the create")
 
-	require.NoError(t, h.v.Inject(Fault{Route: "POST /v2/instances", Times: 1, Status: 200, AfterCommit: true}))
+	require.NoError(t, h.v.Inject(core.Fault{Route: "POST /v2/instances", Times: 1, Status: 200, AfterCommit: true}))
 	st, data, _ = h.do("POST", "/v2/instances", body)
 	assert.Equal(t, 200, st)
 	assert.JSONEq(t, `{"error":"Internal server error.","status":500}`, string(data))
-	assert.Len(t, h.v.LiveResources(KindInstance), 1, "AfterCommit: the create happened")
+	assert.Len(t, h.v.LiveResources(core.KindInstance), 1, "AfterCommit: the create happened")
 
-	var kinds []FaultKind
+	var kinds []core.FaultKind
 	for _, f := range h.v.Faults() {
 		kinds = append(kinds, f.Kind)
 	}
-	assert.Equal(t, []FaultKind{FaultEmptyBody, FaultErrorBody, FaultErrorBody}, kinds)
+	assert.Equal(t, []core.FaultKind{core.FaultEmptyBody, core.FaultErrorBody, core.FaultErrorBody}, kinds)
 	assert.Equal(t, "Internal server error.", h.v.Faults()[2].Message, "the provider's text, as sent")
 }
 
@@ -163,7 +165,7 @@ func TestFaultEmptyAndErrorBodies(t *testing.T) {
 func TestFaultProbabilityReplays(t *testing.T) {
 	pattern := func(seed uint64) []int {
 		h := newVultrT(t, WithSeed(seed))
-		require.NoError(t, h.v.Inject(Fault{Route: "GET /v2/regions", Probability: 0.3, Status: 503}))
+		require.NoError(t, h.v.Inject(core.Fault{Route: "GET /v2/regions", Probability: 0.3, Status: 503}))
 		var out []int
 		for range 200 {
 			st, _, _ := h.do("GET", "/v2/regions", nil)
@@ -188,9 +190,9 @@ func TestFaultProbabilityReplays(t *testing.T) {
 func TestFaultsCombine(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newVultrT(t)
-		require.NoError(t, h.v.Inject(Fault{Route: AnyRoute, Latency: time.Second, Times: 1}))
-		require.NoError(t, h.v.Inject(Fault{Route: "GET /v2/plans", Status: 502, Times: 1}))
-		require.NoError(t, h.v.Inject(Fault{Route: "GET /v2/plans", Status: 504, Times: 1}))
+		require.NoError(t, h.v.Inject(core.Fault{Route: core.AnyRoute, Latency: time.Second, Times: 1}))
+		require.NoError(t, h.v.Inject(core.Fault{Route: "GET /v2/plans", Status: 502, Times: 1}))
+		require.NoError(t, h.v.Inject(core.Fault{Route: "GET /v2/plans", Status: 504, Times: 1}))
 		st, d := h.timed("GET", "/v2/plans", nil)
 		assert.Equal(t, 502, st)
 		assert.Equal(t, time.Second, d)
@@ -202,24 +204,24 @@ func TestFaultsCombine(t *testing.T) {
 
 func TestFaultValidation(t *testing.T) {
 	v := NewVultr()
-	err := v.Inject(Fault{Route: "GET /v2/nothing"})
-	assert.ErrorIs(t, err, ErrUnknownRoute)
-	for _, f := range []Fault{
-		{Route: AnyRoute, Times: -1}, {Route: AnyRoute, Probability: 1.5}, {Route: AnyRoute, CutAfter: -1},
-		{Route: AnyRoute, Latency: -time.Second}, {Route: AnyRoute, Latency: 2 * time.Second, LatencyMax: time.Second},
-		{Route: AnyRoute, CutAfter: 3, Status: 500}, {Route: AnyRoute, Status: 302},
+	err := v.Inject(core.Fault{Route: "GET /v2/nothing"})
+	assert.ErrorIs(t, err, core.ErrUnknownRoute)
+	for _, f := range []core.Fault{
+		{Route: core.AnyRoute, Times: -1}, {Route: core.AnyRoute, Probability: 1.5}, {Route: core.AnyRoute, CutAfter: -1},
+		{Route: core.AnyRoute, Latency: -time.Second}, {Route: core.AnyRoute, Latency: 2 * time.Second, LatencyMax: time.Second},
+		{Route: core.AnyRoute, CutAfter: 3, Status: 500}, {Route: core.AnyRoute, Status: 302},
 	} {
 		assert.Error(t, v.Inject(f), "%+v", f)
 	}
-	require.NoError(t, v.Inject(Fault{Route: AnyRoute, EmptyBody: true}))
-	require.NoError(t, v.Inject(Fault{Route: AnyRoute, Latency: time.Second}))
-	require.NoError(t, v.Inject(Fault{Route: AnyRoute}))
+	require.NoError(t, v.Inject(core.Fault{Route: core.AnyRoute, EmptyBody: true}))
+	require.NoError(t, v.Inject(core.Fault{Route: core.AnyRoute, Latency: time.Second}))
+	require.NoError(t, v.Inject(core.Fault{Route: core.AnyRoute}))
 	armed := v.ArmedFaults()
 	require.Len(t, armed, 3)
 	assert.Equal(t, 200, armed[0].Status, "EmptyBody defaults to 200")
 	assert.Zero(t, armed[1].Status, "a pure delay answers nothing")
 	assert.Equal(t, 500, armed[2].Status, "a bare fault is a 500")
-	assert.False(t, errors.Is(v.Inject(Fault{Route: AnyRoute}), ErrUnknownRoute))
+	assert.False(t, errors.Is(v.Inject(core.Fault{Route: core.AnyRoute}), core.ErrUnknownRoute))
 }
 
 func TestNamedTransportFaults(t *testing.T) {

@@ -1,5 +1,7 @@
 package sim
 
+import "github.com/gpufleet/gpufleet/sim/internal/core"
+
 import (
 	"context"
 	"crypto/subtle"
@@ -42,7 +44,7 @@ const (
 // pipeline's config, the API key and team, the network of its SSH hosts
 // (nil: a network of its own) and the Hot Aisle-only options.
 type hotaisleConfig struct {
-	core         config
+	core         core.Config
 	apiKey       string
 	team         string
 	network      *Network
@@ -60,7 +62,7 @@ type hotaisleConfig struct {
 // defaultHotAisleConfig is the configuration without options.
 func defaultHotAisleConfig() hotaisleConfig {
 	return hotaisleConfig{
-		core:         config{clock: RealClock(), seed: DefaultSeed},
+		core:         core.Config{Clock: core.RealClock(), Seed: DefaultSeed},
 		apiKey:       DefaultAPIKey,
 		team:         DefaultTeam,
 		vmTypes:      DefaultHotAisleVMTypes(),
@@ -83,9 +85,9 @@ func defaultHotAisleConfig() hotaisleConfig {
 // handle answers 404, a mutation by a key without the operator role 403, a
 // bad key 401.
 type HotAisle struct {
-	*server
+	*core.Server
 	cfg   hotaisleConfig
-	clock Clock
+	clock core.Clock
 	net   *Network
 
 	mu sync.Mutex // guards st
@@ -94,15 +96,15 @@ type HotAisle struct {
 
 // newHotAisle returns a fake Hot Aisle API built from cfg.
 func newHotAisle(cfg hotaisleConfig) *HotAisle {
-	h := &HotAisle{cfg: cfg, clock: cfg.core.clock, net: cfg.network}
+	h := &HotAisle{cfg: cfg, clock: cfg.core.Clock, net: cfg.network}
 	if h.net == nil {
-		h.net = NewNetwork(cfg.core.clock, cfg.core.seed)
+		h.net = NewNetwork(cfg.core.Clock, cfg.core.Seed)
 	}
-	h.server = newServer("hotaisle", cfg.core, hooks{
-		writeError:     haWriteError,
-		defaultMessage: haStatusMessage,
-		authorized:     h.authorizedKey,
-		pathOK:         haPathOK,
+	h.Server = core.NewServer("hotaisle", cfg.core, core.Hooks{
+		WriteError:     haWriteError,
+		DefaultMessage: haStatusMessage,
+		Authorized:     h.authorizedKey,
+		PathOK:         haPathOK,
 	})
 	h.st = h.newState()
 	h.routesInit()
@@ -146,7 +148,7 @@ func (h *HotAisle) routesInit() {
 // exact path; the wildcards' values are unescaped per segment (a
 // fingerprint may arrive with "%2F" inside one segment).
 func (h *HotAisle) route(pattern string, fn http.HandlerFunc) {
-	handle(h.server, pattern, false, fn)
+	core.Handle(h.Server, pattern, false, fn)
 }
 
 // haPathOK reports whether the path ends in "/" and is clean ("//", "/./"
@@ -174,7 +176,7 @@ func haWriteError(w http.ResponseWriter, status int, msg string) {
 	if msg == "" {
 		msg = haStatusMessage(status)
 	}
-	writeJSON(w, status, msg)
+	core.WriteJSON(w, status, msg)
 }
 
 func haStatusMessage(status int) string {

@@ -1,5 +1,7 @@
 package sim
 
+import "github.com/gpufleet/gpufleet/sim/internal/core"
+
 import (
 	"net/http"
 	"time"
@@ -51,14 +53,14 @@ func (h *HotAisle) availableBareMetal(w http.ResponseWriter, r *http.Request) {
 	h.mu.Lock()
 	out := append([]HotAisleBareMetalType{}, h.st.bmTypes...)
 	h.mu.Unlock()
-	writeJSON(w, http.StatusOK, out)
+	core.WriteJSON(w, http.StatusOK, out)
 }
 
 func (h *HotAisle) listBareMetal(w http.ResponseWriter, r *http.Request) {
 	if !h.teamOK(w, r, false) {
 		return
 	}
-	lag, now := lagOf(r), h.clock.Now()
+	lag, now := core.LagOf(r), h.clock.Now()
 	h.mu.Lock()
 	out := []haBMDetails{}
 	for _, s := range h.st.all {
@@ -67,7 +69,7 @@ func (h *HotAisle) listBareMetal(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	h.mu.Unlock()
-	writeJSON(w, http.StatusOK, out)
+	core.WriteJSON(w, http.StatusOK, out)
 }
 
 // reserveBareMetal answers POST /api/teams/{team}/bare_metal/
@@ -105,7 +107,7 @@ func (h *HotAisle) reserveBareMetal(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.addBareMetalHosts(s)
-	writeJSON(w, http.StatusCreated, d)
+	core.WriteJSON(w, http.StatusCreated, d)
 }
 
 func (st *haState) assignBareMetal(spec HotAisleBareMetalSpecs, now time.Time) (*haServer, int, string) {
@@ -151,7 +153,7 @@ func (h *HotAisle) bareMetal(w http.ResponseWriter, r *http.Request, mutation bo
 	if !h.teamOK(w, r, mutation) {
 		return nil
 	}
-	lag, now := lagOf(r), h.clock.Now()
+	lag, now := core.LagOf(r), h.clock.Now()
 	h.mu.Lock()
 	s := h.st.liveServer(r.PathValue("server"), true)
 	if s != nil && !mutation && haHidden(s, now, lag) {
@@ -170,7 +172,7 @@ func (h *HotAisle) getBareMetal(w http.ResponseWriter, r *http.Request) {
 		h.mu.Lock()
 		d := s.bmDetails(now, h.st.installTime)
 		h.mu.Unlock()
-		writeJSON(w, http.StatusOK, d)
+		core.WriteJSON(w, http.StatusOK, d)
 	}
 }
 
@@ -181,7 +183,7 @@ func (h *HotAisle) bareMetalPower(w http.ResponseWriter, r *http.Request) {
 		h.mu.Lock()
 		state := s.power()
 		h.mu.Unlock()
-		writeJSON(w, http.StatusOK, map[string]string{"state": state})
+		core.WriteJSON(w, http.StatusOK, map[string]string{"state": state})
 	}
 }
 

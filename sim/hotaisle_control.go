@@ -1,5 +1,7 @@
 package sim
 
+import "github.com/gpufleet/gpufleet/sim/internal/core"
+
 import (
 	"fmt"
 	"math"
@@ -159,7 +161,7 @@ func (h *HotAisle) SetDeleteDelay(d time.Duration) {
 // alternate between a dropped connection (a reset) and 503 "Service
 // Unavailable", starting with the reset (scenario S05).
 func (h *HotAisle) Outage(d time.Duration) {
-	_ = h.Inject(Fault{Route: AnyRoute, Reset: true, Status: http.StatusServiceUnavailable,
+	_ = h.Inject(core.Fault{Route: core.AnyRoute, Reset: true, Status: http.StatusServiceUnavailable,
 		Message: "Service Unavailable", Duration: d})
 }
 

@@ -1,5 +1,7 @@
 package sim
 
+import "github.com/gpufleet/gpufleet/sim/internal/core"
+
 import (
 	"encoding/base64"
 	"net/http"
@@ -30,7 +32,7 @@ func (h *HotAisle) listKeys(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	h.mu.Unlock()
-	writeJSON(w, http.StatusOK, out)
+	core.WriteJSON(w, http.StatusOK, out)
 }
 
 // addKey answers POST /api/user/ssh_keys/ {"authorized_key": "<type>
@@ -70,7 +72,7 @@ func (h *HotAisle) addKey(w http.ResponseWriter, r *http.Request) {
 	}
 	h.st.keys = append(h.st.keys, k)
 	h.mu.Unlock()
-	writeJSON(w, http.StatusOK, k.json())
+	core.WriteJSON(w, http.StatusOK, k.json())
 }
 
 // deleteKey answers DELETE /api/user/ssh_keys/{fingerprint}/, the

@@ -1,5 +1,7 @@
 package sim
 
+import "github.com/gpufleet/gpufleet/sim/internal/core"
+
 import (
 	"fmt"
 	"math"
@@ -18,11 +20,11 @@ import (
 
 // Ledger returns the bill in USD, one charge per VM or bare-metal server ever
 // assigned, oldest first; live servers are charged up to now.
-func (h *HotAisle) Ledger() Ledger {
+func (h *HotAisle) Ledger() core.Ledger {
 	now := h.clock.Now()
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	l := Ledger{Charges: make([]Charge, 0, len(h.st.all))}
+	l := core.Ledger{Charges: make([]core.Charge, 0, len(h.st.all))}
 	for _, s := range h.st.all {
 		c := s.charge(now)
 		l.Charges = append(l.Charges, c)
@@ -32,14 +34,14 @@ func (h *HotAisle) Ledger() Ledger {
 }
 
 // charge is the server's ledger entry at now.
-func (s *haServer) charge(now time.Time) Charge {
+func (s *haServer) charge(now time.Time) core.Charge {
 	to, live := now, s.billEnd.IsZero()
 	if !live {
 		to = s.billEnd
 	}
 	used, billed := s.billedMinutes(now)
 	rate := float64(s.priceCents) / 100
-	c := Charge{
+	c := core.Charge{
 		ResourceID: s.name, Kind: "virtual_machine", Plan: s.plan, RateUSD: rate,
 		From: s.created, To: to, Billed: time.Duration(billed) * time.Minute,
 		USD: s.billedCents(now) / 100, Live: live,
@@ -172,7 +174,7 @@ func (h *HotAisle) getBalance(w http.ResponseWriter, r *http.Request) {
 		hours := float64(info.AvailableBalance) / float64(info.HourlyRate)
 		info.EstimatedRunoutTime = haTime(now.Add(time.Duration(hours * float64(time.Hour))))
 	}
-	writeJSON(w, http.StatusOK, info)
+	core.WriteJSON(w, http.StatusOK, info)
 }
 
 // haTime formats t as the API does (RFC 3339, UTC, milliseconds).

@@ -1,5 +1,7 @@
 package sim
 
+import "github.com/gpufleet/gpufleet/sim/internal/core"
+
 import (
 	"fmt"
 	"net/http"
@@ -106,9 +108,9 @@ const (
 // (ChaosProfile.ProviderFault): provisioning and reserving finding no
 // capacity after the offers listed some.
 func (h *HotAisle) chaosFaultsHotAisle() {
-	addChaosFault(h.server, Fault{Route: "POST /api/teams/{team}/virtual_machines/", Status: http.StatusNotFound,
+	core.AddChaosFault(h.Server, core.Fault{Route: "POST /api/teams/{team}/virtual_machines/", Status: http.StatusNotFound,
 		Message: haMsgNoVM})
-	addChaosFault(h.server, Fault{Route: "POST /api/teams/{team}/bare_metal/", Status: http.StatusNotFound,
+	core.AddChaosFault(h.Server, core.Fault{Route: "POST /api/teams/{team}/bare_metal/", Status: http.StatusNotFound,
 		Message: haMsgNoBM})
 }
 

@@ -1,5 +1,7 @@
 package sim
 
+import "github.com/gpufleet/gpufleet/sim/internal/core"
+
 import (
 	"fmt"
 	"math/rand/v2"
@@ -75,7 +77,7 @@ type haKey struct {
 
 func (h *HotAisle) newState() *haState {
 	hs := &h.cfg
-	r := rand.New(rand.NewPCG(h.cfg.core.seed, h.cfg.core.seed^0x5851f42d4c957f2d))
+	r := rand.New(rand.NewPCG(h.cfg.core.Seed, h.cfg.core.Seed^0x5851f42d4c957f2d))
 	st := &haState{
 		vmTypes:      append([]HotAisleVMType(nil), hs.vmTypes...),
 		bmTypes:      append([]HotAisleBareMetalType(nil), hs.bmTypes...),
@@ -213,21 +215,21 @@ func (s *haServer) osStatus(now time.Time, install time.Duration) (string, time.
 // Plan the catalog row's Plan; and SSH keys (Kind "ssh_key", ID the
 // fingerprint, Name the comment, Description the key type). Region is
 // HotAisleRegion.
-func (h *HotAisle) Resources() []Resource {
+func (h *HotAisle) Resources() []core.Resource {
 	now := h.clock.Now()
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	st := h.st
-	out := make([]Resource, 0, len(st.all)+len(st.keys))
+	out := make([]core.Resource, 0, len(st.all)+len(st.keys))
 	for _, s := range st.all {
 		out = append(out, s.resource(now, st.installTime))
 	}
 	for _, k := range st.keys {
-		out = append(out, Resource{Kind: "ssh_key", ID: k.fp, Name: k.comment, Description: k.typ,
+		out = append(out, core.Resource{Kind: "ssh_key", ID: k.fp, Name: k.comment, Description: k.typ,
 			Region: HotAisleRegion, State: haLiveState(k.deleted, "active"), Created: k.created,
 			Deleted: k.deleted})
 	}
-	slices.SortStableFunc(out, func(a, b Resource) int { return a.Created.Compare(b.Created) })
+	slices.SortStableFunc(out, func(a, b core.Resource) int { return a.Created.Compare(b.Created) })
 	return out
 }
 
@@ -235,7 +237,9 @@ func (h *HotAisle) Resources() []Resource {
 // KindBareMetal, KindSSHKey; "" for all), oldest first, read from the fake's
 // own state. A server counts as live until it left the team (a VM's DELETE
 // returned).
-func (h *HotAisle) LiveResources(kind string) []Resource { return LiveOf(h.Resources(), kind) }
+func (h *HotAisle) LiveResources(kind string) []core.Resource {
+	return core.LiveOf(h.Resources(), kind)
+}
 
 func haLiveState(deleted time.Time, state string) string {
 	if !deleted.IsZero() {
@@ -244,8 +248,8 @@ func haLiveState(deleted time.Time, state string) string {
 	return state
 }
 
-func (s *haServer) resource(now time.Time, install time.Duration) Resource {
-	r := Resource{Kind: "virtual_machine", ID: s.name, Name: s.name, Description: s.description,
+func (s *haServer) resource(now time.Time, install time.Duration) core.Resource {
+	r := core.Resource{Kind: "virtual_machine", ID: s.name, Name: s.name, Description: s.description,
 		Plan: s.plan, Region: HotAisleRegion, Created: s.created, Deleted: s.deleted}
 	if s.bare {
 		r.Kind = "bare_metal"
@@ -262,8 +266,8 @@ func (s *haServer) resource(now time.Time, install time.Duration) Resource {
 }
 
 // Snapshot returns the resources, call log and ledger at one moment.
-func (h *HotAisle) Snapshot() Snapshot {
-	return Snapshot{Time: h.clock.Now(), Resources: h.Resources(), Calls: h.Calls(), Ledger: h.Ledger()}
+func (h *HotAisle) Snapshot() core.Snapshot {
+	return core.Snapshot{Time: h.clock.Now(), Resources: h.Resources(), Calls: h.Calls(), Ledger: h.Ledger()}
 }
 
 // Reset returns the fake to its state after NewHotAisle: no servers, no SSH
@@ -284,5 +288,5 @@ func (h *HotAisle) Reset() {
 	for _, a := range addrs {
 		h.net.RemoveHost(a)
 	}
-	resetPipeline(h.server)
+	core.ResetPipeline(h.Server)
 }

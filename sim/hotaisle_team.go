@@ -1,5 +1,7 @@
 package sim
 
+import "github.com/gpufleet/gpufleet/sim/internal/core"
+
 import (
 	"bytes"
 	"encoding/json"
@@ -61,11 +63,11 @@ func haTheUser() haUser {
 }
 
 func (h *HotAisle) getUser(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]any{"user": haTheUser(), "teams": []haUserTeam{h.userTeam()}})
+	core.WriteJSON(w, http.StatusOK, map[string]any{"user": haTheUser(), "teams": []haUserTeam{h.userTeam()}})
 }
 
 func (h *HotAisle) getTeams(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, []haUserTeam{h.userTeam()})
+	core.WriteJSON(w, http.StatusOK, []haUserTeam{h.userTeam()})
 }
 
 func (h *HotAisle) getTeam(w http.ResponseWriter, r *http.Request) {
@@ -77,7 +79,7 @@ func (h *HotAisle) getTeam(w http.ResponseWriter, r *http.Request) {
 	d := haTeamDetails{haUserTeam: ut,
 		Members:          []haTeamMember{{Name: u.Name, Email: u.Email, Created: u.Created, Roles: ut.Roles}},
 		BareMetalServers: []haBareMetalServer{}, VirtualMachines: []haVirtualMachine{}}
-	lag, now := lagOf(r), h.clock.Now()
+	lag, now := core.LagOf(r), h.clock.Now()
 	h.mu.Lock()
 	for _, s := range h.st.all {
 		if !s.deleted.IsZero() || haHidden(s, now, lag) {
@@ -90,7 +92,7 @@ func (h *HotAisle) getTeam(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	h.mu.Unlock()
-	writeJSON(w, http.StatusOK, d)
+	core.WriteJSON(w, http.StatusOK, d)
 }
 
 // teamOK checks the request's {team}: a team the key has no role on answers

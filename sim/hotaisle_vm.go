@@ -1,5 +1,7 @@
 package sim
 
+import "github.com/gpufleet/gpufleet/sim/internal/core"
+
 import (
 	"context"
 	"net/http"
@@ -51,14 +53,14 @@ func (h *HotAisle) availableVMs(w http.ResponseWriter, r *http.Request) {
 	h.mu.Lock()
 	out := append([]HotAisleVMType{}, h.st.vmTypes...)
 	h.mu.Unlock()
-	writeJSON(w, http.StatusOK, out)
+	core.WriteJSON(w, http.StatusOK, out)
 }
 
 func (h *HotAisle) listVMs(w http.ResponseWriter, r *http.Request) {
 	if !h.teamOK(w, r, false) {
 		return
 	}
-	lag, now := lagOf(r), h.clock.Now()
+	lag, now := core.LagOf(r), h.clock.Now()
 	h.mu.Lock()
 	out := []haVMDetails{}
 	for _, s := range h.st.all {
@@ -67,7 +69,7 @@ func (h *HotAisle) listVMs(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	h.mu.Unlock()
-	writeJSON(w, http.StatusOK, out)
+	core.WriteJSON(w, http.StatusOK, out)
 }
 
 // provisionVM answers POST /api/teams/{team}/virtual_machines/: 200 with the
@@ -98,7 +100,7 @@ func (h *HotAisle) provisionVM(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.addVMHost(s)
-	writeJSON(w, http.StatusOK, s.vmDetails())
+	core.WriteJSON(w, http.StatusOK, s.vmDetails())
 }
 
 // assignVM takes a VM out of the pool for the team, or says why not.
@@ -156,7 +158,7 @@ func (h *HotAisle) vm(w http.ResponseWriter, r *http.Request, mutation bool) *ha
 	if !h.teamOK(w, r, mutation) {
 		return nil
 	}
-	lag, now := lagOf(r), h.clock.Now()
+	lag, now := core.LagOf(r), h.clock.Now()
 	h.mu.Lock()
 	s := h.st.liveServer(r.PathValue("vm"), false)
 	if s != nil && !mutation && haHidden(s, now, lag) {
@@ -174,7 +176,7 @@ func (h *HotAisle) getVM(w http.ResponseWriter, r *http.Request) {
 		h.mu.Lock()
 		d := s.vmDetails()
 		h.mu.Unlock()
-		writeJSON(w, http.StatusOK, d)
+		core.WriteJSON(w, http.StatusOK, d)
 	}
 }
 
@@ -193,7 +195,7 @@ func (h *HotAisle) vmState(w http.ResponseWriter, r *http.Request) {
 		h.mu.Lock()
 		body := haVMState{State: s.vmState(now), Host: s.host}
 		h.mu.Unlock()
-		writeJSON(w, http.StatusOK, body)
+		core.WriteJSON(w, http.StatusOK, body)
 	}
 }
 

@@ -1,5 +1,7 @@
 package sim
 
+import "github.com/gpufleet/gpufleet/sim/internal/core"
+
 import (
 	"context"
 	"net"
@@ -33,7 +35,7 @@ const ConnectTimeout = 127 * time.Second
 //   - otherwise the connection is accepted and the host's SSH server follows
 //     its HostSchedule.
 type Network struct {
-	clock    Clock
+	clock    core.Clock
 	seed     uint64
 	mu       sync.Mutex
 	hosts    map[string]*Host
@@ -51,9 +53,9 @@ type Network struct {
 
 // NewNetwork returns an empty network reading time from clock (nil: RealClock)
 // and deriving host keys from seed. The agent spec is DefaultAgentSpec().
-func NewNetwork(clock Clock, seed uint64) *Network {
+func NewNetwork(clock core.Clock, seed uint64) *Network {
 	if clock == nil {
-		clock = RealClock()
+		clock = core.RealClock()
 	}
 	return &Network{
 		clock: clock, seed: seed, hosts: map[string]*Host{}, lazy: map[string]*HostConfig{}, removed: map[string]bool{},

@@ -1,5 +1,7 @@
 package sim
 
+import "github.com/gpufleet/gpufleet/sim/internal/core"
+
 import (
 	"fmt"
 	"log/slog"
@@ -27,7 +29,7 @@ type Option func(*settings)
 // fake's own options, which NewVultr and NewHotAisle complete with the
 // shared ones.
 type settings struct {
-	core     config
+	core     core.Config
 	apiKey   string
 	team     string
 	logger   *slog.Logger
@@ -37,7 +39,7 @@ type settings struct {
 }
 
 func newSettings(opts []Option) *settings {
-	s := &settings{core: config{clock: RealClock(), seed: DefaultSeed}, apiKey: DefaultAPIKey, team: DefaultTeam,
+	s := &settings{core: core.Config{Clock: core.RealClock(), Seed: DefaultSeed}, apiKey: DefaultAPIKey, team: DefaultTeam,
 		vultr: defaultVultrConfig(), hotaisle: defaultHotAisleConfig()}
 	for _, o := range opts {
 		if o != nil {
@@ -60,11 +62,11 @@ func WithTeam(handle string) Option { return func(s *settings) { s.team = handle
 // WithSeed seeds every random choice of the fake: identifiers, IP addresses,
 // passwords (default DefaultSeed). The same seed and the same calls give the
 // same answers.
-func WithSeed(seed uint64) Option { return func(s *settings) { s.core.seed = seed } }
+func WithSeed(seed uint64) Option { return func(s *settings) { s.core.Seed = seed } }
 
 // WithClock sets the clock (default RealClock, which is the bubble's fake clock
 // inside testing/synctest). Use ScaledClock for a standalone sped-up sim.
-func WithClock(c Clock) Option { return func(s *settings) { s.core.clock = c } }
+func WithClock(c core.Clock) Option { return func(s *settings) { s.core.Clock = c } }
 
 // WithLogger sets the logger for the fake's own diagnostics (default: discard).
 func WithLogger(l *slog.Logger) Option { return func(s *settings) { s.logger = l } }
@@ -80,7 +82,7 @@ func WithNetwork(n *Network) Option { return func(s *settings) { s.network = n }
 // Mutations of the server work at once. Default 0 (off); a Fault's
 // VisibilityLag adds a lag to single calls.
 func WithVisibilityLag(d time.Duration) Option {
-	return func(s *settings) { s.core.visibilityLag = max(d, 0) }
+	return func(s *settings) { s.core.VisibilityLag = max(d, 0) }
 }
 
 // NewVultr returns a fake Vultr API. By default it accepts the key
@@ -189,9 +191,9 @@ func WithHotAisleUserRoleOnly() Option {
 // Faults lists what fired. The same seed, profile and calls give the same
 // faults. It is the way to test an orchestrator against a misbehaving cloud
 // without scripting each fault; an invalid profile panics.
-func WithChaos(seed uint64, profile ChaosProfile) Option {
-	if err := profile.validate(); err != nil {
+func WithChaos(seed uint64, profile core.ChaosProfile) Option {
+	if err := profile.Validate(); err != nil {
 		panic(err)
 	}
-	return func(s *settings) { s.core.chaos = &chaosConfig{seed: seed, profile: profile} }
+	return func(s *settings) { s.core.Chaos = &core.ChaosConfig{Seed: seed, Profile: profile} }
 }

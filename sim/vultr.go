@@ -1,5 +1,7 @@
 package sim
 
+import "github.com/gpufleet/gpufleet/sim/internal/core"
+
 import (
 	"context"
 	"encoding/binary"
@@ -21,7 +23,7 @@ const DefaultVultrRateLimit = 30
 // own) and the Vultr-only options (catalog, timings per plan pattern, rate
 // limit).
 type vultrConfig struct {
-	core    config
+	core    core.Config
 	apiKey  string
 	network *Network
 	catalog VultrCatalog
@@ -32,7 +34,7 @@ type vultrConfig struct {
 
 // defaultVultrConfig is the configuration without options.
 func defaultVultrConfig() vultrConfig {
-	return vultrConfig{core: config{clock: RealClock(), seed: DefaultSeed}, apiKey: DefaultAPIKey,
+	return vultrConfig{core: core.Config{Clock: core.RealClock(), Seed: DefaultSeed}, apiKey: DefaultAPIKey,
 		catalog: DefaultVultrCatalog(), rps: DefaultVultrRateLimit, burst: DefaultVultrRateLimit}
 }
 
@@ -70,9 +72,9 @@ func defaultVultrConfig() vultrConfig {
 //     collection read them);
 //   - VPC delete while in use answers 400; a deleted VPC or key is 404.
 type Vultr struct {
-	*server
+	*core.Server
 	cfg   vultrConfig
-	clock Clock
+	clock core.Clock
 	seed  uint64
 	net   *Network
 
@@ -86,17 +88,17 @@ type Vultr struct {
 // newVultr returns a fake Vultr API built from cfg.
 func newVultr(cfg vultrConfig) *Vultr {
 	cfg.catalog = cfg.catalog.clone()
-	v := &Vultr{cfg: cfg, clock: cfg.core.clock, seed: cfg.core.seed, st: newVultrState(), net: cfg.network}
+	v := &Vultr{cfg: cfg, clock: cfg.core.Clock, seed: cfg.core.Seed, st: newVultrState(), net: cfg.network}
 	v.hostQueue.turn = sync.NewCond(&v.hostQueue.mu)
 	if v.net == nil {
-		v.net = NewNetwork(cfg.core.clock, cfg.core.seed)
+		v.net = NewNetwork(cfg.core.Clock, cfg.core.Seed)
 	}
 	bearer := "Bearer " + cfg.apiKey
-	v.server = newServer("vultr", cfg.core, hooks{
-		writeError:     writeVultrError,
-		defaultMessage: vultrDefaultMessage,
-		authorized:     func(r *http.Request) bool { return r.Header.Get("Authorization") == bearer },
-		limit:          v.allow,
+	v.Server = core.NewServer("vultr", cfg.core, core.Hooks{
+		WriteError:     writeVultrError,
+		DefaultMessage: vultrDefaultMessage,
+		Authorized:     func(r *http.Request) bool { return r.Header.Get("Authorization") == bearer },
+		Limit:          v.allow,
 	})
 	v.routesVultr()
 	v.chaosFaultsVultr()
@@ -125,7 +127,7 @@ func writeVultrError(w http.ResponseWriter, status int, msg string) {
 	if msg == "" {
 		msg = vultrDefaultMessage(status)
 	}
-	writeJSON(w, status, vultrError{Error: msg, Status: status})
+	core.WriteJSON(w, status, vultrError{Error: msg, Status: status})
 }
 
 func vultrDefaultMessage(status int) string {
@@ -165,7 +167,7 @@ func vultrRateKey(r *http.Request) string {
 }
 
 // randUint64 draws from the fake's seeded source.
-func (v *Vultr) randUint64() uint64 { return randUint64(v.server) }
+func (v *Vultr) randUint64() uint64 { return core.RandUint64(v.Server) }
 
 // newUUID returns a version-4 UUID drawn from the seeded source.
 func (v *Vultr) newUUID() string {

@@ -1,5 +1,7 @@
 package sim
 
+import "github.com/gpufleet/gpufleet/sim/internal/core"
+
 import (
 	"net/http"
 	"time"
@@ -50,7 +52,7 @@ func (v *Vultr) listServerVPCs(w http.ResponseWriter, r *http.Request, metal boo
 // vultrDecodeVPCReq reads {"vpc_id": "…"}, answering 400 when it is missing.
 func vultrDecodeVPCReq(w http.ResponseWriter, r *http.Request) (string, bool) {
 	var req vultrVPCReq
-	if st, msg := decodeJSON(r, &req); st != 0 {
+	if st, msg := core.DecodeJSON(r, &req); st != 0 {
 		writeVultrError(w, st, msg)
 		return "", false
 	}

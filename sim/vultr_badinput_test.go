@@ -1,5 +1,7 @@
 package sim
 
+import "github.com/gpufleet/gpufleet/sim/internal/core"
+
 import (
 	"bytes"
 	"encoding/json"
@@ -18,7 +20,7 @@ func TestVultrBadInput(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newVultrT(t)
 		id := h.v.mustSeed(t, VultrSeed{Plan: "vc2-1c-1gb", Region: "ewr", Age: time.Hour})
-		big := `{"region":"ewr","label":"` + strings.Repeat("x", MaxBodyBytes) + `"}`
+		big := `{"region":"ewr","label":"` + strings.Repeat("x", core.MaxBodyBytes) + `"}`
 		cases := []struct {
 			method, path string
 			body         any

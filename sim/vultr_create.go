@@ -1,5 +1,7 @@
 package sim
 
+import "github.com/gpufleet/gpufleet/sim/internal/core"
+
 import (
 	"encoding/base64"
 	"net/http"
@@ -59,13 +61,13 @@ func vultrBadRequest(msg string) *vultrCreateErr { return &vultrCreateErr{http.S
 // private networking.").
 func (v *Vultr) createServer(w http.ResponseWriter, r *http.Request, metal bool) {
 	var req vultrCreateReq
-	data, bp, st, msg := readBody(r)
+	data, bp, st, msg := core.ReadBody(r)
 	if st == 0 {
 		if err := decodeCreate(data, &req); err != nil {
 			st, msg = http.StatusBadRequest, "Malformed JSON: "+err.Error()
 		}
 	}
-	putBody(bp, data)
+	core.PutBody(bp, data)
 	if st != 0 {
 		writeVultrError(w, st, msg)
 		return

@@ -1,5 +1,7 @@
 package sim
 
+import "github.com/gpufleet/gpufleet/sim/internal/core"
+
 import "encoding/json"
 
 // vultrCreateKeys are the JSON keys of vultrCreateReq.
@@ -12,7 +14,7 @@ var vultrCreateKeys = []string{"region", "plan", "label", "hostname", "tags", "t
 // error of json.Unmarshal.
 func decodeCreate(data []byte, req *vultrCreateReq) error {
 	var fast vultrCreateReq
-	if flatScan(data, fast.set) {
+	if core.FlatScan(data, fast.set) {
 		*req = fast
 		return nil
 	}
@@ -22,28 +24,28 @@ func decodeCreate(data []byte, req *vultrCreateReq) error {
 // set stores one member, as encoding/json would; false: let encoding/json
 // decide (a type it would refuse, or a key it would match
 // case-insensitively).
-func (r *vultrCreateReq) set(key string, v flatValue) bool {
+func (r *vultrCreateReq) set(key string, v core.FlatValue) bool {
 	// null leaves a string, number or boolean as it is and sets a slice to nil.
-	null := v.kind == flatNull
+	null := v.Kind == core.FlatNull
 	str := func(dst *string) bool {
 		if !null {
-			*dst = v.s
+			*dst = v.S
 		}
-		return null || v.kind == flatString
+		return null || v.Kind == core.FlatString
 	}
 	num := func(dst *int) bool {
 		if !null {
-			*dst = v.n
+			*dst = v.N
 		}
-		return null || v.kind == flatInt
+		return null || v.Kind == core.FlatInt
 	}
 	flag := func(dst *bool) bool {
 		if !null {
-			*dst = v.b
+			*dst = v.B
 		}
-		return null || v.kind == flatBool
+		return null || v.Kind == core.FlatBool
 	}
-	list := func(dst *[]string) bool { *dst = v.ss; return null || v.kind == flatStrings }
+	list := func(dst *[]string) bool { *dst = v.Ss; return null || v.Kind == core.FlatStrings }
 	switch key {
 	case "region":
 		return str(&r.Region)
@@ -84,5 +86,5 @@ func (r *vultrCreateReq) set(key string, v flatValue) bool {
 	case "user_scheme":
 		return str(&r.UserScheme)
 	}
-	return flatUnknown(key, vultrCreateKeys)
+	return core.FlatUnknown(key, vultrCreateKeys)
 }

@@ -1,5 +1,7 @@
 package sim
 
+import "github.com/gpufleet/gpufleet/sim/internal/core"
+
 import (
 	"fmt"
 	"math"
@@ -66,7 +68,7 @@ func (v *Vultr) SqueezeRateLimit(rps float64, d time.Duration) error {
 // ClearFaults.
 func (v *Vultr) FlakyAttach(times int) error {
 	for _, route := range []string{"POST /v2/instances/{id}/vpcs/attach", "POST /v2/bare-metals/{id}/vpcs/attach"} {
-		if err := v.Inject(Fault{Route: route, Times: times, Status: http.StatusInternalServerError,
+		if err := v.Inject(core.Fault{Route: route, Times: times, Status: http.StatusInternalServerError,
 			Message: "Unable to attach VPC"}); err != nil {
 			return err
 		}
@@ -102,7 +104,7 @@ func (v *Vultr) SlowProvisioning(pattern string, d time.Duration) error {
 // Outage makes every call fail for d of cloud time from now: alternately a
 // connection reset and a 503, as when the API is unreachable.
 func (v *Vultr) Outage(d time.Duration) error {
-	return v.Inject(Fault{Route: AnyRoute, Reset: true, Status: http.StatusServiceUnavailable, Duration: d})
+	return v.Inject(core.Fault{Route: core.AnyRoute, Reset: true, Status: http.StatusServiceUnavailable, Duration: d})
 }
 
 // SoldOut takes plan (VM or bare metal) off sale in region:

@@ -1,5 +1,7 @@
 package sim
 
+import "github.com/gpufleet/gpufleet/sim/internal/core"
+
 import (
 	"context"
 	"errors"
@@ -18,7 +20,7 @@ func TestVultrInjectAttachFault(t *testing.T) {
 		h := newVultrT(t)
 		vpc := h.vpc("ewr")
 		id := h.v.mustSeed(t, VultrSeed{Plan: "vc2-1c-1gb", Region: "ewr", Age: time.Hour})
-		require.NoError(t, h.v.Inject(Fault{Route: "POST /v2/instances/{id}/vpcs/attach", Times: 2,
+		require.NoError(t, h.v.Inject(core.Fault{Route: "POST /v2/instances/{id}/vpcs/attach", Times: 2,
 			Status: 500, Message: "Unable to attach VPC"}))
 		for i := 0; i < 2; i++ {
 			assert.Equal(t, "Unable to attach VPC", h.fail("POST", "/v2/instances/"+id+"/vpcs/attach", map[string]any{"vpc_id": vpc}, 500))
@@ -41,7 +43,7 @@ func TestVultrInjectAttachFault(t *testing.T) {
 func TestVultrInjectAfterCommit(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newVultrT(t)
-		require.NoError(t, h.v.Inject(Fault{Route: "POST /v2/instances", Times: 1, Status: 500, AfterCommit: true}))
+		require.NoError(t, h.v.Inject(core.Fault{Route: "POST /v2/instances", Times: 1, Status: 500, AfterCommit: true}))
 		body := map[string]any{"region": "ewr", "plan": "vc2-1c-1gb", "os_id": 1743, "label": "s06"}
 		assert.Equal(t, "Internal server error.", h.fail("POST", "/v2/instances", body, 500))
 		list := h.obj("GET", "/v2/instances?label=s06", nil, 200)["instances"].([]any)
@@ -53,11 +55,11 @@ func TestVultrInjectAfterCommit(t *testing.T) {
 
 func TestVultrInjectUnknownRoute(t *testing.T) {
 	v := NewVultr()
-	assert.Error(t, v.Inject(Fault{Route: "POST /v2/instance"}))
-	assert.Error(t, v.Inject(Fault{Route: "GET /v2/vpc2"}))
-	assert.Error(t, v.Inject(Fault{Route: "POST /v2/instances", Status: 302}))
-	assert.NoError(t, v.Inject(Fault{Route: "POST /v2/instances", Status: 200}), "a 2xx carrying an error body")
-	assert.NoError(t, v.Inject(Fault{Route: "GET /v2/regions/{id}/availability"}))
+	assert.Error(t, v.Inject(core.Fault{Route: "POST /v2/instance"}))
+	assert.Error(t, v.Inject(core.Fault{Route: "GET /v2/vpc2"}))
+	assert.Error(t, v.Inject(core.Fault{Route: "POST /v2/instances", Status: 302}))
+	assert.NoError(t, v.Inject(core.Fault{Route: "POST /v2/instances", Status: 200}), "a 2xx carrying an error body")
+	assert.NoError(t, v.Inject(core.Fault{Route: "GET /v2/regions/{id}/availability"}))
 }
 
 func TestVultrFlakyAttach(t *testing.T) {

@@ -1,5 +1,7 @@
 package sim
 
+import "github.com/gpufleet/gpufleet/sim/internal/core"
+
 import (
 	"encoding/base64"
 	"errors"
@@ -16,7 +18,7 @@ import (
 // servers, "destroying" between an accepted DELETE and the server's
 // disappearance, "destroyed" after; "active" or "deleted" for VPCs and keys.
 // Deleted is the time of the accepted DELETE.
-func (v *Vultr) Resources() []Resource {
+func (v *Vultr) Resources() []core.Resource {
 	v.mu.Lock()
 	defer v.unlock()
 	return v.resources(v.clock.Now())
@@ -26,14 +28,14 @@ func (v *Vultr) Resources() []Resource {
 // KindBareMetal, KindVPC, KindSSHKey; "" for all), oldest first, read from
 // the fake's own state: what an invariant check compares with what a client
 // believes. A server counts as live until its DELETE is accepted.
-func (v *Vultr) LiveResources(kind string) []Resource { return LiveOf(v.Resources(), kind) }
+func (v *Vultr) LiveResources(kind string) []core.Resource { return core.LiveOf(v.Resources(), kind) }
 
 type vultrSortable struct {
 	seq uint64
-	r   Resource
+	r   core.Resource
 }
 
-func (v *Vultr) resources(now time.Time) []Resource {
+func (v *Vultr) resources(now time.Time) []core.Resource {
 	var all []vultrSortable
 	for _, s := range v.st.servers {
 		state := s.status(now)
@@ -42,16 +44,16 @@ func (v *Vultr) resources(now time.Time) []Resource {
 		} else if s.destroying() {
 			state = "destroying"
 		}
-		all = append(all, vultrSortable{s.seq, Resource{Kind: s.kind(), ID: s.id, Name: s.hostname, Label: s.label,
+		all = append(all, vultrSortable{s.seq, core.Resource{Kind: s.kind(), ID: s.id, Name: s.hostname, Label: s.label,
 			Tags: slices.Clone(s.tags), Plan: s.plan, Region: s.region, State: state, Power: s.powerStatus(),
 			Created: s.created, Deleted: s.deleted}})
 	}
 	for _, x := range v.st.vpcs {
-		all = append(all, vultrSortable{x.seq, Resource{Kind: "vpc", ID: x.id, Description: x.desc,
+		all = append(all, vultrSortable{x.seq, core.Resource{Kind: "vpc", ID: x.id, Description: x.desc,
 			Region: x.region, State: vultrLiveState(x.deleted), Created: x.created, Deleted: x.deleted}})
 	}
 	for _, k := range v.st.keys {
-		all = append(all, vultrSortable{k.seq, Resource{Kind: "ssh_key", ID: k.id, Name: k.name,
+		all = append(all, vultrSortable{k.seq, core.Resource{Kind: "ssh_key", ID: k.id, Name: k.name,
 			State: vultrLiveState(k.deleted), Created: k.created, Deleted: k.deleted}})
 	}
 	sort.Slice(all, func(i, j int) bool {
@@ -61,7 +63,7 @@ func (v *Vultr) resources(now time.Time) []Resource {
 		}
 		return a.seq < b.seq
 	})
-	out := make([]Resource, len(all))
+	out := make([]core.Resource, len(all))
 	for i, x := range all {
 		out[i] = x.r
 	}
@@ -81,19 +83,19 @@ func vultrLiveState(deleted time.Time) string {
 // at least one hour; each hour counts in the calendar month (UTC) it starts
 // in, and a month costs at most monthly_cost (which is 672 h, or 730 h for
 // Cloud GPU, of hourly_cost). Amounts are in USD rounded to cents.
-func (v *Vultr) Ledger() Ledger {
+func (v *Vultr) Ledger() core.Ledger {
 	v.mu.Lock()
 	defer v.unlock()
 	return v.ledger(v.clock.Now())
 }
 
-func (v *Vultr) ledger(now time.Time) Ledger {
+func (v *Vultr) ledger(now time.Time) core.Ledger {
 	var servers []*vultrServer
 	for _, s := range v.st.servers {
 		servers = append(servers, s)
 	}
 	sort.Slice(servers, func(i, j int) bool { return servers[i].seq < servers[j].seq })
-	var l Ledger
+	var l core.Ledger
 	for _, s := range servers {
 		c := vultrCharge(s, now)
 		l.Charges = append(l.Charges, c)
@@ -106,8 +108,8 @@ func (v *Vultr) ledger(now time.Time) Ledger {
 // vultrCharge bills one server up to now (or its DELETE): every started
 // hour counts in the calendar month (UTC) it starts in, and each month costs
 // at most monthly_cost.
-func vultrCharge(s *vultrServer, now time.Time) Charge {
-	c := Charge{ResourceID: s.id, Kind: s.kind(), Plan: s.plan, RateUSD: s.rate, From: s.created, To: now, Live: true}
+func vultrCharge(s *vultrServer, now time.Time) core.Charge {
+	c := core.Charge{ResourceID: s.id, Kind: s.kind(), Plan: s.plan, RateUSD: s.rate, From: s.created, To: now, Live: true}
 	if s.destroying() {
 		c.To, c.Live = s.deleted, false
 	}
@@ -138,12 +140,12 @@ func vultrCharge(s *vultrServer, now time.Time) Charge {
 }
 
 // Snapshot returns resources, call log and ledger at one moment.
-func (v *Vultr) Snapshot() Snapshot {
+func (v *Vultr) Snapshot() core.Snapshot {
 	calls := v.Calls()
 	v.mu.Lock()
 	defer v.unlock()
 	now := v.clock.Now()
-	return Snapshot{Time: now, Resources: v.resources(now), Calls: calls, Ledger: v.ledger(now)}
+	return core.Snapshot{Time: now, Resources: v.resources(now), Calls: calls, Ledger: v.ledger(now)}
 }
 
 // Reset forgets every server, VPC, SSH key, call, fault (armed and fired),
@@ -157,7 +159,7 @@ func (v *Vultr) Reset() {
 	}
 	v.st = newVultrState()
 	v.unlock()
-	resetPipeline(v.server)
+	core.ResetPipeline(v.Server)
 }
 
 // VultrSeed describes a server to plant with SeedServer. The plan decides

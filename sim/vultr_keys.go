@@ -1,5 +1,7 @@
 package sim
 
+import "github.com/gpufleet/gpufleet/sim/internal/core"
+
 import (
 	"net/http"
 	"slices"
@@ -28,7 +30,7 @@ func vultrParseKey(line string) (ssh.PublicKey, error) {
 // 400 when a field is missing or the key does not parse.
 func (v *Vultr) createKey(w http.ResponseWriter, r *http.Request) {
 	var req vultrKeyReq
-	if st, msg := decodeJSON(r, &req); st != 0 {
+	if st, msg := core.DecodeJSON(r, &req); st != 0 {
 		writeVultrError(w, st, msg)
 		return
 	}
@@ -46,7 +48,7 @@ func (v *Vultr) createKey(w http.ResponseWriter, r *http.Request) {
 		key: strings.TrimSpace(*req.SSHKey), created: v.clock.Now()}
 	v.st.keys[k.id] = k
 	v.st.keyList = append(v.st.keyList, k)
-	writeJSON(w, http.StatusCreated, map[string]any{"ssh_key": vultrKeyView(k)})
+	core.WriteJSON(w, http.StatusCreated, map[string]any{"ssh_key": vultrKeyView(k)})
 }
 
 // lookupKey finds the live key {id} or answers 404. Callers hold v.mu.
@@ -67,7 +69,7 @@ func (v *Vultr) listKeys(w http.ResponseWriter, r *http.Request) {
 		func(i int) vultrKeyJSON { return vultrKeyView(list[i]) })
 	v.unlock()
 	if ok {
-		writeJSON(w, http.StatusOK, page)
+		core.WriteJSON(w, http.StatusOK, page)
 	}
 }
 
@@ -76,7 +78,7 @@ func (v *Vultr) getKey(w http.ResponseWriter, r *http.Request) {
 	v.mu.Lock()
 	defer v.unlock()
 	if k := v.lookupKey(w, r); k != nil {
-		writeJSON(w, http.StatusOK, map[string]any{"ssh_key": vultrKeyView(k)})
+		core.WriteJSON(w, http.StatusOK, map[string]any{"ssh_key": vultrKeyView(k)})
 	}
 }
 
@@ -84,7 +86,7 @@ func (v *Vultr) getKey(w http.ResponseWriter, r *http.Request) {
 // 204. Servers already deployed keep the keys they got.
 func (v *Vultr) updateKey(w http.ResponseWriter, r *http.Request) {
 	var req vultrKeyReq
-	if st, msg := decodeJSON(r, &req); st != 0 {
+	if st, msg := core.DecodeJSON(r, &req); st != 0 {
 		writeVultrError(w, st, msg)
 		return
 	}

@@ -1,5 +1,7 @@
 package sim
 
+import "github.com/gpufleet/gpufleet/sim/internal/core"
+
 import (
 	"testing"
 	"testing/synctest"
@@ -27,7 +29,7 @@ func TestVultrLedger(t *testing.T) {
 
 		l := h.v.Ledger()
 		require.Len(t, l.Charges, 4)
-		by := map[string]Charge{}
+		by := map[string]core.Charge{}
 		for _, c := range l.Charges {
 			by[c.ResourceID] = c
 		}

@@ -1,5 +1,7 @@
 package sim
 
+import "github.com/gpufleet/gpufleet/sim/internal/core"
+
 import (
 	"fmt"
 	"net/http"
@@ -104,7 +106,7 @@ const vultrMsgVPCInUse = "The following servers are attached to this VPC network
 // saw detaching fail "even after 15 minutes"). times 0 refuses until
 // ClearFaults.
 func (v *Vultr) RefuseVPCDelete(times int) error {
-	return v.Inject(Fault{Route: "DELETE /v2/vpcs/{id}", Times: times, Status: http.StatusBadRequest,
+	return v.Inject(core.Fault{Route: "DELETE /v2/vpcs/{id}", Times: times, Status: http.StatusBadRequest,
 		Message: vultrMsgVPCInUse})
 }
 
@@ -114,11 +116,11 @@ func (v *Vultr) RefuseVPCDelete(times int) error {
 // the lock is not visible.
 func (v *Vultr) chaosFaultsVultr() {
 	for _, base := range []string{"/v2/instances", "/v2/bare-metals"} {
-		addChaosFault(v.server, Fault{Route: "POST " + base + "/{id}/vpcs/attach", Status: 500, Message: "Unable to attach VPC"})
-		addChaosFault(v.server, Fault{Route: "POST " + base, Status: 400, Message: vultrMsgSoldOut})
-		addChaosFault(v.server, Fault{Route: "DELETE " + base + "/{id}", Status: 500, Message: vultrMsgLockedDel})
+		core.AddChaosFault(v.Server, core.Fault{Route: "POST " + base + "/{id}/vpcs/attach", Status: 500, Message: "Unable to attach VPC"})
+		core.AddChaosFault(v.Server, core.Fault{Route: "POST " + base, Status: 400, Message: vultrMsgSoldOut})
+		core.AddChaosFault(v.Server, core.Fault{Route: "DELETE " + base + "/{id}", Status: 500, Message: vultrMsgLockedDel})
 	}
-	addChaosFault(v.server, Fault{Route: "DELETE /v2/vpcs/{id}", Status: 400, Message: vultrMsgVPCInUse})
+	core.AddChaosFault(v.Server, core.Fault{Route: "DELETE /v2/vpcs/{id}", Status: 400, Message: vultrMsgVPCInUse})
 }
 
 // vultrMsgSoldOut refuses a create of a plan sold out in the region.

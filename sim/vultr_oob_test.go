@@ -1,5 +1,7 @@
 package sim
 
+import "github.com/gpufleet/gpufleet/sim/internal/core"
+
 import (
 	"fmt"
 	"net/http"
@@ -44,7 +46,7 @@ func TestVultrHaltOutOfBand(t *testing.T) {
 		assert.Equal(t, "stopped", h.get(id, false)["power_status"])
 		assert.Equal(t, "active", h.get(id, false)["status"])
 		assert.Nil(t, h.v.Network().Host(addr), "sshd is down")
-		assert.Equal(t, "stopped", h.v.LiveResources(KindInstance)[0].Power)
+		assert.Equal(t, "stopped", h.v.LiveResources(core.KindInstance)[0].Power)
 		time.Sleep(time.Hour)
 		c := h.v.Ledger().Charges[0]
 		assert.True(t, c.Live, "a halted server bills")
@@ -165,15 +167,15 @@ func TestVultrVisibilityLag(t *testing.T) {
 		// One call's lag, from a fault.
 		h2 := newVultrT(t)
 		id2 := h2.create("vc2-1c-1gb", "ewr", nil)["id"].(string)
-		require.NoError(t, h2.v.Inject(Fault{Route: "GET /v2/instances", VisibilityLag: time.Minute, Times: 1}))
-		require.NoError(t, h2.v.Inject(Fault{Route: "POST /v2/instances", VisibilityLag: time.Minute}))
+		require.NoError(t, h2.v.Inject(core.Fault{Route: "GET /v2/instances", VisibilityLag: time.Minute, Times: 1}))
+		require.NoError(t, h2.v.Inject(core.Fault{Route: "POST /v2/instances", VisibilityLag: time.Minute}))
 		assert.Empty(t, h2.obj("GET", "/v2/instances", nil, 200)["instances"])
 		assert.Len(t, h2.obj("GET", "/v2/instances", nil, 200)["instances"], 1)
 		h2.get(id2, false)
 		h2.create("vc2-1c-1gb", "ewr", nil)
 		lags := 0
 		for _, f := range h2.v.Faults() {
-			if f.Kind == FaultLag {
+			if f.Kind == core.FaultLag {
 				lags++
 			}
 		}
@@ -214,7 +216,7 @@ func TestVultrListIndex(t *testing.T) {
 			h.create("vc2-1c-1gb", "ewr", nil)
 		}
 		time.Sleep(10 * time.Second)
-		require.NoError(t, h.v.Inject(Fault{Route: "GET /v2/instances", VisibilityLag: 5 * time.Second}))
+		require.NoError(t, h.v.Inject(core.Fault{Route: "GET /v2/instances", VisibilityLag: 5 * time.Second}))
 		h.create("vc2-1c-1gb", "ewr", nil)
 		got, pages := vultrWalk(h, "/v2/instances?per_page=4", "instances")
 		assert.Equal(t, 9, pages)
@@ -229,8 +231,8 @@ func TestVultrListIndex(t *testing.T) {
 
 func TestVultrChaosFaultsAreServedRoutes(t *testing.T) {
 	v := NewVultr()
-	assert.NotEmpty(t, v.chaosFaults["POST /v2/instances/{id}/vpcs/attach"])
-	for route := range v.chaosFaults {
+	assert.NotEmpty(t, core.ChaosFaultsOf(v.Server)["POST /v2/instances/{id}/vpcs/attach"])
+	for route := range core.ChaosFaultsOf(v.Server) {
 		assert.Contains(t, v.Routes(), route)
 	}
 }

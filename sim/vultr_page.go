@@ -1,5 +1,7 @@
 package sim
 
+import "github.com/gpufleet/gpufleet/sim/internal/core"
+
 import (
 	"encoding/base64"
 	"net/http"
@@ -118,6 +120,6 @@ func vultrPage[T any](w http.ResponseWriter, r *http.Request, name string, n int
 // index), or a 400 for a bad per_page or cursor.
 func vultrServePage[T any](w http.ResponseWriter, r *http.Request, name string, items []T) {
 	if l, ok := vultrPage(w, r, name, len(items), nil, func(i int) T { return items[i] }); ok {
-		writeJSON(w, http.StatusOK, l)
+		core.WriteJSON(w, http.StatusOK, l)
 	}
 }

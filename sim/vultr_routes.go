@@ -1,5 +1,7 @@
 package sim
 
+import "github.com/gpufleet/gpufleet/sim/internal/core"
+
 import (
 	"net/http"
 	"slices"
@@ -50,7 +52,7 @@ func (v *Vultr) routesVultr() {
 
 // route registers fn for pattern (public: no key needed).
 func (v *Vultr) route(pattern string, public bool, fn http.HandlerFunc) {
-	handle(v.server, pattern, public, fn)
+	core.Handle(v.Server, pattern, public, fn)
 }
 
 // validType checks the type filter of /v2/plans and availability.
@@ -118,7 +120,7 @@ func (v *Vultr) availability(w http.ResponseWriter, r *http.Request) {
 	if out == nil {
 		out = []string{}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"available_plans": out})
+	core.WriteJSON(w, http.StatusOK, map[string]any{"available_plans": out})
 }
 
 // planAvailable reports whether plan can be deployed in region now.

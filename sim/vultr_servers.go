@@ -1,5 +1,7 @@
 package sim
 
+import "github.com/gpufleet/gpufleet/sim/internal/core"
+
 import (
 	"net/http"
 	"time"
@@ -57,7 +59,7 @@ func (v *Vultr) hidden(r *http.Request, srv *vultrServer, now time.Time) bool {
 	if r.Method != http.MethodGet {
 		return false
 	}
-	lag := lagOf(r)
+	lag := core.LagOf(r)
 	return lag > 0 && now.Sub(srv.created) < lag
 }
 
@@ -115,7 +117,7 @@ func (v *Vultr) listServers(w http.ResponseWriter, r *http.Request, metal bool) 
 	if filter == "main_ip" {
 		keep = func(s *vultrServer) bool { return s.active(now) }
 	}
-	vis := visibleOf(all, now, lagOf(r), keep)
+	vis := visibleOf(all, now, core.LagOf(r), keep)
 	name := "instances"
 	if metal {
 		name = "bare_metals"
@@ -124,14 +126,14 @@ func (v *Vultr) listServers(w http.ResponseWriter, r *http.Request, metal bool) 
 		func(i int) vultrServerJSON { return vultrView(vis.at(i), now, false) })
 	v.unlock()
 	if ok {
-		writeJSON(w, http.StatusOK, page)
+		core.WriteJSON(w, http.StatusOK, page)
 	}
 }
 
 // writeServer answers status with the server at now under its kind's key.
 // Callers hold v.mu.
 func writeServer(w http.ResponseWriter, status int, srv *vultrServer, now time.Time, password bool) {
-	writeAppended(w, status, func(b []byte) []byte { return vultrAppendAnswer(b, srv, now, password) })
+	core.WriteAppended(w, status, func(b []byte) []byte { return vultrAppendAnswer(b, srv, now, password) })
 }
 
 // getServer serves GET /v2/instances/{id} and /v2/bare-metals/{id}.
@@ -198,6 +200,6 @@ func (v *Vultr) userData(w http.ResponseWriter, r *http.Request, metal bool) {
 	v.mu.Lock()
 	defer v.unlock()
 	if srv := v.lookup(w, r, metal, v.clock.Now(), ""); srv != nil {
-		writeJSON(w, http.StatusOK, map[string]any{"user_data": map[string]string{"data": srv.userData}})
+		core.WriteJSON(w, http.StatusOK, map[string]any{"user_data": map[string]string{"data": srv.userData}})
 	}
 }

@@ -1,5 +1,7 @@
 package sim
 
+import "github.com/gpufleet/gpufleet/sim/internal/core"
+
 import (
 	"net/http"
 	"slices"
@@ -29,7 +31,7 @@ type vultrUpdateReq struct {
 // simulated).
 func (v *Vultr) updateServer(w http.ResponseWriter, r *http.Request, metal bool) {
 	var req vultrUpdateReq
-	if st, msg := decodeJSON(r, &req); st != 0 {
+	if st, msg := core.DecodeJSON(r, &req); st != 0 {
 		writeVultrError(w, st, msg)
 		return
 	}

@@ -37,7 +37,7 @@ func TestVultrViewsEncodeLikeEncodingJSON(t *testing.T) {
 						want, err = json.Marshal(*v.inst)
 					}
 					require.NoError(t, err)
-					assert.Equal(t, string(want), string(v.appendJSON(nil)), "%s %s", when, id)
+					assert.Equal(t, string(want), string(v.AppendJSON(nil)), "%s %s", when, id)
 					ans, err := json.Marshal(map[string]any{srv.kind(): json.RawMessage(want)})
 					require.NoError(t, err)
 					assert.Equal(t, string(ans), string(vultrAppendAnswer(nil, srv, time.Now(), pw)))
@@ -55,8 +55,8 @@ func TestVultrViewsEncodeLikeEncodingJSON(t *testing.T) {
 			meta: vultrMeta{Total: 3, Links: vultrMetaLinks{Next: "bmV4dA==", Prev: ""}}}
 		want, err := json.Marshal(map[string]any{"ssh_keys": l.items, "meta": l.meta})
 		require.NoError(t, err)
-		assert.JSONEq(t, string(want), string(l.appendJSON(nil)))
-		assert.True(t, json.Valid(l.appendJSON(nil)))
+		assert.JSONEq(t, string(want), string(l.AppendJSON(nil)))
+		assert.True(t, json.Valid(l.AppendJSON(nil)))
 	})
 }
 

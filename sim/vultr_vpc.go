@@ -1,5 +1,7 @@
 package sim
 
+import "github.com/gpufleet/gpufleet/sim/internal/core"
+
 import (
 	"net/http"
 	"net/netip"
@@ -23,7 +25,7 @@ type vultrVPCCreateReq struct {
 // mask (or the reverse), a non-private subnet or a mask outside 8-29.
 func (v *Vultr) createVPC(w http.ResponseWriter, r *http.Request) {
 	var req vultrVPCCreateReq
-	if st, msg := decodeJSON(r, &req); st != 0 {
+	if st, msg := core.DecodeJSON(r, &req); st != 0 {
 		writeVultrError(w, st, msg)
 		return
 	}
@@ -34,7 +36,7 @@ func (v *Vultr) createVPC(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	vpc := v.newVPC(req.Region, req.Description, req.V4Subnet, req.V4SubnetMask, v.clock.Now())
-	writeJSON(w, http.StatusCreated, map[string]any{"vpc": vultrVPCView(vpc)})
+	core.WriteJSON(w, http.StatusCreated, map[string]any{"vpc": vultrVPCView(vpc)})
 }
 
 // checkVPCCreate validates a VPC create. Callers hold v.mu.
@@ -83,7 +85,7 @@ func (v *Vultr) listVPCs(w http.ResponseWriter, r *http.Request) {
 		func(i int) vultrVPCJSON { return vultrVPCView(list[i]) })
 	v.unlock()
 	if ok {
-		writeJSON(w, http.StatusOK, page)
+		core.WriteJSON(w, http.StatusOK, page)
 	}
 }
 
@@ -92,7 +94,7 @@ func (v *Vultr) getVPC(w http.ResponseWriter, r *http.Request) {
 	v.mu.Lock()
 	defer v.unlock()
 	if vpc := v.lookupVPC(w, r); vpc != nil {
-		writeJSON(w, http.StatusOK, map[string]any{"vpc": vultrVPCView(vpc)})
+		core.WriteJSON(w, http.StatusOK, map[string]any{"vpc": vultrVPCView(vpc)})
 	}
 }
 
@@ -101,7 +103,7 @@ func (v *Vultr) updateVPC(w http.ResponseWriter, r *http.Request) {
 	var req struct {
 		Description *string `json:"description"`
 	}
-	if st, msg := decodeJSON(r, &req); st != 0 {
+	if st, msg := core.DecodeJSON(r, &req); st != 0 {
 		writeVultrError(w, st, msg)
 		return
 	}
@@ -197,6 +199,6 @@ func (v *Vultr) listVPCAttachments(w http.ResponseWriter, r *http.Request) {
 	v.unlock()
 	if page, ok := vultrPage(w, r, "attachments", len(rows), func(i int) uint64 { return ms[i].seq },
 		func(i int) vultrAttachmentJSON { return rows[i] }); ok {
-		writeJSON(w, http.StatusOK, page)
+		core.WriteJSON(w, http.StatusOK, page)
 	}
 }

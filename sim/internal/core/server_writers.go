@@ -1,4 +1,4 @@
-package sim
+package core
 
 import "net/http"
 

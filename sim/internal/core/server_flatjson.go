@@ -1,4 +1,4 @@
-package sim
+package core
 
 import (
 	"strconv"
@@ -16,26 +16,26 @@ import (
 type flatKind uint8
 
 const (
-	flatNull flatKind = iota
-	flatString
-	flatInt
-	flatBool
-	flatStrings
+	FlatNull flatKind = iota
+	FlatString
+	FlatInt
+	FlatBool
+	FlatStrings
 )
 
-// flatValue is one member's value.
-type flatValue struct {
-	kind flatKind
-	s    string
-	n    int
-	b    bool
-	ss   []string
+// FlatValue is one member's value.
+type FlatValue struct {
+	Kind flatKind
+	S    string
+	N    int
+	B    bool
+	Ss   []string
 }
 
-// flatScan calls set for each member of the object in data, in order, and
+// FlatScan calls set for each member of the object in data, in order, and
 // reports false as soon as data is not a flat object it can read exactly or
 // set refuses a member (the caller then falls back to encoding/json).
-func flatScan(data []byte, set func(key string, v flatValue) bool) bool {
+func FlatScan(data []byte, set func(key string, v FlatValue) bool) bool {
 	p := flatParser{d: data}
 	if !p.expect('{') {
 		return false
@@ -118,11 +118,11 @@ func (p *flatParser) plainString() (string, bool) {
 	return "", false
 }
 
-func (p *flatParser) value() (flatValue, bool) {
+func (p *flatParser) value() (FlatValue, bool) {
 	switch c := p.peek(); {
 	case c == '"':
 		s, ok := p.plainString()
-		return flatValue{kind: flatString, s: s}, ok
+		return FlatValue{Kind: FlatString, S: s}, ok
 	case c == '[':
 		return p.strings()
 	case c == '-' || (c >= '0' && c <= '9'):
@@ -130,19 +130,19 @@ func (p *flatParser) value() (flatValue, bool) {
 	}
 	for _, lit := range []struct {
 		text string
-		v    flatValue
-	}{{"null", flatValue{kind: flatNull}}, {"true", flatValue{kind: flatBool, b: true}},
-		{"false", flatValue{kind: flatBool}}} {
+		v    FlatValue
+	}{{"null", FlatValue{Kind: FlatNull}}, {"true", FlatValue{Kind: FlatBool, B: true}},
+		{"false", FlatValue{Kind: FlatBool}}} {
 		if end := p.i + len(lit.text); end <= len(p.d) && string(p.d[p.i:end]) == lit.text {
 			p.i += len(lit.text)
 			return lit.v, true
 		}
 	}
-	return flatValue{}, false
+	return FlatValue{}, false
 }
 
 // integer reads a JSON integer (no fraction, no exponent, no leading zero).
-func (p *flatParser) integer() (flatValue, bool) {
+func (p *flatParser) integer() (FlatValue, bool) {
 	start := p.i
 	if p.d[p.i] == '-' {
 		p.i++
@@ -152,42 +152,42 @@ func (p *flatParser) integer() (flatValue, bool) {
 		p.i++
 	}
 	if p.i == digits || (p.d[digits] == '0' && p.i-digits > 1) {
-		return flatValue{}, false
+		return FlatValue{}, false
 	}
 	if p.i < len(p.d) && (p.d[p.i] == '.' || p.d[p.i] == 'e' || p.d[p.i] == 'E') {
-		return flatValue{}, false
+		return FlatValue{}, false
 	}
 	n, err := strconv.Atoi(string(p.d[start:p.i]))
-	return flatValue{kind: flatInt, n: n}, err == nil
+	return FlatValue{Kind: FlatInt, N: n}, err == nil
 }
 
 // strings reads an array of plain strings.
-func (p *flatParser) strings() (flatValue, bool) {
+func (p *flatParser) strings() (FlatValue, bool) {
 	p.i++ // '['
 	out := []string{}
 	if p.peek() == ']' {
 		p.i++
-		return flatValue{kind: flatStrings, ss: out}, true
+		return FlatValue{Kind: FlatStrings, Ss: out}, true
 	}
 	for {
 		s, ok := p.plainString()
 		if !ok {
-			return flatValue{}, false
+			return FlatValue{}, false
 		}
 		out = append(out, s)
 		switch p.next() {
 		case ',':
 		case ']':
-			return flatValue{kind: flatStrings, ss: out}, true
+			return FlatValue{Kind: FlatStrings, Ss: out}, true
 		default:
-			return flatValue{}, false
+			return FlatValue{}, false
 		}
 	}
 }
 
-// flatUnknown reports whether an unknown key may be skipped: encoding/json
+// FlatUnknown reports whether an unknown key may be skipped: encoding/json
 // would ignore it unless it matches one of known case-insensitively.
-func flatUnknown(key string, known []string) bool {
+func FlatUnknown(key string, known []string) bool {
 	for _, k := range known {
 		if strings.EqualFold(k, key) {
 			return false

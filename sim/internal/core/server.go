@@ -1,4 +1,4 @@
-package sim
+package core
 
 import (
 	"bytes"
@@ -16,42 +16,42 @@ import (
 // one is refused in the provider's dialect with 413.
 const MaxBodyBytes = 1 << 20
 
-// config is what the pipeline takes of the options.
-type config struct {
-	clock         Clock
-	seed          uint64
-	visibilityLag time.Duration // every read's lag (WithVisibilityLag)
-	chaos         *chaosConfig  // chaos mode from the start, or nil
+// Config is what the pipeline takes of the options.
+type Config struct {
+	Clock         Clock
+	Seed          uint64
+	VisibilityLag time.Duration // every read's lag (WithVisibilityLag)
+	Chaos         *ChaosConfig  // chaos mode from the start, or nil
 }
 
-// hooks are the provider-specific steps of the pipeline.
-type hooks struct {
-	// writeError answers an error in the provider's dialect.
-	writeError func(w http.ResponseWriter, status int, msg string)
-	// defaultMessage is the provider's text for a status when a fault gives
+// Hooks are the provider-specific steps of the pipeline.
+type Hooks struct {
+	// WriteError answers an error in the provider's dialect.
+	WriteError func(w http.ResponseWriter, status int, msg string)
+	// DefaultMessage is the provider's text for a status when a fault gives
 	// none (what writeError sends for "").
-	defaultMessage func(status int) string
-	// authorized reports whether the request carries the right key.
-	authorized func(r *http.Request) bool
-	// limit, if set, is consulted for every authorized call; it returns false
+	DefaultMessage func(status int) string
+	// Authorized reports whether the request carries the right key.
+	Authorized func(r *http.Request) bool
+	// Limit, if set, is consulted for every authorized call; it returns false
 	// and the Retry-After to send when the call is over the rate limit.
-	limit func(r *http.Request) (ok bool, retryAfter time.Duration)
-	// pathOK, if set, vets the path before routing; false answers 404.
-	pathOK func(r *http.Request) bool
+	Limit func(r *http.Request) (ok bool, retryAfter time.Duration)
+	// PathOK, if set, vets the path before routing; false answers 404.
+	PathOK func(r *http.Request) bool
 }
 
-// server is the request pipeline shared by both fakes: route lookup (once),
+// Server is the request pipeline shared by both fakes: route lookup (once),
 // auth, rate limit, faults and chaos, body limit, call log. Each fake embeds
 // one; what the fakes need beyond the public methods are functions of this
 // package (handle, addChaosFault, randUint64, resetPipeline), so that they
 // are not promoted into the fakes' method sets.
-type server struct {
+type Server struct {
 	name   string
 	clock  Clock
 	seed   uint64
 	router *serverRouter
 	lag    time.Duration // WithVisibilityLag: every read's lag
-	hk     hooks
+	hk     Hooks
 
 	mu          sync.Mutex // guards faults, faultSeq, fired, chaos, calls, rng, routes' counters
 	faults      []*activeFault
@@ -63,32 +63,32 @@ type server struct {
 	rng         *rand.Rand
 }
 
-// newServer returns a pipeline with no routes (handle adds them).
-func newServer(name string, cfg config, hk hooks) *server {
-	s := &server{
+// NewServer returns a pipeline with no routes (handle adds them).
+func NewServer(name string, cfg Config, hk Hooks) *Server {
+	s := &Server{
 		name:   name,
-		clock:  cfg.clock,
-		seed:   cfg.seed,
+		clock:  cfg.Clock,
+		seed:   cfg.Seed,
 		router: newServerRouter(),
-		lag:    cfg.visibilityLag,
+		lag:    cfg.VisibilityLag,
 		hk:     hk,
-		rng:    rand.New(rand.NewPCG(cfg.seed, cfg.seed^0x9e3779b97f4a7c15)),
+		rng:    rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)),
 	}
-	if cfg.chaos != nil {
-		s.chaos = &chaosState{chaosConfig: *cfg.chaos}
+	if cfg.Chaos != nil {
+		s.chaos = &chaosState{ChaosConfig: *cfg.Chaos}
 	}
 	return s
 }
 
-// handle registers h for pattern ("METHOD /path/{id}"); public routes need
+// Handle registers h for pattern ("METHOD /path/{id}"); public routes need
 // no API key. The handler reads the wildcards with r.PathValue.
-func handle(s *server, pattern string, public bool, h http.HandlerFunc) {
+func Handle(s *Server, pattern string, public bool, h http.HandlerFunc) {
 	s.router.add(pattern, public, h)
 }
 
-// randUint64 draws from the pipeline's seeded source (rewound by
+// RandUint64 draws from the pipeline's seeded source (rewound by
 // resetPipeline).
-func randUint64(s *server) uint64 {
+func RandUint64(s *Server) uint64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.rng.Uint64()
@@ -96,25 +96,25 @@ func randUint64(s *server) uint64 {
 
 // Routes lists the served route patterns, sorted; these are the names a
 // Fault's Route may take.
-func (s *server) Routes() []string { return s.router.names() }
+func (s *Server) Routes() []string { return s.router.names() }
 
 // Calls returns a copy of the call log, oldest first.
-func (s *server) Calls() []Call {
+func (s *Server) Calls() []Call {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.calls.all()
 }
 
 // ResetCalls empties the call log.
-func (s *server) ResetCalls() {
+func (s *Server) ResetCalls() {
 	s.mu.Lock()
 	s.calls = callLog{}
 	s.mu.Unlock()
 }
 
-// resetPipeline forgets faults, what fired, the call log and the routes'
+// ResetPipeline forgets faults, what fired, the call log and the routes'
 // counters, restarts chaos mode from its seed and rewinds the random source.
-func resetPipeline(s *server) {
+func ResetPipeline(s *Server) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.faults, s.fired, s.calls = nil, nil, callLog{}
@@ -122,34 +122,34 @@ func resetPipeline(s *server) {
 		r.seen = 0
 	}
 	if s.chaos != nil {
-		s.chaos = &chaosState{chaosConfig: s.chaos.chaosConfig}
+		s.chaos = &chaosState{ChaosConfig: s.chaos.ChaosConfig}
 	}
 	s.rng = rand.New(rand.NewPCG(s.seed, s.seed^0x9e3779b97f4a7c15))
 }
 
 // ServeHTTP runs the pipeline: path check, route, auth, rate limit, faults,
 // handler.
-func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	call := Call{Time: s.clock.Now(), Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery}
 	sw := &statusWriter{ResponseWriter: w}
 	defer s.logCall(&call, sw) // also after a dropped connection (a panic): status 0
 	var rt *serverRoute
-	if s.hk.pathOK == nil || s.hk.pathOK(r) {
+	if s.hk.PathOK == nil || s.hk.PathOK(r) {
 		rt = s.router.match(r)
 	}
 	if rt == nil {
-		s.hk.writeError(sw, http.StatusNotFound, "")
+		s.hk.WriteError(sw, http.StatusNotFound, "")
 		return
 	}
 	call.Route = rt.display
-	if !rt.public && !s.hk.authorized(r) {
-		s.hk.writeError(sw, http.StatusUnauthorized, "")
+	if !rt.public && !s.hk.Authorized(r) {
+		s.hk.WriteError(sw, http.StatusUnauthorized, "")
 		return
 	}
-	if s.hk.limit != nil {
-		if ok, after := s.hk.limit(r); !ok {
+	if s.hk.Limit != nil {
+		if ok, after := s.hk.Limit(r); !ok {
 			setRetryAfter(sw, after)
-			s.hk.writeError(sw, http.StatusTooManyRequests, "")
+			s.hk.WriteError(sw, http.StatusTooManyRequests, "")
 			return
 		}
 	}
@@ -169,7 +169,7 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.serveFaulty(sw, r, rt, &plan)
 }
 
-func (s *server) logCall(call *Call, sw *statusWriter) {
+func (s *Server) logCall(call *Call, sw *statusWriter) {
 	call.Status = sw.status
 	s.mu.Lock()
 	s.calls.add(*call)
@@ -178,7 +178,7 @@ func (s *server) logCall(call *Call, sw *statusWriter) {
 
 // serveFaulty answers a call that faults apply to: the delay first, then
 // the handler (stale when lagging) or the fault's answer.
-func (s *server) serveFaulty(w *statusWriter, r *http.Request, rt *serverRoute, p *faultPlan) {
+func (s *Server) serveFaulty(w *statusWriter, r *http.Request, rt *serverRoute, p *faultPlan) {
 	if p.latency > 0 {
 		_ = s.clock.Sleep(context.WithoutCancel(r.Context()), p.latency)
 	}
@@ -207,9 +207,9 @@ func (s *server) serveFaulty(w *statusWriter, r *http.Request, rt *serverRoute, 
 		w.Header().Set("Content-Length", "0")
 		w.WriteHeader(f.Status)
 	case f.Status < 300:
-		s.hk.writeError(&statusOverride{ResponseWriter: w, status: f.Status}, http.StatusInternalServerError, f.Message)
+		s.hk.WriteError(&statusOverride{ResponseWriter: w, status: f.Status}, http.StatusInternalServerError, f.Message)
 	default:
-		s.hk.writeError(w, f.Status, f.Message)
+		s.hk.WriteError(w, f.Status, f.Message)
 	}
 }
 
@@ -241,9 +241,9 @@ func withLag(r *http.Request, d time.Duration) *http.Request {
 	return r.WithContext(context.WithValue(r.Context(), lagKey{}, d))
 }
 
-// lagOf is how stale the read r is: the fake's WithVisibilityLag or the lag
+// LagOf is how stale the read r is: the fake's WithVisibilityLag or the lag
 // a fault gave the call, the longer (0 outside a read the pipeline serves).
-func lagOf(r *http.Request) time.Duration {
+func LagOf(r *http.Request) time.Duration {
 	d, _ := r.Context().Value(lagKey{}).(time.Duration)
 	return d
 }
@@ -256,9 +256,9 @@ func setRetryAfter(w http.ResponseWriter, d time.Duration) {
 	w.Header().Set("Retry-After", strconv.Itoa(secs))
 }
 
-// decodeJSON reads a JSON request body into v. It reports a body over
+// DecodeJSON reads a JSON request body into v. It reports a body over
 // MaxBodyBytes as 413 and anything malformed as 400, with a message.
-func decodeJSON(r *http.Request, v any) (status int, msg string) {
+func DecodeJSON(r *http.Request, v any) (status int, msg string) {
 	return decodeBody(r, func(data []byte) error { return json.Unmarshal(data, v) })
 }
 
@@ -266,8 +266,8 @@ func decodeJSON(r *http.Request, v any) (status int, msg string) {
 // with unmarshal, which must not keep the bytes: 413 for a body over
 // MaxBodyBytes, 400 for an empty or malformed one.
 func decodeBody(r *http.Request, unmarshal func([]byte) error) (status int, msg string) {
-	data, bp, status, msg := readBody(r)
-	defer putBody(bp, data)
+	data, bp, status, msg := ReadBody(r)
+	defer PutBody(bp, data)
 	if status != 0 {
 		return status, msg
 	}
@@ -277,10 +277,10 @@ func decodeBody(r *http.Request, unmarshal func([]byte) error) (status int, msg 
 	return 0, ""
 }
 
-// readBody reads the request body into a recycled buffer, which the caller
+// ReadBody reads the request body into a recycled buffer, which the caller
 // gives back with putBody once done with the bytes: 413 for a body over
 // MaxBodyBytes, 400 for an empty one.
-func readBody(r *http.Request) (data []byte, bp *[]byte, status int, msg string) {
+func ReadBody(r *http.Request) (data []byte, bp *[]byte, status int, msg string) {
 	bp = jsonBufs.Get().(*[]byte)
 	buf := bytes.NewBuffer((*bp)[:0])
 	_, err := buf.ReadFrom(r.Body)
@@ -298,19 +298,19 @@ func readBody(r *http.Request) (data []byte, bp *[]byte, status int, msg string)
 	return data, bp, 0, ""
 }
 
-// putBody recycles a buffer readBody gave (unless it grew too large).
-func putBody(bp *[]byte, data []byte) {
+// PutBody recycles a buffer readBody gave (unless it grew too large).
+func PutBody(bp *[]byte, data []byte) {
 	if cap(data) <= 1<<20 {
 		*bp = data[:0]
 	}
 	jsonBufs.Put(bp)
 }
 
-// writeJSON answers status with v encoded as JSON (and a newline, as
+// WriteJSON answers status with v encoded as JSON (and a newline, as
 // json.Encoder writes it).
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	if a, ok := v.(jsonAppender); ok {
-		writeAppended(w, status, a.appendJSON)
+func WriteJSON(w http.ResponseWriter, status int, v any) {
+	if a, ok := v.(JSONAppender); ok {
+		WriteAppended(w, status, a.AppendJSON)
 		return
 	}
 	setJSONContentType(w)
@@ -321,6 +321,6 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // Client returns an *http.Client whose transport calls the fake in memory, no
 // sockets involved: any URL host reaches the fake, so a client left on its
 // real default base URL works unchanged. Safe inside testing/synctest.
-func (s *server) Client() *http.Client {
-	return &http.Client{Transport: &memTransport{h: s}}
+func (s *Server) Client() *http.Client {
+	return MemClient(s)
 }

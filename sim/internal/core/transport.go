@@ -1,4 +1,4 @@
-package sim
+package core
 
 import (
 	"bytes"
@@ -10,6 +10,9 @@ import (
 	"strconv"
 	"syscall"
 )
+
+// MemClient returns an *http.Client whose transport calls h in memory.
+func MemClient(h http.Handler) *http.Client { return &http.Client{Transport: &memTransport{h: h}} }
 
 // memTransport is an http.RoundTripper that serves requests by calling a
 // handler in the caller's process: on the caller's goroutine when nothing

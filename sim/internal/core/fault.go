@@ -1,4 +1,4 @@
-package sim
+package core
 
 import (
 	"errors"
@@ -170,7 +170,7 @@ func (f *activeFault) expired(now time.Time) bool {
 
 // Inject arms a fault. It fails if the Route names no served route (the
 // error wraps ErrUnknownRoute) or a field is out of range.
-func (s *server) Inject(f Fault) error {
+func (s *Server) Inject(f Fault) error {
 	if err := f.normalize(s.name, s.router); err != nil {
 		return err
 	}
@@ -187,7 +187,7 @@ func (s *server) Inject(f Fault) error {
 
 // ClearFaults disarms every injected fault (chaos mode stays on; see
 // StopChaos). What fired stays in Faults.
-func (s *server) ClearFaults() {
+func (s *Server) ClearFaults() {
 	s.mu.Lock()
 	s.faults = nil
 	s.mu.Unlock()
@@ -195,7 +195,7 @@ func (s *server) ClearFaults() {
 
 // ArmedFaults returns the injected faults still armed, in the order they
 // were armed, with their defaults filled in.
-func (s *server) ArmedFaults() []Fault {
+func (s *Server) ArmedFaults() []Fault {
 	now := s.clock.Now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -210,7 +210,7 @@ func (s *server) ArmedFaults() []Fault {
 
 // Faults returns every fault effect that fired so far, oldest first:
 // injected faults and chaos mode alike (Reset empties it).
-func (s *server) Faults() []FiredFault {
+func (s *Server) Faults() []FiredFault {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]FiredFault(nil), s.fired...)

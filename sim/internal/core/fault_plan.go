@@ -1,4 +1,4 @@
-package sim
+package core
 
 import (
 	"net/http"
@@ -18,7 +18,7 @@ func (p *faultPlan) empty() bool { return !p.has && p.latency == 0 && p.lag == 0
 
 // planFaults decides the faults of call (of route rt), counts them against
 // their Times and logs what fires. Callers hold s.mu.
-func (s *server) planFaults(rt *serverRoute, call *Call) faultPlan {
+func (s *Server) planFaults(rt *serverRoute, call *Call) faultPlan {
 	var p faultPlan
 	rt.seen++
 	n := rt.seen
@@ -32,7 +32,7 @@ func (s *server) planFaults(rt *serverRoute, call *Call) faultPlan {
 }
 
 // planInjected applies the armed faults, dropping expired ones.
-func (s *server) planInjected(rt *serverRoute, call *Call, n uint64, p *faultPlan) {
+func (s *Server) planInjected(rt *serverRoute, call *Call, n uint64, p *faultPlan) {
 	live := s.faults[:0]
 	for _, af := range s.faults {
 		if af.expired(call.Time) {
@@ -59,7 +59,7 @@ func (s *server) planInjected(rt *serverRoute, call *Call, n uint64, p *faultPla
 // applyFault merges f into p for this call and logs its effects; it reports
 // false when f has no effect on the call (an answer already chosen, or a lag
 // on a route that is not a read). used is how many calls f applied to before.
-func (s *server) applyFault(rt *serverRoute, call *Call, n uint64, f *Fault, salt uint64, used int,
+func (s *Server) applyFault(rt *serverRoute, call *Call, n uint64, f *Fault, salt uint64, used int,
 	p *faultPlan, chaos bool) bool {
 	answer := f.hasAnswer() && !p.has
 	lag := f.VisibilityLag > 0 && rt.read
@@ -85,10 +85,10 @@ func (s *server) applyFault(rt *serverRoute, call *Call, n uint64, f *Fault, sal
 		p.reset = f.Reset && (f.Status == 0 || used%2 == 0)
 		call.Fault = true
 		rec := answerRecord(f, p.reset, chaos)
-		if rec.Message == "" && s.hk.defaultMessage != nil && (rec.Kind == FaultStatus || rec.Kind == FaultRateLimit) {
-			rec.Message = s.hk.defaultMessage(rec.Status)
-		} else if rec.Message == "" && s.hk.defaultMessage != nil && rec.Kind == FaultErrorBody {
-			rec.Message = s.hk.defaultMessage(http.StatusInternalServerError)
+		if rec.Message == "" && s.hk.DefaultMessage != nil && (rec.Kind == FaultStatus || rec.Kind == FaultRateLimit) {
+			rec.Message = s.hk.DefaultMessage(rec.Status)
+		} else if rec.Message == "" && s.hk.DefaultMessage != nil && rec.Kind == FaultErrorBody {
+			rec.Message = s.hk.DefaultMessage(http.StatusInternalServerError)
 		}
 		s.fire(call, rec)
 	}
@@ -116,7 +116,7 @@ func answerRecord(f *Fault, reset, chaos bool) FiredFault {
 }
 
 // fire logs one effect on call. Callers hold s.mu.
-func (s *server) fire(call *Call, r FiredFault) {
+func (s *Server) fire(call *Call, r FiredFault) {
 	r.Time, r.Method, r.Route, r.Path = call.Time, call.Method, call.Route, call.Path
 	s.fired = append(s.fired, r)
 }

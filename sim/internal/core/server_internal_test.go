@@ -1,4 +1,4 @@
-package sim
+package core
 
 import (
 	"io"
@@ -11,11 +11,11 @@ import (
 
 // The pipeline routes once and fills the path values, unescaped per segment.
 func TestPipelineFillsPathValues(t *testing.T) {
-	s := newServer("test", config{clock: RealClock(), seed: 1}, hooks{
-		writeError: func(w http.ResponseWriter, status int, msg string) { w.WriteHeader(status) },
-		authorized: func(*http.Request) bool { return true },
+	s := NewServer("test", Config{Clock: RealClock(), Seed: 1}, Hooks{
+		WriteError: func(w http.ResponseWriter, status int, msg string) { w.WriteHeader(status) },
+		Authorized: func(*http.Request) bool { return true },
 	})
-	handle(s, "GET /things/{id}", false, func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, r.PathValue("id")) })
+	Handle(s, "GET /things/{id}", false, func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, r.PathValue("id")) })
 	resp, err := s.Client().Get("http://any.host/things/abc")
 	require.NoError(t, err)
 	defer resp.Body.Close()

@@ -1,4 +1,4 @@
-package sim
+package core
 
 import (
 	"encoding/json"
@@ -10,9 +10,9 @@ import (
 // jsonBufs recycles the buffers answers are written into.
 var jsonBufs = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
 
-// writeAppended answers status with the JSON that fill appends (and a
+// WriteAppended answers status with the JSON that fill appends (and a
 // newline, as json.Encoder writes it), in a recycled buffer.
-func writeAppended(w http.ResponseWriter, status int, fill func([]byte) []byte) {
+func WriteAppended(w http.ResponseWriter, status int, fill func([]byte) []byte) {
 	bp := jsonBufs.Get().(*[]byte)
 	b := append(fill((*bp)[:0]), '\n')
 	setJSONContentType(w)
@@ -24,11 +24,11 @@ func writeAppended(w http.ResponseWriter, status int, fill func([]byte) []byte) 
 	}
 }
 
-// jsonAppender is a value that writes its own JSON, byte for byte what
+// JSONAppender is a value that writes its own JSON, byte for byte what
 // encoding/json would write for it, without reflection: the answers a fake
 // gives most often (a server, a page of servers) implement it.
-type jsonAppender interface {
-	appendJSON(dst []byte) []byte
+type JSONAppender interface {
+	AppendJSON(dst []byte) []byte
 }
 
 // jsonSafe reports whether s needs no escaping in a JSON string as
@@ -69,27 +69,30 @@ func appendJSONStrings(dst []byte, ss []string) []byte {
 	return append(dst, ']')
 }
 
-// jsonObject appends the members of a JSON object one by one.
-type jsonObject struct{ b []byte }
+// JSONObject appends the members of a JSON object one by one.
+type JSONObject struct{ B []byte }
 
-func (o *jsonObject) key(k string) {
-	if len(o.b) == 0 || o.b[len(o.b)-1] != '{' {
-		o.b = append(o.b, ',')
+func (o *JSONObject) key(k string) {
+	if len(o.B) == 0 || o.B[len(o.B)-1] != '{' {
+		o.B = append(o.B, ',')
 	}
-	o.b = append(o.b, '"')
-	o.b = append(o.b, k...)
-	o.b = append(o.b, '"', ':')
+	o.B = append(o.B, '"')
+	o.B = append(o.B, k...)
+	o.B = append(o.B, '"', ':')
 }
 
-func (o *jsonObject) str(k, v string)          { o.key(k); o.b = appendJSONString(o.b, v) }
-func (o *jsonObject) num(k string, v int64)    { o.key(k); o.b = strconv.AppendInt(o.b, v, 10) }
-func (o *jsonObject) boolean(k string, v bool) { o.key(k); o.b = strconv.AppendBool(o.b, v) }
-func (o *jsonObject) strs(k string, v []string) {
+// Str, Num, Boolean and Strs append a member with a string, an integer,
+// a boolean or an array of strings.
+func (o *JSONObject) Str(k, v string)          { o.key(k); o.B = appendJSONString(o.B, v) }
+func (o *JSONObject) Num(k string, v int64)    { o.key(k); o.B = strconv.AppendInt(o.B, v, 10) }
+func (o *JSONObject) Boolean(k string, v bool) { o.key(k); o.B = strconv.AppendBool(o.B, v) }
+func (o *JSONObject) Strs(k string, v []string) {
 	o.key(k)
-	o.b = appendJSONStrings(o.b, v)
+	o.B = appendJSONStrings(o.B, v)
 }
 
-func appendInt(dst []byte, n int) []byte { return strconv.AppendInt(dst, int64(n), 10) }
+// AppendInt appends n in decimal.
+func AppendInt(dst []byte, n int) []byte { return strconv.AppendInt(dst, int64(n), 10) }
 
 // jsonContentType is the Content-Type of every answer, shared (a header
 // value is never changed in place).

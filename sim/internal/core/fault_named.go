@@ -1,4 +1,4 @@
-package sim
+package core
 
 import (
 	"fmt"
@@ -9,7 +9,7 @@ import (
 // RateLimitBurst makes every call answer 429 in the provider's dialect, with
 // Retry-After (whole seconds, at least 1), for d of cloud time from now, as
 // when the API throttles an account in bursts. d must be positive.
-func (s *server) RateLimitBurst(d, retryAfter time.Duration) error {
+func (s *Server) RateLimitBurst(d, retryAfter time.Duration) error {
 	if d <= 0 {
 		return errNonPositive("RateLimitBurst", d)
 	}
@@ -20,7 +20,7 @@ func (s *server) RateLimitBurst(d, retryAfter time.Duration) error {
 // SlowAnswers delays every call by a seeded duration from minDelay to
 // maxDelay of cloud time, for d of cloud time from now (0: until
 // ClearFaults). The calls still take effect if their client gives up.
-func (s *server) SlowAnswers(minDelay, maxDelay, d time.Duration) error {
+func (s *Server) SlowAnswers(minDelay, maxDelay, d time.Duration) error {
 	return s.Inject(Fault{Route: AnyRoute, Latency: minDelay, LatencyMax: maxDelay, Duration: d})
 }
 
@@ -28,7 +28,7 @@ func (s *server) SlowAnswers(minDelay, maxDelay, d time.Duration) error {
 // ago, for d of cloud time from now (0: until ClearFaults): lists leave them
 // out and their own GET answers 404, as an eventually consistent API does
 // (see WithVisibilityLag for a lag from the start).
-func (s *server) StaleReads(lag, d time.Duration) error {
+func (s *Server) StaleReads(lag, d time.Duration) error {
 	if lag <= 0 {
 		return errNonPositive("StaleReads", lag)
 	}

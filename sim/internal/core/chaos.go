@@ -1,4 +1,4 @@
-package sim
+package core
 
 import (
 	"fmt"
@@ -99,7 +99,10 @@ func ChaosProfileByName(name string) (ChaosProfile, bool) {
 	return f(), true
 }
 
-func (p ChaosProfile) validate() error {
+// Validate reports an error when a rate is outside 0 to 1, the fault rates
+// (all but Slow) add up to more than 1, or a duration is negative or SlowMax
+// is below SlowMin.
+func (p ChaosProfile) Validate() error {
 	sum := 0.0
 	for _, r := range []float64{p.ServerError, p.CommitThenError, p.Reset, p.RateLimitBurst, p.CutBody,
 		p.EmptyBody, p.ErrorBody, p.StaleRead, p.ProviderFault, p.Slow} {
@@ -117,44 +120,45 @@ func (p ChaosProfile) validate() error {
 	return nil
 }
 
-type chaosConfig struct {
-	seed    uint64
-	profile ChaosProfile
+// ChaosConfig is chaos mode from the start: its seed and profile.
+type ChaosConfig struct {
+	Seed    uint64
+	Profile ChaosProfile
 }
 
 // chaosState is chaos mode on one fake. The server's mutex guards it.
 type chaosState struct {
-	chaosConfig
+	ChaosConfig
 	burstUntil time.Time
 }
 
 // StartChaos turns chaos mode on (or restarts it with a new seed or
 // profile): see WithChaos. It fails for an invalid profile.
-func (s *server) StartChaos(seed uint64, profile ChaosProfile) error {
-	if err := profile.validate(); err != nil {
+func (s *Server) StartChaos(seed uint64, profile ChaosProfile) error {
+	if err := profile.Validate(); err != nil {
 		return err
 	}
 	s.mu.Lock()
-	s.chaos = &chaosState{chaosConfig: chaosConfig{seed: seed, profile: profile}}
+	s.chaos = &chaosState{ChaosConfig: ChaosConfig{Seed: seed, Profile: profile}}
 	s.mu.Unlock()
 	return nil
 }
 
 // StopChaos turns chaos mode off; injected faults stay armed.
-func (s *server) StopChaos() {
+func (s *Server) StopChaos() {
 	s.mu.Lock()
 	s.chaos = nil
 	s.mu.Unlock()
 }
 
 // Chaos reports the chaos seed and profile, and whether chaos mode is on.
-func (s *server) Chaos() (seed uint64, profile ChaosProfile, on bool) {
+func (s *Server) Chaos() (seed uint64, profile ChaosProfile, on bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.chaos == nil {
 		return 0, ChaosProfile{}, false
 	}
-	return s.chaos.seed, s.chaos.profile, true
+	return s.chaos.Seed, s.chaos.Profile, true
 }
 
 // Salts of the chaos draws, one per decision.
@@ -167,9 +171,9 @@ const (
 )
 
 // plan adds chaos mode's faults for call n of rt to p. Callers hold s.mu.
-func (c *chaosState) plan(s *server, rt *serverRoute, call *Call, n uint64, p *faultPlan) {
-	pr := &c.profile
-	draw := func(salt uint64) float64 { return faultDraw(c.seed, rt.hash, n, salt) }
+func (c *chaosState) plan(s *Server, rt *serverRoute, call *Call, n uint64, p *faultPlan) {
+	pr := &c.Profile
+	draw := func(salt uint64) float64 { return faultDraw(c.Seed, rt.hash, n, salt) }
 	if pr.Slow > 0 && draw(chaosSaltSlow) < pr.Slow {
 		d := pr.SlowMin + time.Duration(draw(chaosSaltDelay)*float64(pr.SlowMax-pr.SlowMin))
 		s.applyFault(rt, call, n, &Fault{Latency: d}, 0, 0, p, true)
@@ -180,8 +184,8 @@ func (c *chaosState) plan(s *server, rt *serverRoute, call *Call, n uint64, p *f
 }
 
 // answer draws the fault (if any) that answers the call.
-func (c *chaosState) answer(s *server, rt *serverRoute, now time.Time, draw func(uint64) float64) (Fault, bool) {
-	pr := &c.profile
+func (c *chaosState) answer(s *Server, rt *serverRoute, now time.Time, draw func(uint64) float64) (Fault, bool) {
+	pr := &c.Profile
 	burst := Fault{Status: http.StatusTooManyRequests, RetryAfter: time.Second}
 	if now.Before(c.burstUntil) {
 		return burst, true
@@ -228,9 +232,9 @@ func chaosStatus(u float64) int {
 	return http.StatusServiceUnavailable
 }
 
-// addChaosFault registers a provider refusal chaos mode may answer on route
+// AddChaosFault registers a provider refusal chaos mode may answer on route
 // (ChaosProfile.ProviderFault). It panics for a route not served.
-func addChaosFault(s *server, f Fault) {
+func AddChaosFault(s *Server, f Fault) {
 	if err := f.normalize(s.name, s.router); err != nil || f.Route == AnyRoute {
 		panic(fmt.Sprintf("sim: bad chaos fault %+v: %v", f, err))
 	}
@@ -238,4 +242,12 @@ func addChaosFault(s *server, f Fault) {
 		s.chaosFaults = map[string][]Fault{}
 	}
 	s.chaosFaults[f.Route] = append(s.chaosFaults[f.Route], f)
+}
+
+// ChaosFaultsOf returns the provider refusals chaos mode may answer, by
+// route (for tests).
+func ChaosFaultsOf(s *Server) map[string][]Fault {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.chaosFaults
 }
