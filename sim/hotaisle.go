@@ -1,5 +1,7 @@
 package sim
 
+import "github.com/gpufleet/gpufleet/sim/internal/sshhost"
+
 import "github.com/gpufleet/gpufleet/sim/internal/core"
 
 import (
@@ -47,7 +49,7 @@ type hotaisleConfig struct {
 	core         core.Config
 	apiKey       string
 	team         string
-	network      *Network
+	network      *sshhost.Network
 	vmTypes      []HotAisleVMType
 	bmTypes      []HotAisleBareMetalType
 	sshDelay     time.Duration
@@ -88,7 +90,7 @@ type HotAisle struct {
 	*core.Server
 	cfg   hotaisleConfig
 	clock core.Clock
-	net   *Network
+	net   *sshhost.Network
 
 	mu sync.Mutex // guards st
 	st *haState
@@ -98,7 +100,7 @@ type HotAisle struct {
 func newHotAisle(cfg hotaisleConfig) *HotAisle {
 	h := &HotAisle{cfg: cfg, clock: cfg.core.Clock, net: cfg.network}
 	if h.net == nil {
-		h.net = NewNetwork(cfg.core.Clock, cfg.core.Seed)
+		h.net = sshhost.NewNetwork(cfg.core.Clock, cfg.core.Seed)
 	}
 	h.Server = core.NewServer("hotaisle", cfg.core, core.Hooks{
 		WriteError:     haWriteError,
@@ -199,7 +201,7 @@ func haStatusMessage(status int) string {
 
 // Network returns the in-memory network the fake's SSH hosts live on (the
 // one given by WithNetwork, or the fake's own).
-func (h *HotAisle) Network() *Network { return h.net }
+func (h *HotAisle) Network() *sshhost.Network { return h.net }
 
 // Dial connects to a fake SSH host by "ip:port", as net.Dialer.DialContext
 // would: a VM at ip_address:22, a bare-metal server's front host at its

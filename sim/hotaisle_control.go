@@ -1,5 +1,7 @@
 package sim
 
+import "github.com/gpufleet/gpufleet/sim/internal/sshhost"
+
 import "github.com/gpufleet/gpufleet/sim/internal/core"
 
 import (
@@ -14,8 +16,8 @@ import (
 // "hotaisle", keys fetched live, refusing TCP until the SSH delay has passed.
 func (h *HotAisle) addVMHost(s *haServer) {
 	h.mu.Lock()
-	cfg := HostConfig{Addr: s.ip + ":22", InstanceID: s.name, User: HotAisleUser,
-		AuthorizedKeys: h.authorizedKeys, Schedule: HostSchedule{RefuseUntil: s.sshAt}}
+	cfg := sshhost.HostConfig{Addr: s.ip + ":22", InstanceID: s.name, User: HotAisleUser,
+		AuthorizedKeys: h.authorizedKeys, Schedule: sshhost.HostSchedule{RefuseUntil: s.sshAt}}
 	s.hostAddrs = []string{cfg.Addr}
 	h.mu.Unlock()
 	h.addHosts(s, cfg)
@@ -27,9 +29,9 @@ func (h *HotAisle) addVMHost(s *haServer) {
 // forwards to the private address), both user "hotaisle" with live keys.
 func (h *HotAisle) addBareMetalHosts(s *haServer) {
 	h.mu.Lock()
-	private := HostConfig{Addr: s.ip + ":22", InstanceID: s.name, User: HotAisleUser,
-		AuthorizedKeys: h.authorizedKeys, Schedule: HostSchedule{RefuseUntil: s.sshAt}, Private: true}
-	front := HostConfig{Addr: s.sshIP + ":" + strconv.Itoa(s.sshPort), InstanceID: s.name,
+	private := sshhost.HostConfig{Addr: s.ip + ":22", InstanceID: s.name, User: HotAisleUser,
+		AuthorizedKeys: h.authorizedKeys, Schedule: sshhost.HostSchedule{RefuseUntil: s.sshAt}, Private: true}
+	front := sshhost.HostConfig{Addr: s.sshIP + ":" + strconv.Itoa(s.sshPort), InstanceID: s.name,
 		User: HotAisleUser, AuthorizedKeys: h.authorizedKeys, Jump: true}
 	s.hostAddrs = []string{private.Addr, front.Addr}
 	h.mu.Unlock()
@@ -38,9 +40,9 @@ func (h *HotAisle) addBareMetalHosts(s *haServer) {
 
 // addHosts adds the hosts outside h.mu (the network may call back into
 // authorizedKeys) and takes them away again if the server went meanwhile.
-func (h *HotAisle) addHosts(s *haServer, cfgs ...HostConfig) {
+func (h *HotAisle) addHosts(s *haServer, cfgs ...sshhost.HostConfig) {
 	for _, c := range cfgs {
-		h.net.addLazy(&c)
+		sshhost.AddLazy(h.net, &c, nil)
 	}
 	h.mu.Lock()
 	gone := s.deleting != nil || !s.deleted.IsZero() || s.gen != h.st.gen

@@ -1,5 +1,7 @@
 package sim
 
+import "github.com/gpufleet/gpufleet/sim/internal/sshhost"
+
 import "github.com/gpufleet/gpufleet/sim/internal/core"
 
 import (
@@ -33,7 +35,7 @@ type settings struct {
 	apiKey   string
 	team     string
 	logger   *slog.Logger
-	network  *Network
+	network  *sshhost.Network
 	vultr    vultrConfig
 	hotaisle hotaisleConfig
 }
@@ -73,7 +75,7 @@ func WithLogger(l *slog.Logger) Option { return func(s *settings) { s.logger = l
 
 // WithNetwork makes the fake register its servers' SSH hosts on n, so that one
 // n.Dial reaches the hosts of several fakes. By default each fake has its own.
-func WithNetwork(n *Network) Option { return func(s *settings) { s.network = n } }
+func WithNetwork(n *sshhost.Network) Option { return func(s *settings) { s.network = n } }
 
 // WithVisibilityLag makes the fake eventually consistent: a server created
 // less than d ago (cloud time) is missing from every list and its own GET

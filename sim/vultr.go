@@ -1,5 +1,7 @@
 package sim
 
+import "github.com/gpufleet/gpufleet/sim/internal/sshhost"
+
 import "github.com/gpufleet/gpufleet/sim/internal/core"
 
 import (
@@ -25,7 +27,7 @@ const DefaultVultrRateLimit = 30
 type vultrConfig struct {
 	core    core.Config
 	apiKey  string
-	network *Network
+	network *sshhost.Network
 	catalog VultrCatalog
 	rules   []vultrTimingRule
 	rps     float64
@@ -76,7 +78,7 @@ type Vultr struct {
 	cfg   vultrConfig
 	clock core.Clock
 	seed  uint64
-	net   *Network
+	net   *sshhost.Network
 
 	mu         sync.Mutex // guards st, hostOps, hostTicket; taken before server.mu, never after
 	st         *vultrState
@@ -91,7 +93,7 @@ func newVultr(cfg vultrConfig) *Vultr {
 	v := &Vultr{cfg: cfg, clock: cfg.core.Clock, seed: cfg.core.Seed, st: newVultrState(), net: cfg.network}
 	v.hostQueue.turn = sync.NewCond(&v.hostQueue.mu)
 	if v.net == nil {
-		v.net = NewNetwork(cfg.core.Clock, cfg.core.Seed)
+		v.net = sshhost.NewNetwork(cfg.core.Clock, cfg.core.Seed)
 	}
 	bearer := "Bearer " + cfg.apiKey
 	v.Server = core.NewServer("vultr", cfg.core, core.Hooks{
@@ -107,7 +109,7 @@ func newVultr(cfg vultrConfig) *Vultr {
 
 // Network returns the network the fake's SSH hosts live on: the one given by
 // WithNetwork, or the fake's own.
-func (v *Vultr) Network() *Network { return v.net }
+func (v *Vultr) Network() *sshhost.Network { return v.net }
 
 // Dial connects to a server's fake SSH host at addr ("<main_ip>:22") through
 // Network, in memory.

@@ -1,5 +1,7 @@
 package sim
 
+import "github.com/gpufleet/gpufleet/sim/internal/sshhost"
+
 import (
 	"encoding/binary"
 	"fmt"
@@ -34,7 +36,7 @@ func (v *Vultr) assignAddresses(srv *vultrServer, ipv6 bool) {
 			continue
 		}
 		ip := netip.AddrFrom4(key).String()
-		if v.net.hasExact(ip + ":22") {
+		if sshhost.HasExact(v.net, ip+":22") {
 			continue
 		}
 		v.st.usedIPs[key] = true

@@ -1,5 +1,7 @@
 package sim
 
+import "github.com/gpufleet/gpufleet/sim/internal/sshhost"
+
 import (
 	"strings"
 	"sync"
@@ -25,14 +27,13 @@ func (v *Vultr) registerHost(srv *vultrServer, restartAt time.Time) {
 	if srv.sshAddr == "" {
 		srv.sshAddr = srv.mainIP + ":22"
 	}
-	cfg := &HostConfig{
+	cfg := &sshhost.HostConfig{
 		Addr:       srv.sshAddr,
 		InstanceID: srv.id,
 		User:       "root",
-		staticKeys: srv.keys, // set at create, never changed
-		Schedule:   HostSchedule{RefuseUntil: up.Add(srv.timing.SSHDelay)},
+		Schedule:   sshhost.HostSchedule{RefuseUntil: up.Add(srv.timing.SSHDelay)},
 	}
-	v.hostOps = append(v.hostOps, vultrHostOp{add: cfg})
+	v.hostOps = append(v.hostOps, vultrHostOp{add: cfg, keys: srv.keys}) // keys: set at create, never changed
 	srv.hostAddr = srv.sshAddr
 }
 
@@ -47,13 +48,14 @@ func (v *Vultr) removeHost(srv *vultrServer) {
 // vultrHostOp is a network change queued under v.mu: add a host (lazily),
 // or remove the host at an address.
 type vultrHostOp struct {
-	add    *HostConfig
+	add    *sshhost.HostConfig
+	keys   []ssh.PublicKey
 	remove string
 }
 
-func (op vultrHostOp) apply(n *Network) {
+func (op vultrHostOp) apply(n *sshhost.Network) {
 	if op.add != nil {
-		n.addLazy(op.add)
+		sshhost.AddLazy(n, op.add, op.keys)
 		return
 	}
 	n.RemoveHost(op.remove)

@@ -1,5 +1,7 @@
 package sim
 
+import "github.com/gpufleet/gpufleet/sim/internal/sshhost"
+
 import (
 	"bytes"
 	"context"
@@ -71,7 +73,7 @@ func TestVultrSSHHostLifecycle(t *testing.T) {
 		assert.Nil(t, h.v.Network().Host(addr), "DELETE takes the host away")
 
 		// A shared network: two fakes, one Dial.
-		n := NewNetwork(nil, 1)
+		n := sshhost.NewNetwork(nil, 1)
 		v2 := NewVultr(WithNetwork(n))
 		assert.Same(t, n, v2.Network())
 		sid, err := v2.SeedServer(VultrSeed{Plan: "vc2-1c-1gb", Region: "ewr"})
@@ -92,7 +94,7 @@ func TestVultrSSHScheduleFollowsTiming(t *testing.T) {
 		require.NotNil(t, got)
 		assert.Equal(t, id, got.InstanceID())
 		assert.Equal(t, "root", got.User())
-		assert.True(t, got.schedule().RefuseUntil.Equal(time.Now().Add(2*time.Hour+time.Minute)))
+		assert.True(t, got.Schedule().RefuseUntil.Equal(time.Now().Add(2*time.Hour+time.Minute)))
 		assert.Error(t, h.v.SetServerTiming("nope", VultrTiming{}))
 	})
 }

@@ -1,4 +1,4 @@
-package sim
+package sshhost
 
 // The interpreter's open, stat and read-directory handlers: redirections,
 // $(<file), tests and globs reach the host's in-memory file system through

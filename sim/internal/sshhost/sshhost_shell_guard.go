@@ -1,4 +1,4 @@
-package sim
+package sshhost
 
 // What keeps the interpreter inside the host's memory. Scripts are parsed
 // and rewritten before they run (parseScript), and every simple command

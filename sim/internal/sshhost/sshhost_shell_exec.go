@@ -1,4 +1,4 @@
-package sim
+package sshhost
 
 // The commands of the fake hosts, for everything that is not a shell
 // builtin (the interpreter runs those: echo, printf, read, set, export,

@@ -1,4 +1,4 @@
-package sim
+package sshhost
 
 import "github.com/gpufleet/gpufleet/sim/internal/core"
 
@@ -284,7 +284,7 @@ func (n *Network) lookup(addr string, viaJump bool) (*Host, dialState) {
 	case h != nil && h.cfg.Private && !viaJump:
 		return nil, dialBlackhole
 	case h != nil:
-		if n.clock.Now().Before(h.schedule().RefuseUntil) {
+		if n.clock.Now().Before(h.Schedule().RefuseUntil) {
 			return nil, dialRefused
 		}
 		return h, dialOK

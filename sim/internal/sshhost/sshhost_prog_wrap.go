@@ -1,4 +1,4 @@
-package sim
+package sshhost
 
 // Wrapper commands: they change how the rest of the command line runs,
 // then run it.

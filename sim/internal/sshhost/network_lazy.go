@@ -1,11 +1,18 @@
-package sim
+package sshhost
 
-// addLazy adds (or replaces) the host at cfg.Addr like AddHost, but makes
+import "golang.org/x/crypto/ssh"
+
+// AddLazy adds (or replaces) the host at cfg.Addr like AddHost, but makes
 // the Host (its file system, its key, the OnAddHost hooks) only when it is
 // first used: dialled, or asked for by Host or Hosts. The fakes add their
 // servers' hosts this way, so a create pays for none of it. cfg.Addr must be
-// in canonical form ("a.b.c.d:22", as normAddr leaves it).
-func (n *Network) addLazy(cfg *HostConfig) {
+// in canonical form ("a.b.c.d:22", as normAddr leaves it). keys, when
+// cfg.AuthorizedKeys is nil, are the keys the host accepts (a server
+// deployed with fixed keys needs no function of its own).
+func AddLazy(n *Network, cfg *HostConfig, keys []ssh.PublicKey) {
+	if keys != nil {
+		cfg.staticKeys = keys
+	}
 	addr := cfg.Addr
 	n.mu.Lock()
 	old := n.hosts[addr]
@@ -37,9 +44,9 @@ func (n *Network) materialize(addr string) {
 	}
 }
 
-// hasExact reports whether a host (made or not) is at addr, which must be
+// HasExact reports whether a host (made or not) is at addr, which must be
 // in canonical form ("a.b.c.d:22").
-func (n *Network) hasExact(addr string) bool {
+func HasExact(n *Network, addr string) bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	_, lazy := n.lazy[addr]

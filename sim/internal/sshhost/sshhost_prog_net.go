@@ -1,4 +1,4 @@
-package sim
+package sshhost
 
 // Network and checksum commands of the fake hosts: curl, wget, sha256sum.
 

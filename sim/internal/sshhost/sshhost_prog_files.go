@@ -1,4 +1,4 @@
-package sim
+package sshhost
 
 // File commands of the fake hosts: mkdir, chmod, chown, chgrp, mv, cp, ln,
 // install, rm, touch, cat, tee.

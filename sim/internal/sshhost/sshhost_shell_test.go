@@ -1,4 +1,4 @@
-package sim
+package sshhost
 
 import (
 	"crypto/sha256"

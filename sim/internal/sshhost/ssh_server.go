@@ -1,4 +1,4 @@
-package sim
+package sshhost
 
 import (
 	"bytes"
@@ -22,7 +22,7 @@ var errKeyRejected = errors.New("sim: public key rejected")
 // host's schedule, until the connection ends.
 func (h *Host) serve(c net.Conn) {
 	defer c.Close()
-	now, sched := h.net.clock.Now(), h.schedule()
+	now, sched := h.net.clock.Now(), h.Schedule()
 	switch {
 	case now.Before(sched.HangUntil):
 		_, _ = io.Copy(io.Discard, c) // accept bytes, never answer
@@ -58,7 +58,7 @@ func (h *Host) serve(c net.Conn) {
 // checkKey accepts a key of cfg.AuthorizedKeys() (or the fixed keys a fake
 // gave) for cfg.User, unless the schedule still rejects every key.
 func (h *Host) checkKey(meta ssh.ConnMetadata, key ssh.PublicKey) (*ssh.Permissions, error) {
-	if h.net.clock.Now().Before(h.schedule().RejectKeysUntil) || meta.User() != h.cfg.User {
+	if h.net.clock.Now().Before(h.Schedule().RejectKeysUntil) || meta.User() != h.cfg.User {
 		return nil, errKeyRejected
 	}
 	keys := h.cfg.staticKeys

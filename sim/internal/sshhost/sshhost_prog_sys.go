@@ -1,4 +1,4 @@
-package sim
+package sshhost
 
 // System commands of the fake hosts: uname, id, whoami, hostname, sleep,
 // mktemp, which, type, cd, umask, ulimit, and the internal fork and refuse.

@@ -1,4 +1,4 @@
-package sim
+package sshhost
 
 import (
 	"crypto/ed25519"
@@ -153,7 +153,8 @@ func (h *Host) SetSchedule(s HostSchedule) {
 	h.mu.Unlock()
 }
 
-func (h *Host) schedule() HostSchedule {
+// Schedule returns the host's current HostSchedule (see SetSchedule).
+func (h *Host) Schedule() HostSchedule {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.sched

@@ -1,4 +1,4 @@
-package sim
+package sshhost
 
 // test and [ on the fake hosts: POSIX test over the host's file system
 // (the shell's own builtin would ask the process's access(2)). File tests:

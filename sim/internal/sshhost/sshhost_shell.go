@@ -1,4 +1,4 @@
-package sim
+package sshhost
 
 // The fake hosts' shell is mvdan.cc/sh/v3's interpreter: bash syntax (if,
 // while, for, case, functions, here-documents, $(...), arithmetic, set -e,

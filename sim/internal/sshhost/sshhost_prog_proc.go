@@ -1,4 +1,4 @@
-package sim
+package sshhost
 
 // The agent binary and the process commands: kill, pgrep, pkill, disown.
 

@@ -1,9 +1,8 @@
-package sim
+package sshhost
 
 import (
 	"testing"
 	"testing/synctest"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -13,12 +12,12 @@ import (
 // the OnAddHost hooks run then, before anyone can reach it.
 func TestNetworkHostsAreLazy(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := newVultrT(t)
+		n := NewNetwork(nil, 7)
+		defer n.Close()
 		hooks := 0
-		h.v.Network().OnAddHost(func(*Host) { hooks++ })
-		id := h.v.mustSeed(t, VultrSeed{Plan: "vc2-1c-1gb", Region: "ewr", Age: time.Hour})
-		addr := h.get(id, false)["main_ip"].(string) + ":22"
-		n := h.v.Network()
+		n.OnAddHost(func(*Host) { hooks++ })
+		addr, id := "192.0.2.10:22", "server-1"
+		AddLazy(n, &HostConfig{Addr: addr, InstanceID: id, User: "root"}, nil)
 		n.mu.Lock()
 		_, lazy := n.lazy[addr]
 		made := n.hosts[addr]
