@@ -1,5 +1,7 @@
 package sim
 
+import "github.com/gpufleet/gpufleet/sim/internal/hotaislefake"
+
 import "github.com/gpufleet/gpufleet/sim/internal/sshhost"
 
 import "github.com/gpufleet/gpufleet/sim/internal/core"
@@ -15,11 +17,11 @@ import (
 // fakes without any option.
 const (
 	// DefaultAPIKey is the API key both fakes accept unless WithAPIKey is given.
-	DefaultAPIKey = "sim-api-key"
+	DefaultAPIKey = core.DefaultAPIKey
 	// DefaultTeam is the Hot Aisle team handle unless WithTeam is given.
-	DefaultTeam = "sim-team"
+	DefaultTeam = core.DefaultTeam
 	// DefaultSeed seeds identifiers, addresses and passwords unless WithSeed is given.
-	DefaultSeed = 1
+	DefaultSeed = core.DefaultSeed
 )
 
 // Option configures a fake. Options that do not apply to a fake (WithTeam on
@@ -37,12 +39,12 @@ type settings struct {
 	logger   *slog.Logger
 	network  *sshhost.Network
 	vultr    vultrConfig
-	hotaisle hotaisleConfig
+	hotaisle hotaislefake.Config
 }
 
 func newSettings(opts []Option) *settings {
 	s := &settings{core: core.Config{Clock: core.RealClock(), Seed: DefaultSeed}, apiKey: DefaultAPIKey, team: DefaultTeam,
-		vultr: defaultVultrConfig(), hotaisle: defaultHotAisleConfig()}
+		vultr: defaultVultrConfig(), hotaisle: hotaislefake.DefaultConfig()}
 	for _, o := range opts {
 		if o != nil {
 			o(s)
@@ -102,11 +104,11 @@ func NewVultr(opts ...Option) *Vultr {
 
 // NewHotAisle returns a fake Hot Aisle API. Options: WithAPIKey, WithTeam,
 // WithSeed, WithClock, WithNetwork, WithLogger and the WithHotAisle* options.
-func NewHotAisle(opts ...Option) *HotAisle {
+func NewHotAisle(opts ...Option) *hotaislefake.HotAisle {
 	s := newSettings(opts)
 	cfg := s.hotaisle
-	cfg.core, cfg.apiKey, cfg.team, cfg.network = s.core, s.apiKey, s.team, s.network
-	return newHotAisle(cfg)
+	cfg.Core, cfg.APIKey, cfg.Team, cfg.Network = s.core, s.apiKey, s.team, s.network
+	return hotaislefake.New(cfg)
 }
 
 // WithVultrCatalog replaces the Vultr fake's plans, bare-metal plans, regions
@@ -140,43 +142,43 @@ func WithVultrTiming(pattern string, t VultrTiming) Option {
 // WithHotAisleCatalog replaces the offers of the Hot Aisle fake (default
 // DefaultHotAisleVMTypes and DefaultHotAisleBareMetalTypes). Rows are listed
 // in the given order, which is also the order provisioning tries them.
-func WithHotAisleCatalog(vms []HotAisleVMType, bms []HotAisleBareMetalType) Option {
-	vms = append([]HotAisleVMType(nil), vms...)
-	bms = append([]HotAisleBareMetalType(nil), bms...)
-	return func(s *settings) { s.hotaisle.vmTypes, s.hotaisle.bmTypes = vms, bms }
+func WithHotAisleCatalog(vms []hotaislefake.HotAisleVMType, bms []hotaislefake.HotAisleBareMetalType) Option {
+	vms = append([]hotaislefake.HotAisleVMType(nil), vms...)
+	bms = append([]hotaislefake.HotAisleBareMetalType(nil), bms...)
+	return func(s *settings) { s.hotaisle.VMTypes, s.hotaisle.BareMetalTypes = vms, bms }
 }
 
 // WithHotAisleSSHDelay sets how long after provisioning a VM's sshd accepts
 // connections (default DefaultHotAisleSSHDelay, 90 s).
 func WithHotAisleSSHDelay(d time.Duration) Option {
-	return func(s *settings) { s.hotaisle.sshDelay = d }
+	return func(s *settings) { s.hotaisle.SSHDelay = d }
 }
 
 // WithHotAisleDeleteDelay sets how long a VM DELETE blocks while the VM is
 // reset (default DefaultHotAisleDeleteDelay, 20 s).
 func WithHotAisleDeleteDelay(d time.Duration) Option {
-	return func(s *settings) { s.hotaisle.deleteDelay = d }
+	return func(s *settings) { s.hotaisle.DeleteDelay = d }
 }
 
 // WithHotAisleInstallTime sets how long a bare-metal server takes from
 // reservation to os_install_status "installed" and a working sshd (default
 // DefaultHotAisleInstallTime, 10 min).
 func WithHotAisleInstallTime(d time.Duration) Option {
-	return func(s *settings) { s.hotaisle.installTime = d }
+	return func(s *settings) { s.hotaisle.InstallTime = d }
 }
 
 // WithHotAisleLimits sets the team's maximum_virtual_machines and
 // maximum_bare_metal_servers (defaults 10 and 5). Going over the VM limit
 // answers 401, over the bare-metal limit 403, as the real API does.
 func WithHotAisleLimits(vms, bareMetal int) Option {
-	return func(s *settings) { s.hotaisle.vmLimit, s.hotaisle.bmLimit = vms, bareMetal }
+	return func(s *settings) { s.hotaisle.VMLimit, s.hotaisle.BareMetalLimit = vms, bareMetal }
 }
 
 // WithHotAisleBalance sets the team's starting balance in US cents (default
 // DefaultHotAisleBalanceCents). A provision or reservation whose minimum
 // charge exceeds the available balance answers 402.
 func WithHotAisleBalance(cents int64) Option {
-	return func(s *settings) { s.hotaisle.balanceCents = cents }
+	return func(s *settings) { s.hotaisle.BalanceCents = cents }
 }
 
 // WithHotAisleUserRoleOnly gives the API key only the "user" role on the team
@@ -185,7 +187,7 @@ func WithHotAisleBalance(cents int64) Option {
 // denied". By default the key has every role (owner, purchaser, operator,
 // user).
 func WithHotAisleUserRoleOnly() Option {
-	return func(s *settings) { s.hotaisle.userRoleOnly = true }
+	return func(s *settings) { s.hotaisle.UserRoleOnly = true }
 }
 
 // WithChaos turns chaos mode on from the start: every call of the fake may

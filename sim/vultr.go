@@ -36,7 +36,7 @@ type vultrConfig struct {
 
 // defaultVultrConfig is the configuration without options.
 func defaultVultrConfig() vultrConfig {
-	return vultrConfig{core: core.Config{Clock: core.RealClock(), Seed: DefaultSeed}, apiKey: DefaultAPIKey,
+	return vultrConfig{core: core.DefaultConfig(), apiKey: core.DefaultAPIKey,
 		catalog: DefaultVultrCatalog(), rps: DefaultVultrRateLimit, burst: DefaultVultrRateLimit}
 }
 

@@ -1,4 +1,4 @@
-package sim
+package hotaislefake
 
 import "github.com/gpufleet/gpufleet/sim/internal/core"
 
@@ -77,17 +77,17 @@ type haKey struct {
 
 func (h *HotAisle) newState() *haState {
 	hs := &h.cfg
-	r := rand.New(rand.NewPCG(h.cfg.core.Seed, h.cfg.core.Seed^0x5851f42d4c957f2d))
+	r := rand.New(rand.NewPCG(h.cfg.Core.Seed, h.cfg.Core.Seed^0x5851f42d4c957f2d))
 	st := &haState{
-		vmTypes:      append([]HotAisleVMType(nil), hs.vmTypes...),
-		bmTypes:      append([]HotAisleBareMetalType(nil), hs.bmTypes...),
-		sshDelay:     hs.sshDelay,
-		deleteDelay:  hs.deleteDelay,
-		installTime:  hs.installTime,
-		vmLimit:      hs.vmLimit,
-		bmLimit:      hs.bmLimit,
-		balanceCents: hs.balanceCents,
-		userRoleOnly: hs.userRoleOnly,
+		vmTypes:      append([]HotAisleVMType(nil), hs.VMTypes...),
+		bmTypes:      append([]HotAisleBareMetalType(nil), hs.BareMetalTypes...),
+		sshDelay:     hs.SSHDelay,
+		deleteDelay:  hs.DeleteDelay,
+		installTime:  hs.InstallTime,
+		vmLimit:      hs.VMLimit,
+		bmLimit:      hs.BareMetalLimit,
+		balanceCents: hs.BalanceCents,
+		userRoleOnly: hs.UserRoleOnly,
 		live:         map[string]*haServer{},
 		unlisted:     map[string]bool{},
 		nextVM:       1 + r.IntN(40),

@@ -1,4 +1,4 @@
-package sim
+package hotaislefake
 
 import "github.com/gpufleet/gpufleet/sim/internal/sshhost"
 
@@ -42,39 +42,39 @@ const (
 	HotAisleUser = "hotaisle"
 )
 
-// hotaisleConfig is everything a Hot Aisle fake is built from: the
+// Config is everything a Hot Aisle fake is built from: the
 // pipeline's config, the API key and team, the network of its SSH hosts
 // (nil: a network of its own) and the Hot Aisle-only options.
-type hotaisleConfig struct {
-	core         core.Config
-	apiKey       string
-	team         string
-	network      *sshhost.Network
-	vmTypes      []HotAisleVMType
-	bmTypes      []HotAisleBareMetalType
-	sshDelay     time.Duration
-	deleteDelay  time.Duration
-	installTime  time.Duration
-	vmLimit      int
-	bmLimit      int
-	balanceCents int64
-	userRoleOnly bool
+type Config struct {
+	Core           core.Config
+	APIKey         string
+	Team           string
+	Network        *sshhost.Network
+	VMTypes        []HotAisleVMType
+	BareMetalTypes []HotAisleBareMetalType
+	SSHDelay       time.Duration
+	DeleteDelay    time.Duration
+	InstallTime    time.Duration
+	VMLimit        int
+	BareMetalLimit int
+	BalanceCents   int64
+	UserRoleOnly   bool
 }
 
-// defaultHotAisleConfig is the configuration without options.
-func defaultHotAisleConfig() hotaisleConfig {
-	return hotaisleConfig{
-		core:         core.Config{Clock: core.RealClock(), Seed: DefaultSeed},
-		apiKey:       DefaultAPIKey,
-		team:         DefaultTeam,
-		vmTypes:      DefaultHotAisleVMTypes(),
-		bmTypes:      DefaultHotAisleBareMetalTypes(),
-		sshDelay:     DefaultHotAisleSSHDelay,
-		deleteDelay:  DefaultHotAisleDeleteDelay,
-		installTime:  DefaultHotAisleInstallTime,
-		vmLimit:      DefaultHotAisleVMLimit,
-		bmLimit:      DefaultHotAisleBareMetalLimit,
-		balanceCents: DefaultHotAisleBalanceCents,
+// DefaultConfig is the configuration without options.
+func DefaultConfig() Config {
+	return Config{
+		Core:           core.DefaultConfig(),
+		APIKey:         core.DefaultAPIKey,
+		Team:           core.DefaultTeam,
+		VMTypes:        DefaultHotAisleVMTypes(),
+		BareMetalTypes: DefaultHotAisleBareMetalTypes(),
+		SSHDelay:       DefaultHotAisleSSHDelay,
+		DeleteDelay:    DefaultHotAisleDeleteDelay,
+		InstallTime:    DefaultHotAisleInstallTime,
+		VMLimit:        DefaultHotAisleVMLimit,
+		BareMetalLimit: DefaultHotAisleBareMetalLimit,
+		BalanceCents:   DefaultHotAisleBalanceCents,
 	}
 }
 
@@ -88,7 +88,7 @@ func defaultHotAisleConfig() hotaisleConfig {
 // bad key 401.
 type HotAisle struct {
 	*core.Server
-	cfg   hotaisleConfig
+	cfg   Config
 	clock core.Clock
 	net   *sshhost.Network
 
@@ -96,13 +96,13 @@ type HotAisle struct {
 	st *haState
 }
 
-// newHotAisle returns a fake Hot Aisle API built from cfg.
-func newHotAisle(cfg hotaisleConfig) *HotAisle {
-	h := &HotAisle{cfg: cfg, clock: cfg.core.Clock, net: cfg.network}
+// New returns a fake Hot Aisle API built from cfg.
+func New(cfg Config) *HotAisle {
+	h := &HotAisle{cfg: cfg, clock: cfg.Core.Clock, net: cfg.Network}
 	if h.net == nil {
-		h.net = sshhost.NewNetwork(cfg.core.Clock, cfg.core.Seed)
+		h.net = sshhost.NewNetwork(cfg.Core.Clock, cfg.Core.Seed)
 	}
-	h.Server = core.NewServer("hotaisle", cfg.core, core.Hooks{
+	h.Server = core.NewServer("hotaisle", cfg.Core, core.Hooks{
 		WriteError:     haWriteError,
 		DefaultMessage: haStatusMessage,
 		Authorized:     h.authorizedKey,
@@ -169,7 +169,7 @@ func (h *HotAisle) authorizedKey(r *http.Request) bool {
 	if k, ok := strings.CutPrefix(got, "Token "); ok {
 		got = strings.TrimSpace(k)
 	}
-	return got != "" && subtle.ConstantTimeCompare([]byte(got), []byte(h.cfg.apiKey)) == 1
+	return got != "" && subtle.ConstantTimeCompare([]byte(got), []byte(h.cfg.APIKey)) == 1
 }
 
 // haWriteError answers status with msg as a JSON string, Hot Aisle's error

@@ -1,4 +1,4 @@
-package sim
+package hotaislefake
 
 import "github.com/gpufleet/gpufleet/sim/internal/core"
 
@@ -53,7 +53,7 @@ func (h *HotAisle) userTeam() haUserTeam {
 	if h.st.userRoleOnly {
 		roles = []string{"user"}
 	}
-	return haUserTeam{Handle: h.cfg.team, Name: "Sim Team", Description: "the sim.HotAisle team",
+	return haUserTeam{Handle: h.cfg.Team, Name: "Sim Team", Description: "the sim.HotAisle team",
 		MaxVMs: int64(h.st.vmLimit), MaxBareMetal: int64(h.st.bmLimit),
 		Roles: roles, EffectiveRoles: roles}
 }
@@ -101,7 +101,7 @@ func (h *HotAisle) getTeam(w http.ResponseWriter, r *http.Request) {
 // by a key with only the user role answers 403. It writes the error and
 // returns false.
 func (h *HotAisle) teamOK(w http.ResponseWriter, r *http.Request, mutation bool) bool {
-	if r.PathValue("team") != h.cfg.team {
+	if r.PathValue("team") != h.cfg.Team {
 		haWriteError(w, http.StatusNotFound, "")
 		return false
 	}

@@ -1,4 +1,4 @@
-package sim
+package hotaislefake
 
 import "github.com/gpufleet/gpufleet/sim/internal/core"
 
