@@ -1,5 +1,7 @@
 package sim
 
+import "github.com/gpufleet/gpufleet/sim/internal/vultrfake"
+
 import "github.com/gpufleet/gpufleet/sim/internal/core"
 
 import (
@@ -27,7 +29,7 @@ func BenchmarkVultrVsCanned(b *testing.B) {
 		{"get", http.MethodGet, ""},
 		{"post", http.MethodPost, create},
 	} {
-		v := NewVultr(WithVultrRateLimit(0, 0), WithVultrTiming("*", VultrTiming{}))
+		v := NewVultr(WithVultrRateLimit(0, 0), WithVultrTiming("*", vultrfake.VultrTiming{}))
 		id := benchVultrCreate(b, v.Client())
 		url := "https://api.vultr.com/v2/instances"
 		if op.method == http.MethodGet {

@@ -1,16 +1,13 @@
 package sim
 
-import "github.com/gpufleet/gpufleet/sim/internal/hotaislefake"
-
-import "github.com/gpufleet/gpufleet/sim/internal/sshhost"
-
-import "github.com/gpufleet/gpufleet/sim/internal/core"
-
 import (
-	"fmt"
 	"log/slog"
-	"path"
 	"time"
+
+	"github.com/gpufleet/gpufleet/sim/internal/core"
+	"github.com/gpufleet/gpufleet/sim/internal/hotaislefake"
+	"github.com/gpufleet/gpufleet/sim/internal/sshhost"
+	"github.com/gpufleet/gpufleet/sim/internal/vultrfake"
 )
 
 // Default credentials of the fakes. A client configured with these reaches the
@@ -38,13 +35,13 @@ type settings struct {
 	team     string
 	logger   *slog.Logger
 	network  *sshhost.Network
-	vultr    vultrConfig
+	vultr    vultrfake.Config
 	hotaisle hotaislefake.Config
 }
 
 func newSettings(opts []Option) *settings {
 	s := &settings{core: core.Config{Clock: core.RealClock(), Seed: DefaultSeed}, apiKey: DefaultAPIKey, team: DefaultTeam,
-		vultr: defaultVultrConfig(), hotaisle: hotaislefake.DefaultConfig()}
+		vultr: vultrfake.DefaultConfig(), hotaisle: hotaislefake.DefaultConfig()}
 	for _, o := range opts {
 		if o != nil {
 			o(s)
@@ -95,11 +92,11 @@ func WithVisibilityLag(d time.Duration) Option {
 // DefaultVultrRateLimit requests per second (WithVultrRateLimit), moves
 // servers along DefaultVultrVMTiming and DefaultVultrBareMetalTiming
 // (WithVultrTiming), and registers SSH hosts on its own Network (WithNetwork).
-func NewVultr(opts ...Option) *Vultr {
+func NewVultr(opts ...Option) *vultrfake.Vultr {
 	s := newSettings(opts)
 	cfg := s.vultr
-	cfg.core, cfg.apiKey, cfg.network = s.core, s.apiKey, s.network
-	return newVultr(cfg)
+	cfg.Core, cfg.APIKey, cfg.Network = s.core, s.apiKey, s.network
+	return vultrfake.New(cfg)
 }
 
 // NewHotAisle returns a fake Hot Aisle API. Options: WithAPIKey, WithTeam,
@@ -113,8 +110,8 @@ func NewHotAisle(opts ...Option) *hotaislefake.HotAisle {
 
 // WithVultrCatalog replaces the Vultr fake's plans, bare-metal plans, regions
 // and sold-out list (default DefaultVultrCatalog()).
-func WithVultrCatalog(c VultrCatalog) Option {
-	return func(s *settings) { s.vultr.catalog = c }
+func WithVultrCatalog(c vultrfake.VultrCatalog) Option {
+	return func(s *settings) { s.vultr.Catalog = c }
 }
 
 // WithVultrRateLimit sets the Vultr fake's token bucket per API key: rps
@@ -122,7 +119,7 @@ func WithVultrCatalog(c VultrCatalog) Option {
 // the rate rounded up). rps <= 0 disables the limit. Default:
 // DefaultVultrRateLimit with a burst of as many.
 func WithVultrRateLimit(rps float64, burst int) Option {
-	return func(s *settings) { s.vultr.rps, s.vultr.burst = rps, burst }
+	return func(s *settings) { s.vultr.RPS, s.vultr.Burst = rps, burst }
 }
 
 // WithVultrTiming makes every server whose plan id matches pattern (a
@@ -130,13 +127,9 @@ func WithVultrRateLimit(rps float64, burst int) Option {
 // default timing of its kind. Later options win over earlier ones. Start from
 // DefaultVultrVMTiming or DefaultVultrBareMetalTiming to change one field. It
 // panics on a malformed pattern.
-func WithVultrTiming(pattern string, t VultrTiming) Option {
-	if _, err := path.Match(pattern, ""); err != nil {
-		panic(fmt.Sprintf("sim: bad plan pattern %q: %v", pattern, err))
-	}
-	return func(s *settings) {
-		s.vultr.rules = append(s.vultr.rules, vultrTimingRule{pattern: pattern, set: func(x *VultrTiming) { *x = t }})
-	}
+func WithVultrTiming(pattern string, t vultrfake.VultrTiming) Option {
+	r := vultrfake.Rule(pattern, t)
+	return func(s *settings) { s.vultr.Rules = append(s.vultr.Rules, r) }
 }
 
 // WithHotAisleCatalog replaces the offers of the Hot Aisle fake (default
