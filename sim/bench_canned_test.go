@@ -1,9 +1,5 @@
 package sim
 
-import "github.com/gpufleet/gpufleet/sim/internal/vultrfake"
-
-import "github.com/gpufleet/gpufleet/sim/internal/core"
-
 import (
 	"bytes"
 	"io"
@@ -12,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gpufleet/gpufleet/sim/internal/core"
 )
 
 // BenchmarkVultrVsCanned compares the Vultr fake with a canned-response
@@ -29,7 +27,7 @@ func BenchmarkVultrVsCanned(b *testing.B) {
 		{"get", http.MethodGet, ""},
 		{"post", http.MethodPost, create},
 	} {
-		v := NewVultr(WithVultrRateLimit(0, 0), WithVultrTiming("*", vultrfake.VultrTiming{}))
+		v := NewVultr(WithVultrRateLimit(0, 0), WithVultrTiming("*", VultrTiming{}))
 		id := benchVultrCreate(b, v.Client())
 		url := "https://api.vultr.com/v2/instances"
 		if op.method == http.MethodGet {

@@ -6,7 +6,6 @@ import (
 
 	"github.com/gpufleet/gpufleet/sim/internal/core"
 	"github.com/gpufleet/gpufleet/sim/internal/hotaislefake"
-	"github.com/gpufleet/gpufleet/sim/internal/sshhost"
 	"github.com/gpufleet/gpufleet/sim/internal/vultrfake"
 )
 
@@ -34,13 +33,13 @@ type settings struct {
 	apiKey   string
 	team     string
 	logger   *slog.Logger
-	network  *sshhost.Network
+	network  *Network
 	vultr    vultrfake.Config
 	hotaisle hotaislefake.Config
 }
 
 func newSettings(opts []Option) *settings {
-	s := &settings{core: core.Config{Clock: core.RealClock(), Seed: DefaultSeed}, apiKey: DefaultAPIKey, team: DefaultTeam,
+	s := &settings{core: core.Config{Clock: RealClock(), Seed: DefaultSeed}, apiKey: DefaultAPIKey, team: DefaultTeam,
 		vultr: vultrfake.DefaultConfig(), hotaisle: hotaislefake.DefaultConfig()}
 	for _, o := range opts {
 		if o != nil {
@@ -67,14 +66,14 @@ func WithSeed(seed uint64) Option { return func(s *settings) { s.core.Seed = see
 
 // WithClock sets the clock (default RealClock, which is the bubble's fake clock
 // inside testing/synctest). Use ScaledClock for a standalone sped-up sim.
-func WithClock(c core.Clock) Option { return func(s *settings) { s.core.Clock = c } }
+func WithClock(c Clock) Option { return func(s *settings) { s.core.Clock = c } }
 
 // WithLogger sets the logger for the fake's own diagnostics (default: discard).
 func WithLogger(l *slog.Logger) Option { return func(s *settings) { s.logger = l } }
 
 // WithNetwork makes the fake register its servers' SSH hosts on n, so that one
 // n.Dial reaches the hosts of several fakes. By default each fake has its own.
-func WithNetwork(n *sshhost.Network) Option { return func(s *settings) { s.network = n } }
+func WithNetwork(n *Network) Option { return func(s *settings) { s.network = n } }
 
 // WithVisibilityLag makes the fake eventually consistent: a server created
 // less than d ago (cloud time) is missing from every list and its own GET
@@ -92,7 +91,7 @@ func WithVisibilityLag(d time.Duration) Option {
 // DefaultVultrRateLimit requests per second (WithVultrRateLimit), moves
 // servers along DefaultVultrVMTiming and DefaultVultrBareMetalTiming
 // (WithVultrTiming), and registers SSH hosts on its own Network (WithNetwork).
-func NewVultr(opts ...Option) *vultrfake.Vultr {
+func NewVultr(opts ...Option) *Vultr {
 	s := newSettings(opts)
 	cfg := s.vultr
 	cfg.Core, cfg.APIKey, cfg.Network = s.core, s.apiKey, s.network
@@ -101,7 +100,7 @@ func NewVultr(opts ...Option) *vultrfake.Vultr {
 
 // NewHotAisle returns a fake Hot Aisle API. Options: WithAPIKey, WithTeam,
 // WithSeed, WithClock, WithNetwork, WithLogger and the WithHotAisle* options.
-func NewHotAisle(opts ...Option) *hotaislefake.HotAisle {
+func NewHotAisle(opts ...Option) *HotAisle {
 	s := newSettings(opts)
 	cfg := s.hotaisle
 	cfg.Core, cfg.APIKey, cfg.Team, cfg.Network = s.core, s.apiKey, s.team, s.network
@@ -110,7 +109,7 @@ func NewHotAisle(opts ...Option) *hotaislefake.HotAisle {
 
 // WithVultrCatalog replaces the Vultr fake's plans, bare-metal plans, regions
 // and sold-out list (default DefaultVultrCatalog()).
-func WithVultrCatalog(c vultrfake.VultrCatalog) Option {
+func WithVultrCatalog(c VultrCatalog) Option {
 	return func(s *settings) { s.vultr.Catalog = c }
 }
 
@@ -127,7 +126,7 @@ func WithVultrRateLimit(rps float64, burst int) Option {
 // default timing of its kind. Later options win over earlier ones. Start from
 // DefaultVultrVMTiming or DefaultVultrBareMetalTiming to change one field. It
 // panics on a malformed pattern.
-func WithVultrTiming(pattern string, t vultrfake.VultrTiming) Option {
+func WithVultrTiming(pattern string, t VultrTiming) Option {
 	r := vultrfake.Rule(pattern, t)
 	return func(s *settings) { s.vultr.Rules = append(s.vultr.Rules, r) }
 }
@@ -135,9 +134,9 @@ func WithVultrTiming(pattern string, t vultrfake.VultrTiming) Option {
 // WithHotAisleCatalog replaces the offers of the Hot Aisle fake (default
 // DefaultHotAisleVMTypes and DefaultHotAisleBareMetalTypes). Rows are listed
 // in the given order, which is also the order provisioning tries them.
-func WithHotAisleCatalog(vms []hotaislefake.HotAisleVMType, bms []hotaislefake.HotAisleBareMetalType) Option {
-	vms = append([]hotaislefake.HotAisleVMType(nil), vms...)
-	bms = append([]hotaislefake.HotAisleBareMetalType(nil), bms...)
+func WithHotAisleCatalog(vms []HotAisleVMType, bms []HotAisleBareMetalType) Option {
+	vms = append([]HotAisleVMType(nil), vms...)
+	bms = append([]HotAisleBareMetalType(nil), bms...)
 	return func(s *settings) { s.hotaisle.VMTypes, s.hotaisle.BareMetalTypes = vms, bms }
 }
 
@@ -188,7 +187,7 @@ func WithHotAisleUserRoleOnly() Option {
 // Faults lists what fired. The same seed, profile and calls give the same
 // faults. It is the way to test an orchestrator against a misbehaving cloud
 // without scripting each fault; an invalid profile panics.
-func WithChaos(seed uint64, profile core.ChaosProfile) Option {
+func WithChaos(seed uint64, profile ChaosProfile) Option {
 	if err := profile.Validate(); err != nil {
 		panic(err)
 	}

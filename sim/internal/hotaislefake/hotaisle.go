@@ -1,9 +1,5 @@
 package hotaislefake
 
-import "github.com/gpufleet/gpufleet/sim/internal/sshhost"
-
-import "github.com/gpufleet/gpufleet/sim/internal/core"
-
 import (
 	"context"
 	"crypto/subtle"
@@ -13,6 +9,9 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/gpufleet/gpufleet/sim/internal/core"
+	"github.com/gpufleet/gpufleet/sim/internal/sshhost"
 )
 
 // Default physics of sim.HotAisle, taken from the published API facts and

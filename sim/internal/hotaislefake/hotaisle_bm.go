@@ -1,10 +1,10 @@
 package hotaislefake
 
-import "github.com/gpufleet/gpufleet/sim/internal/core"
-
 import (
 	"net/http"
 	"time"
+
+	"github.com/gpufleet/gpufleet/sim/internal/core"
 )
 
 // haBareMetalServer is the spec's BareMetalServer.

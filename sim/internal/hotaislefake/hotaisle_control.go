@@ -1,15 +1,14 @@
 package hotaislefake
 
-import "github.com/gpufleet/gpufleet/sim/internal/sshhost"
-
-import "github.com/gpufleet/gpufleet/sim/internal/core"
-
 import (
 	"fmt"
 	"math"
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/gpufleet/gpufleet/sim/internal/core"
+	"github.com/gpufleet/gpufleet/sim/internal/sshhost"
 )
 
 // addVMHost registers the VM's sshd on the network at ip_address:22, user

@@ -1,12 +1,11 @@
 package hotaislefake
 
-import "github.com/gpufleet/gpufleet/sim/internal/core"
-
 import (
 	"encoding/base64"
 	"net/http"
 	"strings"
 
+	"github.com/gpufleet/gpufleet/sim/internal/core"
 	"golang.org/x/crypto/ssh"
 )
 

@@ -1,12 +1,12 @@
 package hotaislefake
 
-import "github.com/gpufleet/gpufleet/sim/internal/core"
-
 import (
 	"fmt"
 	"math"
 	"net/http"
 	"time"
+
+	"github.com/gpufleet/gpufleet/sim/internal/core"
 )
 
 // Billing rule of Hot Aisle (api/hotaisle.md §4): every server is billed per

@@ -1,10 +1,10 @@
 package hotaislefake
 
-import "github.com/gpufleet/gpufleet/sim/internal/core"
-
 import (
 	"fmt"
 	"net/http"
+
+	"github.com/gpufleet/gpufleet/sim/internal/core"
 )
 
 // DestroyOutOfBand removes the VM or bare-metal server named name at once,

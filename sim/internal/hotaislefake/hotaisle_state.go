@@ -1,7 +1,5 @@
 package hotaislefake
 
-import "github.com/gpufleet/gpufleet/sim/internal/core"
-
 import (
 	"fmt"
 	"math/rand/v2"
@@ -10,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/gpufleet/gpufleet/sim/internal/core"
 	"golang.org/x/crypto/ssh"
 )
 

@@ -1,7 +1,5 @@
 package hotaislefake
 
-import "github.com/gpufleet/gpufleet/sim/internal/core"
-
 import (
 	"bytes"
 	"encoding/json"
@@ -9,6 +7,8 @@ import (
 	"io"
 	"net/http"
 	"time"
+
+	"github.com/gpufleet/gpufleet/sim/internal/core"
 )
 
 // haUserCreated is when the fake's user account was created.

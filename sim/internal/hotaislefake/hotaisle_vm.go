@@ -1,12 +1,12 @@
 package hotaislefake
 
-import "github.com/gpufleet/gpufleet/sim/internal/core"
-
 import (
 	"context"
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/gpufleet/gpufleet/sim/internal/core"
 )
 
 // haExternal is the spec's ExternalService (ssh_access).

@@ -1,7 +1,5 @@
 package sshhost
 
-import "github.com/gpufleet/gpufleet/sim/internal/core"
-
 import (
 	"context"
 	"net"
@@ -12,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gpufleet/gpufleet/sim/internal/core"
 	"golang.org/x/crypto/ssh"
 )
 

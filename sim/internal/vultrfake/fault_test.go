@@ -1,8 +1,5 @@
 package vultrfake
 
-
-import "github.com/gpufleet/gpufleet/sim/internal/core"
-
 import (
 	"context"
 	"errors"
@@ -14,6 +11,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/gpufleet/gpufleet/sim/internal/core"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )

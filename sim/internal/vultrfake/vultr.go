@@ -1,9 +1,5 @@
 package vultrfake
 
-import "github.com/gpufleet/gpufleet/sim/internal/sshhost"
-
-import "github.com/gpufleet/gpufleet/sim/internal/core"
-
 import (
 	"context"
 	"encoding/binary"
@@ -12,6 +8,9 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/gpufleet/gpufleet/sim/internal/core"
+	"github.com/gpufleet/gpufleet/sim/internal/sshhost"
 )
 
 // DefaultVultrRateLimit is the Vultr fake's request rate per API key, in

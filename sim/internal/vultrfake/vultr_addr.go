@@ -1,12 +1,12 @@
 package vultrfake
 
-import "github.com/gpufleet/gpufleet/sim/internal/sshhost"
-
 import (
 	"encoding/binary"
 	"fmt"
 	"net/netip"
 	"time"
+
+	"github.com/gpufleet/gpufleet/sim/internal/sshhost"
 )
 
 // vultrIPPrefixes are the public /16 prefixes main_ip is drawn from, per

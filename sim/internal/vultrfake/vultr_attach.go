@@ -1,10 +1,10 @@
 package vultrfake
 
-import "github.com/gpufleet/gpufleet/sim/internal/core"
-
 import (
 	"net/http"
 	"time"
+
+	"github.com/gpufleet/gpufleet/sim/internal/core"
 )
 
 // Vultr messages for VPC membership (vultr.md §4, §7.10; wording around the

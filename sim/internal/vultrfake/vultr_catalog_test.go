@@ -1,6 +1,5 @@
 package vultrfake
 
-
 import (
 	"encoding/json"
 	"net/http"

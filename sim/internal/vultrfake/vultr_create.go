@@ -1,12 +1,12 @@
 package vultrfake
 
-import "github.com/gpufleet/gpufleet/sim/internal/core"
-
 import (
 	"encoding/base64"
 	"net/http"
 	"slices"
 	"time"
+
+	"github.com/gpufleet/gpufleet/sim/internal/core"
 )
 
 // vultrCreateReq is the body of POST /v2/instances and POST /v2/bare-metals

@@ -1,8 +1,10 @@
 package vultrfake
 
-import "github.com/gpufleet/gpufleet/sim/internal/core"
+import (
+	"encoding/json"
 
-import "encoding/json"
+	"github.com/gpufleet/gpufleet/sim/internal/core"
+)
 
 // vultrCreateKeys are the JSON keys of vultrCreateReq.
 var vultrCreateKeys = []string{"region", "plan", "label", "hostname", "tags", "tag", "os_id", "iso_id",

@@ -1,13 +1,12 @@
 package vultrfake
 
-import "github.com/gpufleet/gpufleet/sim/internal/core"
-
 import (
 	"fmt"
 	"math"
 	"net/http"
 	"time"
 
+	"github.com/gpufleet/gpufleet/sim/internal/core"
 	"golang.org/x/time/rate"
 )
 

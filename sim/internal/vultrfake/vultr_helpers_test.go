@@ -1,6 +1,5 @@
 package vultrfake
 
-
 import (
 	"bytes"
 	"context"

@@ -1,12 +1,11 @@
 package vultrfake
 
-import "github.com/gpufleet/gpufleet/sim/internal/sshhost"
-
 import (
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/gpufleet/gpufleet/sim/internal/sshhost"
 	"golang.org/x/crypto/ssh"
 )
 

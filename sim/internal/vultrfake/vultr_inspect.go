@@ -1,7 +1,5 @@
 package vultrfake
 
-import "github.com/gpufleet/gpufleet/sim/internal/core"
-
 import (
 	"encoding/base64"
 	"errors"
@@ -10,6 +8,8 @@ import (
 	"slices"
 	"sort"
 	"time"
+
+	"github.com/gpufleet/gpufleet/sim/internal/core"
 )
 
 // Resources lists every server, VPC and SSH key the fake has seen, live and

@@ -1,12 +1,11 @@
 package vultrfake
 
-import "github.com/gpufleet/gpufleet/sim/internal/core"
-
 import (
 	"net/http"
 	"slices"
 	"strings"
 
+	"github.com/gpufleet/gpufleet/sim/internal/core"
 	"golang.org/x/crypto/ssh"
 )
 

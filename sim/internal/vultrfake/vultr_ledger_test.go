@@ -1,13 +1,11 @@
 package vultrfake
 
-
-import "github.com/gpufleet/gpufleet/sim/internal/core"
-
 import (
 	"testing"
 	"testing/synctest"
 	"time"
 
+	"github.com/gpufleet/gpufleet/sim/internal/core"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )

@@ -1,10 +1,10 @@
 package vultrfake
 
-import "github.com/gpufleet/gpufleet/sim/internal/core"
-
 import (
 	"fmt"
 	"net/http"
+
+	"github.com/gpufleet/gpufleet/sim/internal/core"
 )
 
 // VultrGoneAnswer is how the API answers for a server deleted out of band.

@@ -1,8 +1,5 @@
 package vultrfake
 
-
-import "github.com/gpufleet/gpufleet/sim/internal/core"
-
 import (
 	"fmt"
 	"net/http"
@@ -10,6 +7,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/gpufleet/gpufleet/sim/internal/core"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )

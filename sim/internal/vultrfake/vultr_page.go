@@ -1,7 +1,5 @@
 package vultrfake
 
-import "github.com/gpufleet/gpufleet/sim/internal/core"
-
 import (
 	"encoding/base64"
 	"net/http"
@@ -9,6 +7,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/gpufleet/gpufleet/sim/internal/core"
 )
 
 // Vultr cursor pagination (vultr.md §1): per_page (default 100, max 500) and

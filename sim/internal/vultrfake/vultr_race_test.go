@@ -1,6 +1,5 @@
 package vultrfake
 
-
 import (
 	"fmt"
 	"net/http"

@@ -1,10 +1,10 @@
 package vultrfake
 
-import "github.com/gpufleet/gpufleet/sim/internal/core"
-
 import (
 	"net/http"
 	"slices"
+
+	"github.com/gpufleet/gpufleet/sim/internal/core"
 )
 
 // routesVultr registers the served routes (vultr.md §2).

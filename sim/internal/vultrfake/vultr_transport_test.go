@@ -1,6 +1,5 @@
 package vultrfake
 
-
 import (
 	"encoding/base64"
 	"net/http"

@@ -1,11 +1,11 @@
 package vultrfake
 
-import "github.com/gpufleet/gpufleet/sim/internal/core"
-
 import (
 	"net/http"
 	"slices"
 	"time"
+
+	"github.com/gpufleet/gpufleet/sim/internal/core"
 )
 
 // vultrUpdateReq is the body of PATCH /v2/instances/{id} and

@@ -1,10 +1,10 @@
 package vultrfake
 
-import "github.com/gpufleet/gpufleet/sim/internal/core"
-
 import (
 	"encoding/json"
 	"time"
+
+	"github.com/gpufleet/gpufleet/sim/internal/core"
 )
 
 // appendJSON writes the instance as encoding/json would (see

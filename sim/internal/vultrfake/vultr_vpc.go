@@ -1,7 +1,5 @@
 package vultrfake
 
-import "github.com/gpufleet/gpufleet/sim/internal/core"
-
 import (
 	"net/http"
 	"net/netip"
@@ -9,6 +7,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/gpufleet/gpufleet/sim/internal/core"
 )
 
 // vultrVPCCreateReq is the body of POST /v2/vpcs. govultr always sends
