@@ -86,7 +86,7 @@ func DefaultConfig() Config {
 // handle answers 404, a mutation by a key without the operator role 403, a
 // bad key 401.
 type HotAisle struct {
-	*core.Server
+	*server
 	cfg   Config
 	clock core.Clock
 	net   *sshhost.Network
@@ -101,7 +101,7 @@ func New(cfg Config) *HotAisle {
 	if h.net == nil {
 		h.net = sshhost.NewNetwork(cfg.Core.Clock, cfg.Core.Seed)
 	}
-	h.Server = core.NewServer("hotaisle", cfg.Core, core.Hooks{
+	h.server = core.NewServer("hotaisle", cfg.Core, core.Hooks{
 		WriteError:     haWriteError,
 		DefaultMessage: haStatusMessage,
 		Authorized:     h.authorizedKey,
@@ -149,7 +149,7 @@ func (h *HotAisle) routesInit() {
 // exact path; the wildcards' values are unescaped per segment (a
 // fingerprint may arrive with "%2F" inside one segment).
 func (h *HotAisle) route(pattern string, fn http.HandlerFunc) {
-	core.Handle(h.Server, pattern, false, fn)
+	core.Handle(h.server, pattern, false, fn)
 }
 
 // haPathOK reports whether the path ends in "/" and is clean ("//", "/./"
@@ -208,3 +208,8 @@ func (h *HotAisle) Network() *sshhost.Network { return h.net }
 func (h *HotAisle) Dial(ctx context.Context, network, addr string) (net.Conn, error) {
 	return h.net.Dial(ctx, network, addr)
 }
+
+// server is the shared pipeline, embedded under an unexported name: its
+// public methods (Inject, Faults, Calls, Client, ...) are promoted, the
+// field itself is not reachable from outside.
+type server = core.Server

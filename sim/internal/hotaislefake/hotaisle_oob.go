@@ -108,9 +108,9 @@ const (
 // (ChaosProfile.ProviderFault): provisioning and reserving finding no
 // capacity after the offers listed some.
 func (h *HotAisle) chaosFaultsHotAisle() {
-	core.AddChaosFault(h.Server, core.Fault{Route: "POST /api/teams/{team}/virtual_machines/", Status: http.StatusNotFound,
+	core.AddChaosFault(h.server, core.Fault{Route: "POST /api/teams/{team}/virtual_machines/", Status: http.StatusNotFound,
 		Message: haMsgNoVM})
-	core.AddChaosFault(h.Server, core.Fault{Route: "POST /api/teams/{team}/bare_metal/", Status: http.StatusNotFound,
+	core.AddChaosFault(h.server, core.Fault{Route: "POST /api/teams/{team}/bare_metal/", Status: http.StatusNotFound,
 		Message: haMsgNoBM})
 }
 

@@ -287,5 +287,5 @@ func (h *HotAisle) Reset() {
 	for _, a := range addrs {
 		h.net.RemoveHost(a)
 	}
-	core.ResetPipeline(h.Server)
+	core.ResetPipeline(h.server)
 }

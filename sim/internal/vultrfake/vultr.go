@@ -73,7 +73,7 @@ func DefaultConfig() Config {
 //     collection read them);
 //   - VPC delete while in use answers 400; a deleted VPC or key is 404.
 type Vultr struct {
-	*core.Server
+	*server
 	cfg   Config
 	clock core.Clock
 	seed  uint64
@@ -95,7 +95,7 @@ func New(cfg Config) *Vultr {
 		v.net = sshhost.NewNetwork(cfg.Core.Clock, cfg.Core.Seed)
 	}
 	bearer := "Bearer " + cfg.APIKey
-	v.Server = core.NewServer("vultr", cfg.Core, core.Hooks{
+	v.server = core.NewServer("vultr", cfg.Core, core.Hooks{
 		WriteError:     writeVultrError,
 		DefaultMessage: vultrDefaultMessage,
 		Authorized:     func(r *http.Request) bool { return r.Header.Get("Authorization") == bearer },
@@ -168,7 +168,7 @@ func vultrRateKey(r *http.Request) string {
 }
 
 // randUint64 draws from the fake's seeded source.
-func (v *Vultr) randUint64() uint64 { return core.RandUint64(v.Server) }
+func (v *Vultr) randUint64() uint64 { return core.RandUint64(v.server) }
 
 // newUUID returns a version-4 UUID drawn from the seeded source.
 func (v *Vultr) newUUID() string {
@@ -215,3 +215,8 @@ func vultrTime(t time.Time) string {
 	}
 	return string(b)
 }
+
+// server is the shared pipeline, embedded under an unexported name: its
+// public methods (Inject, Faults, Calls, Client, ...) are promoted, the
+// field itself is not reachable from outside.
+type server = core.Server

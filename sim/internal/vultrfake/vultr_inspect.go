@@ -159,7 +159,7 @@ func (v *Vultr) Reset() {
 	}
 	v.st = newVultrState()
 	v.unlock()
-	core.ResetPipeline(v.Server)
+	core.ResetPipeline(v.server)
 }
 
 // VultrSeed describes a server to plant with SeedServer. The plan decides

@@ -116,11 +116,11 @@ func (v *Vultr) RefuseVPCDelete(times int) error {
 // the lock is not visible.
 func (v *Vultr) chaosFaultsVultr() {
 	for _, base := range []string{"/v2/instances", "/v2/bare-metals"} {
-		core.AddChaosFault(v.Server, core.Fault{Route: "POST " + base + "/{id}/vpcs/attach", Status: 500, Message: "Unable to attach VPC"})
-		core.AddChaosFault(v.Server, core.Fault{Route: "POST " + base, Status: 400, Message: vultrMsgSoldOut})
-		core.AddChaosFault(v.Server, core.Fault{Route: "DELETE " + base + "/{id}", Status: 500, Message: vultrMsgLockedDel})
+		core.AddChaosFault(v.server, core.Fault{Route: "POST " + base + "/{id}/vpcs/attach", Status: 500, Message: "Unable to attach VPC"})
+		core.AddChaosFault(v.server, core.Fault{Route: "POST " + base, Status: 400, Message: vultrMsgSoldOut})
+		core.AddChaosFault(v.server, core.Fault{Route: "DELETE " + base + "/{id}", Status: 500, Message: vultrMsgLockedDel})
 	}
-	core.AddChaosFault(v.Server, core.Fault{Route: "DELETE /v2/vpcs/{id}", Status: 400, Message: vultrMsgVPCInUse})
+	core.AddChaosFault(v.server, core.Fault{Route: "DELETE /v2/vpcs/{id}", Status: 400, Message: vultrMsgVPCInUse})
 }
 
 // vultrMsgSoldOut refuses a create of a plan sold out in the region.

@@ -230,8 +230,8 @@ func TestVultrListIndex(t *testing.T) {
 
 func TestVultrChaosFaultsAreServedRoutes(t *testing.T) {
 	v := NewVultr()
-	assert.NotEmpty(t, core.ChaosFaultsOf(v.Server)["POST /v2/instances/{id}/vpcs/attach"])
-	for route := range core.ChaosFaultsOf(v.Server) {
+	assert.NotEmpty(t, core.ChaosFaultsOf(v.server)["POST /v2/instances/{id}/vpcs/attach"])
+	for route := range core.ChaosFaultsOf(v.server) {
 		assert.Contains(t, v.Routes(), route)
 	}
 }

@@ -52,7 +52,7 @@ func (v *Vultr) routesVultr() {
 
 // route registers fn for pattern (public: no key needed).
 func (v *Vultr) route(pattern string, public bool, fn http.HandlerFunc) {
-	core.Handle(v.Server, pattern, public, fn)
+	core.Handle(v.server, pattern, public, fn)
 }
 
 // validType checks the type filter of /v2/plans and availability.
