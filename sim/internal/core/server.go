@@ -43,7 +43,7 @@ type Hooks struct {
 // Server is the request pipeline shared by both fakes: route lookup (once),
 // auth, rate limit, faults and chaos, body limit, call log. Each fake embeds
 // one; what the fakes need beyond the public methods are functions of this
-// package (handle, addChaosFault, randUint64, resetPipeline), so that they
+// package (Handle, AddChaosFault, RandUint64, ResetPipeline), so that they
 // are not promoted into the fakes' method sets.
 type Server struct {
 	name   string
@@ -87,7 +87,7 @@ func Handle(s *Server, pattern string, public bool, h http.HandlerFunc) {
 }
 
 // RandUint64 draws from the pipeline's seeded source (rewound by
-// resetPipeline).
+// ResetPipeline).
 func RandUint64(s *Server) uint64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -45,19 +45,19 @@ const (
 // pipeline's config, the API key and team, the network of its SSH hosts
 // (nil: a network of its own) and the Hot Aisle-only options.
 type Config struct {
-	Core           core.Config
-	APIKey         string
-	Team           string
-	Network        *sshhost.Network
-	VMTypes        []HotAisleVMType
-	BareMetalTypes []HotAisleBareMetalType
-	SSHDelay       time.Duration
-	DeleteDelay    time.Duration
-	InstallTime    time.Duration
-	VMLimit        int
-	BareMetalLimit int
-	BalanceCents   int64
-	UserRoleOnly   bool
+	Core           core.Config             // clock, seed, visibility lag, chaos mode
+	APIKey         string                  // accepted as "Authorization: Token <key>" or bare
+	Team           string                  // the one team handle the key has roles on
+	Network        *sshhost.Network        // where the servers' SSH hosts live; nil: one of its own
+	VMTypes        []HotAisleVMType        // VM offers, in the order provisioning tries them
+	BareMetalTypes []HotAisleBareMetalType // bare-metal offers, likewise
+	SSHDelay       time.Duration           // VM provisioned → sshd accepting connections
+	DeleteDelay    time.Duration           // how long a VM DELETE blocks
+	InstallTime    time.Duration           // bare metal reserved → OS installed
+	VMLimit        int                     // the team's maximum_virtual_machines
+	BareMetalLimit int                     // the team's maximum_bare_metal_servers
+	BalanceCents   int64                   // the team's starting balance, US cents
+	UserRoleOnly   bool                    // the key may read but not mutate (403)
 }
 
 // DefaultConfig is the configuration without options.

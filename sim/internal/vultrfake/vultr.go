@@ -24,13 +24,13 @@ const DefaultVultrRateLimit = 30
 // own) and the Vultr-only options (catalog, timings per plan pattern, rate
 // limit).
 type Config struct {
-	Core    core.Config
-	APIKey  string
-	Network *sshhost.Network
-	Catalog VultrCatalog
-	Rules   []TimingRule
-	RPS     float64
-	Burst   int
+	Core    core.Config      // clock, seed, visibility lag, chaos mode
+	APIKey  string           // accepted as "Authorization: Bearer <key>"
+	Network *sshhost.Network // where the servers' SSH hosts live; nil: one of its own
+	Catalog VultrCatalog     // plans, regions, sold-out list (cloned by New)
+	Rules   []TimingRule     // timings per plan pattern, later rules winning
+	RPS     float64          // rate limit per key, requests per second; 0 or less: none
+	Burst   int              // the rate limit's burst; below 1: RPS rounded up
 }
 
 // DefaultConfig is the configuration without options.

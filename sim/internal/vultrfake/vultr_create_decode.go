@@ -12,7 +12,7 @@ var vultrCreateKeys = []string{"region", "plan", "label", "hostname", "tags", "t
 	"ddos_protection", "user_data", "user_scheme"}
 
 // decodeCreate reads a create body as json.Unmarshal would, through the
-// flat fast path when it can (see flatScan); what it returns is the
+// flat fast path when it can (see core.FlatScan); what it returns is the
 // error of json.Unmarshal.
 func decodeCreate(data []byte, req *vultrCreateReq) error {
 	var fast vultrCreateReq

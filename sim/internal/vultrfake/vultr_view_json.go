@@ -7,7 +7,7 @@ import (
 	"github.com/gpufleet/gpufleet/sim/internal/core"
 )
 
-// appendJSON writes the instance as encoding/json would (see
+// AppendJSON writes the instance as encoding/json would (see
 // TestVultrViewsEncodeLikeEncodingJSON).
 func (j *vultrInstanceJSON) AppendJSON(dst []byte) []byte {
 	o := core.JSONObject{B: append(dst, '{')}
@@ -48,7 +48,7 @@ func (j *vultrInstanceJSON) AppendJSON(dst []byte) []byte {
 	return append(o.B, '}')
 }
 
-// appendJSON writes the bare-metal server as encoding/json would.
+// AppendJSON writes the bare-metal server as encoding/json would.
 func (j *vultrMetalJSON) AppendJSON(dst []byte) []byte {
 	o := core.JSONObject{B: append(dst, '{')}
 	o.Str("id", j.ID)
@@ -119,7 +119,7 @@ func vultrAppendAnswer(dst []byte, s *vultrServer, now time.Time, password bool)
 // MarshalJSON writes the server (for encoding/json users of the view).
 func (v vultrServerJSON) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), nil }
 
-// appendJSON writes {"<name>": [...], "meta": {...}}, the items with their
+// AppendJSON writes {"<name>": [...], "meta": {...}}, the items with their
 // own appendJSON when they have one.
 func (l vultrListJSON[T]) AppendJSON(dst []byte) []byte {
 	dst = append(dst, `{"`...)
