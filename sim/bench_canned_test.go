@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gpufleet/gpufleet/sim/internal/core"
 )
 
 // BenchmarkVultrVsCanned compares the Vultr fake with a canned-response
@@ -40,7 +42,7 @@ func BenchmarkVultrVsCanned(b *testing.B) {
 			w.WriteHeader(status)
 			_, _ = w.Write(body)
 		})
-		canC, fakeC := &http.Client{Transport: &memTransport{h: canned}}, v.Client()
+		canC, fakeC := core.MemClient(canned), v.Client()
 		for _, h := range []struct {
 			name string
 			c    *http.Client

@@ -19,15 +19,15 @@
 //     [ScaledClock] to speed cloud time up outside synctest), [WithSeed] and
 //     [WithNetwork]; their Client method gives the *http.Client to hand to
 //     package vultr's or hotaisle's client (WithHTTPClient).
-//   - Faults: [Vultr.Inject] and [HotAisle.Inject] take any [Fault]; named
-//     helpers switch on what the clouds are known for ([Vultr.LockWindow],
-//     [Vultr.FlakyAttach], [Vultr.SoldOut], [Vultr.Outage],
-//     [HotAisle.Outage], [HotAisle.SoldOut], ...).
-//   - What happened: [Vultr.Resources] (every kind the fake holds: servers,
-//     VPCs, SSH keys; [Resource.Live] is true while it exists;
-//     [Vultr.LiveResources] picks the live ones of a kind), the calls (Calls,
-//     each a [Call]), the faults that fired ([Vultr.Faults]) and the billing
-//     [Ledger] in USD.
+//   - Faults: the Inject method of [Vultr] and [HotAisle] takes any [Fault];
+//     named helpers switch on what the clouds are known for (Vultr's
+//     LockWindow, FlakyAttach, SoldOut and Outage, Hot Aisle's Outage and
+//     SoldOut, ...).
+//   - What happened: Resources (every kind the fake holds: servers, VPCs,
+//     SSH keys; a [Resource] is Live while it exists; LiveResources picks
+//     the live ones of a kind), the calls (Calls, each a [Call]), the faults
+//     that fired (Faults, each a [FiredFault]) and the billing [Ledger] in
+//     USD.
 //   - Fake SSH hosts: a [Network] shared by both fakes; servers get a [Host]
 //     when they run, reached through the fakes' Dial.
 //
@@ -36,6 +36,21 @@
 // that nothing is live and what the ledgers charged: see the package
 // Example, and examples/consumertest in the module for whole tests.
 // cmd/gpufleet-sim serves the same fakes over HTTP for other languages.
+//
+// # Layout
+//
+// This package is the public face: the constructors, the options, and the
+// vocabulary shared with the fakes, declared as aliases of the types of
+// the internal packages below it, so that a [Vultr], a [Fault] or a
+// [Resource] is one type wherever it is named. The methods of the aliased
+// types are documented with the internal packages: sim/internal/vultrfake
+// (the Vultr fake), sim/internal/hotaislefake (the Hot Aisle fake),
+// sim/internal/sshhost (the fake SSH hosts and their network) and
+// sim/internal/core (the request pipeline shared by both fakes: routing,
+// authentication, rate limit, faults, chaos mode, call log, clock,
+// in-memory transport, inspection types). Each imports only the ones after
+// it in this order, the fakes never each other, and none imports this
+// package; `go doc -all` on any of them lists its methods.
 //
 // # Faults
 //

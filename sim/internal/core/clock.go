@@ -1,0 +1,63 @@
+package core
+
+import (
+	"context"
+	"time"
+)
+
+// Clock is the single source of time of a fake: every state timeline, rate
+// limit, billing entry and blocking call reads it.
+type Clock interface {
+	// Now returns the current cloud time.
+	Now() time.Time
+	// Sleep waits for d of cloud time, or until ctx ends (returning ctx.Err()).
+	Sleep(ctx context.Context, d time.Duration) error
+}
+
+// RealClock returns the process clock (time.Now and timers). Inside a
+// testing/synctest bubble this is the bubble's fake clock.
+func RealClock() Clock { return realClock{} }
+
+type realClock struct{}
+
+func (realClock) Now() time.Time { return time.Now() }
+
+func (realClock) Sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// ScaledClock returns a clock that runs speed times faster than the process
+// clock, starting at the current time: with speed 60, one cloud hour passes in
+// one wall minute. A speed of 0 or less is taken as 1.
+func ScaledClock(speed float64) Clock {
+	if speed <= 0 {
+		speed = 1
+	}
+	now := time.Now()
+	return &scaledClock{start: now, base: now, speed: speed}
+}
+
+type scaledClock struct {
+	start time.Time // wall time at creation
+	base  time.Time // cloud time at creation
+	speed float64
+}
+
+func (c *scaledClock) Now() time.Time {
+	elapsed := time.Since(c.start)
+	return c.base.Add(time.Duration(float64(elapsed) * c.speed))
+}
+
+func (c *scaledClock) Sleep(ctx context.Context, d time.Duration) error {
+	return realClock{}.Sleep(ctx, time.Duration(float64(d)/c.speed))
+}

@@ -1,0 +1,103 @@
+package core
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"sync"
+)
+
+// jsonBufs recycles the buffers answers are written into.
+var jsonBufs = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+
+// WriteAppended answers status with the JSON that fill appends (and a
+// newline, as json.Encoder writes it), in a recycled buffer.
+func WriteAppended(w http.ResponseWriter, status int, fill func([]byte) []byte) {
+	bp := jsonBufs.Get().(*[]byte)
+	b := append(fill((*bp)[:0]), '\n')
+	setJSONContentType(w)
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+	if cap(b) <= 1<<20 {
+		*bp = b[:0]
+		jsonBufs.Put(bp)
+	}
+}
+
+// JSONAppender is a value that writes its own JSON, byte for byte what
+// encoding/json would write for it, without reflection: the answers a fake
+// gives most often (a server, a page of servers) implement it.
+type JSONAppender interface {
+	AppendJSON(dst []byte) []byte
+}
+
+// jsonSafe reports whether s needs no escaping in a JSON string as
+// encoding/json writes it (which also escapes <, > and &).
+func jsonSafe(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			return false
+		}
+	}
+	return true
+}
+
+// appendJSONString appends s as a JSON string, as encoding/json does.
+func appendJSONString(dst []byte, s string) []byte {
+	if jsonSafe(s) {
+		dst = append(dst, '"')
+		dst = append(dst, s...)
+		return append(dst, '"')
+	}
+	b, _ := json.Marshal(s) // rare: let encoding/json escape it
+	return append(dst, b...)
+}
+
+// appendJSONStrings appends a JSON array of strings (null for nil).
+func appendJSONStrings(dst []byte, ss []string) []byte {
+	if ss == nil {
+		return append(dst, "null"...)
+	}
+	dst = append(dst, '[')
+	for i, s := range ss {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendJSONString(dst, s)
+	}
+	return append(dst, ']')
+}
+
+// JSONObject appends the members of a JSON object one by one.
+type JSONObject struct{ B []byte }
+
+func (o *JSONObject) key(k string) {
+	if len(o.B) == 0 || o.B[len(o.B)-1] != '{' {
+		o.B = append(o.B, ',')
+	}
+	o.B = append(o.B, '"')
+	o.B = append(o.B, k...)
+	o.B = append(o.B, '"', ':')
+}
+
+// Str, Num, Boolean and Strs append a member with a string, an integer,
+// a boolean or an array of strings.
+func (o *JSONObject) Str(k, v string)          { o.key(k); o.B = appendJSONString(o.B, v) }
+func (o *JSONObject) Num(k string, v int64)    { o.key(k); o.B = strconv.AppendInt(o.B, v, 10) }
+func (o *JSONObject) Boolean(k string, v bool) { o.key(k); o.B = strconv.AppendBool(o.B, v) }
+func (o *JSONObject) Strs(k string, v []string) {
+	o.key(k)
+	o.B = appendJSONStrings(o.B, v)
+}
+
+// AppendInt appends n in decimal.
+func AppendInt(dst []byte, n int) []byte { return strconv.AppendInt(dst, int64(n), 10) }
+
+// jsonContentType is the Content-Type of every answer, shared (a header
+// value is never changed in place).
+var jsonContentType = []string{"application/json"}
+
+// setJSONContentType sets Content-Type: application/json without the
+// canonicalisation Header.Set does ("Content-Type" is canonical already).
+func setJSONContentType(w http.ResponseWriter) { w.Header()["Content-Type"] = jsonContentType }
