@@ -61,10 +61,7 @@ func TestAnInstanceTakenAsVanishedIsReleasedWhenItShowsAgain(t *testing.T) {
 		e := newEnv(t, fleet.Policy{Release: fleet.ReleaseNow})
 		e.m.Close()
 		hp := &laggy{Provider: e.hp, lag: 5 * time.Minute, hidden: map[string]time.Time{}}
-		m, err := fleet.NewManager(fleet.Config{Providers: []fleet.Provider{e.vp, hp}, Policy: e.policy, Owner: testOwner,
-			OnEvent: func(ev fleet.Event) { e.mu.Lock(); e.events = append(e.events, ev); e.mu.Unlock() }})
-		require.NoError(t, err)
-		t.Cleanup(m.Close)
+		m := e.managerWith(fleet.Config{Providers: []fleet.Provider{e.vp, hp}, Owner: testOwner})
 		e.m = m
 		require.NoError(t, m.Apply(t.Context(), spec("lag", 1, hotType("vm-mi300x-1"))))
 		require.True(t, e.runUntil(5*time.Minute, func() bool { return e.count(fleet.EventInstanceVanished) == 1 }))
@@ -96,8 +93,13 @@ func (p *lateCreate) Create(ctx context.Context, req fleet.CreateRequest) (fleet
 }
 
 func (p *lateCreate) List(ctx context.Context) ([]fleet.Instance, error) {
-	list, err := p.Provider.List(ctx)
-	return slices.DeleteFunc(list, func(i fleet.Instance) bool { return time.Since(i.Created) < p.lag }), err
+	return listedAfter(ctx, p.Provider, p.lag)
+}
+
+// listedAfter lists p's instances without those created less than lag ago.
+func listedAfter(ctx context.Context, p fleet.Provider, lag time.Duration) ([]fleet.Instance, error) {
+	list, err := p.List(ctx)
+	return slices.DeleteFunc(list, func(i fleet.Instance) bool { return time.Since(i.Created) < lag }), err
 }
 
 // A create that commits late and times out is looked up by its label for
@@ -109,10 +111,7 @@ func TestALateCommittedCreateIsFoundByItsLabel(t *testing.T) {
 		e := newEnv(t, fleet.Policy{Release: fleet.ReleaseNow})
 		e.m.Close()
 		vp := &lateCreate{Provider: e.vp, wait: 4*time.Minute + 50*time.Second, lag: time.Minute}
-		m, err := fleet.NewManager(fleet.Config{Providers: []fleet.Provider{vp, e.hp}, Policy: e.policy, Owner: testOwner,
-			OnEvent: func(ev fleet.Event) { e.mu.Lock(); e.events = append(e.events, ev); e.mu.Unlock() }})
-		require.NoError(t, err)
-		t.Cleanup(m.Close)
+		m := e.managerWith(fleet.Config{Providers: []fleet.Provider{vp, e.hp}, Owner: testOwner})
 		e.m = m
 		require.NoError(t, m.Apply(t.Context(), spec("late", 1, vultrVM("ewr"))))
 		require.True(t, e.runUntil(15*time.Minute, func() bool { return e.count(fleet.EventInstanceAdopted) == 1 }))
@@ -144,8 +143,7 @@ func (p *lostAnswer) Create(ctx context.Context, req fleet.CreateRequest) (fleet
 }
 
 func (p *lostAnswer) List(ctx context.Context) ([]fleet.Instance, error) {
-	list, err := p.Provider.List(ctx)
-	return slices.DeleteFunc(list, func(i fleet.Instance) bool { return time.Since(i.Created) < p.lag }), err
+	return listedAfter(ctx, p.Provider, p.lag)
 }
 
 // A create taken as failed because no list showed its label within
@@ -157,10 +155,7 @@ func TestACreateTakenAsFailedIsTrackedWhenItsServerShows(t *testing.T) {
 		e := newEnv(t, fleet.Policy{Release: fleet.ReleaseNow})
 		e.m.Close()
 		vp := &lostAnswer{Provider: e.vp, lag: 6 * time.Minute}
-		m, err := fleet.NewManager(fleet.Config{Providers: []fleet.Provider{vp, e.hp}, Policy: e.policy, Owner: testOwner,
-			OnEvent: func(ev fleet.Event) { e.mu.Lock(); e.events = append(e.events, ev); e.mu.Unlock() }})
-		require.NoError(t, err)
-		t.Cleanup(m.Close)
+		m := e.managerWith(fleet.Config{Providers: []fleet.Provider{vp, e.hp}, Owner: testOwner})
 		e.m = m
 		require.NoError(t, m.Apply(t.Context(), spec("lost", 1, vultrVM("ewr"))))
 		require.True(t, e.runUntil(10*time.Minute, func() bool { return e.count(fleet.EventCreateUnresolved) == 1 }))
