@@ -355,3 +355,25 @@ func TestClusterFleetWithoutVPCProviderIsRefused(t *testing.T) {
 		assert.NoError(t, e.m.Apply(t.Context(), clusterSpec("mesh", 2)), "Vultr has VPCs")
 	})
 }
+
+// A key removal that fails (the API refuses it for 5 minutes) is retried
+// after its backoff even when nothing lists the keys again: a Manager
+// restarted without its Store and without fleets still removes what its
+// owner registered.
+func TestFailedSSHKeyRemovalIsRetriedWithoutAListing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t, fleet.Policy{Release: fleet.ReleaseNow})
+		s := spec("train", 1, hotType("vm-mi300x-1"))
+		s.SSHKeys = []string{newKeyLine(t, "a@ci")}
+		require.NoError(t, e.m.Apply(t.Context(), s))
+		require.True(t, e.runUntil(10*time.Minute, func() bool { return e.only("train").Status == fleet.StatusIdle }))
+		require.Equal(t, 1, live(e.hot.Resources(), "ssh_key"))
+		e.m.Close()
+		require.NoError(t, e.hot.Inject(sim.Fault{Route: "DELETE /api/user/ssh_keys/{fingerprint}/", Status: 503, Duration: 5 * time.Minute}))
+		e.m = e.manager(fleet.NewMemoryStore()) // the Store is lost; no fleet is applied again
+		e.run(2 * time.Hour)
+		assert.Zero(t, live(e.hot.Resources(), "ssh_key"), "removed after the failed attempts")
+		assert.Equal(t, 1, e.count(fleet.EventSSHKeyDeleted))
+		e.assertNothingLeft()
+	})
+}

@@ -154,6 +154,7 @@ func (m *Manager) step(ctx context.Context) int {
 		m.launchReleases(now)
 		m.reconcileVPCs(now)
 		m.collectOrphanVPCs(now)
+		m.retryKeys(now)
 	}
 	m.finishFleets(now)
 	m.prune(now)
@@ -198,6 +199,7 @@ func (m *Manager) untilNext() time.Duration {
 		}
 	}
 	early(m.nextDue())
+	early(m.nextKeyRetry(now))
 	for _, name := range m.order {
 		if !m.rescanned[name] {
 			early(m.startedAt.Add(m.pol.VisibilityGrace + 30*time.Second))

@@ -3,6 +3,7 @@ package fleet
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"time"
 )
@@ -49,6 +50,12 @@ func (m *Manager) observeKeys(provider string, keys []SSHKey, now time.Time) {
 	for _, k := range keys {
 		if k.RequestID != "" && k.Owner == m.owner {
 			own = append(own, k)
+		}
+	}
+	for _, k := range m.keyObs[provider] {
+		if !slices.ContainsFunc(own, func(o SSHKey) bool { return o.ID == k.ID }) {
+			delete(m.keyRetry, k.ID) // gone (or no longer ours): nothing to retry
+			delete(m.keyFails, k.ID)
 		}
 	}
 	m.keyObs[provider] = own
@@ -126,4 +133,36 @@ func (m *Manager) keysLeft(fleet string, now time.Time) bool {
 		m.removeKeys(provider, needed, now)
 	}
 	return left
+}
+
+// retryKeys retries the removal of keys whose delete failed once their
+// backoff has passed, whether or not anything lists the keys again (a
+// Manager with no fleet left lists nothing). m.mu held.
+func (m *Manager) retryKeys(now time.Time) {
+	if len(m.keyRetry) == 0 || !m.isGC(now) {
+		return
+	}
+	needed := m.neededKeys("")
+	for provider := range m.keyObs {
+		m.removeKeys(provider, needed, now)
+	}
+}
+
+// nextKeyRetry is the earliest backoff end of a failed removal of a key
+// still listed and still unneeded (zero when none, or when this replica
+// does not collect). m.mu held.
+func (m *Manager) nextKeyRetry(now time.Time) time.Time {
+	if len(m.keyRetry) == 0 || !m.isGC(now) {
+		return time.Time{}
+	}
+	needed := m.neededKeys("")
+	var next time.Time
+	for _, keys := range m.keyObs {
+		for _, k := range keys {
+			if t, ok := m.keyRetry[k.ID]; ok && !needed[k.PublicKey] && (next.IsZero() || t.Before(next)) {
+				next = t
+			}
+		}
+	}
+	return next
 }
