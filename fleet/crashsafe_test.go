@@ -246,3 +246,42 @@ func TestCreateGivenUpThenShowingUpIsReadopted(t *testing.T) {
 		e.assertNothingLeft()
 	})
 }
+
+// failingLists hides servers younger than lag from its lists, and fails
+// every list inside [from, until) of cloud time.
+type failingLists struct {
+	fleet.Provider
+	lag         time.Duration
+	from, until time.Time
+}
+
+func (p *failingLists) List(ctx context.Context) ([]fleet.Instance, error) {
+	if now := time.Now(); !now.Before(p.from) && now.Before(p.until) {
+		return nil, fmt.Errorf("listing: %w", fleet.ErrUnavailable)
+	}
+	return listedAfter(ctx, p.Provider, p.lag)
+}
+
+func (p *failingLists) ListKind(ctx context.Context, _ bool) ([]fleet.Instance, error) { return p.List(ctx) }
+
+// A process restarted without its Store lists every provider once more
+// VisibilityGrace after start, for servers created just before the crash
+// that the first listing could not see; when that listing fails it is
+// tried again, so the server is still found and collected.
+func TestFailedListingAfterRestartIsTriedAgain(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t, fleet.Policy{Release: fleet.ReleaseNow})
+		require.NoError(t, e.m.Apply(t.Context(), spec("f", 1, vultrVM("ewr"))))
+		require.NoError(t, e.m.Reconcile(t.Context()))
+		require.Equal(t, 1, e.liveServers(), "created just before the crash")
+		e.m.Close()
+		start := time.Now()
+		vp := &failingLists{Provider: e.vp, lag: 2 * time.Minute, from: start.Add(3 * time.Minute), until: start.Add(5 * time.Minute)}
+		e.m = e.managerWith(fleet.Config{Providers: []fleet.Provider{vp, e.hp}, Owner: testOwner}) // no fleet applied again
+		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Hour)
+		defer cancel()
+		assert.ErrorIs(t, e.m.Run(ctx), context.DeadlineExceeded)
+		assert.Equal(t, 1, e.count(fleet.EventOrphanFound), "found by label after the failed listing")
+		assert.Zero(t, e.liveServers(), "and collected")
+	})
+}

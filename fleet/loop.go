@@ -201,9 +201,7 @@ func (m *Manager) untilNext() time.Duration {
 	early(m.nextDue())
 	early(m.nextKeyRetry(now))
 	for _, name := range m.order {
-		if !m.rescanned[name] {
-			early(m.startedAt.Add(m.pol.VisibilityGrace + 30*time.Second))
-		}
+		early(m.rescanDue(name))
 		if now.Before(m.suspect[name].Add(suspectFor)) {
 			early(m.lastFull[name].Add(m.pol.DriftCheckInterval))
 		}

@@ -145,18 +145,19 @@ type Manager struct {
 	goneF   map[string]bool // fleets to delete from the store
 	goneI   map[string]bool // instances to delete from the store
 
-	tasks     taskSet
-	obs       map[string]*observation // latest listing per provider
-	seen      map[string]time.Time    // request id → when a listing last covered it
-	lastFull  map[string]time.Time    // provider → its last listing of every kind
-	suspect   map[string]time.Time    // provider → when something there may have been missed (see suspectFor)
-	rescanned map[string]bool         // listed whole again VisibilityGrace after start
-	vpcListed map[string]time.Time    // provider → its last successful VPC listing
-	startedAt time.Time
-	keysDirty map[string]bool // a create registered SSH keys since the last key listing
-	scanned   map[string]bool // listed once since start (every kind)
-	offersErr error
-	offersAt  time.Time
+	tasks       taskSet
+	obs         map[string]*observation // latest listing per provider
+	seen        map[string]time.Time    // request id → when a listing last covered it
+	lastFull    map[string]time.Time    // provider → its last listing of every kind
+	suspect     map[string]time.Time    // provider → when something there may have been missed (see suspectFor)
+	rescanned   map[string]bool         // listed whole again VisibilityGrace after start
+	rescanRetry map[string]time.Time    // a failed listing after start is tried again then
+	vpcListed   map[string]time.Time    // provider → its last successful VPC listing
+	startedAt   time.Time
+	keysDirty   map[string]bool // a create registered SSH keys since the last key listing
+	scanned     map[string]bool // listed once since start (every kind)
+	offersErr   error
+	offersAt    time.Time
 
 	reported       map[string]bool // provider/id of unlabelled or foreign resources reported once
 	orphanVPCs     map[string]*VPCRecord
@@ -274,6 +275,7 @@ func (m *Manager) initMaps() {
 	m.tasks = newTaskSet()
 	m.obs, m.seen, m.scanned, m.keysDirty = map[string]*observation{}, map[string]time.Time{}, map[string]bool{}, map[string]bool{}
 	m.lastFull, m.suspect, m.rescanned = map[string]time.Time{}, map[string]time.Time{}, map[string]bool{}
+	m.rescanRetry = map[string]time.Time{}
 	m.vpcListed = map[string]time.Time{}
 	m.reported, m.orphanVPCs, m.deletedVPCs = map[string]bool{}, map[string]*VPCRecord{}, map[string]time.Time{}
 	m.fleetRetry, m.fleetFails, m.avoid = map[string]time.Time{}, map[string]int{}, map[string]time.Time{}

@@ -73,12 +73,27 @@ const suspectFor = time.Hour
 // sweepDue marks the providers due for a sweep listing. m.mu held.
 func (m *Manager) sweepDue(due map[string]kindSet, now time.Time) {
 	for _, name := range m.order {
-		rescan := !m.rescanned[name] && !now.Before(m.startedAt.Add(m.pol.VisibilityGrace+30*time.Second))
+		at := m.rescanDue(name)
+		rescan := !at.IsZero() && !now.Before(at)
 		suspect := now.Before(m.suspect[name].Add(suspectFor)) && !now.Before(m.lastFull[name].Add(m.pol.DriftCheckInterval))
 		if rescan || suspect {
 			due[name] = kindSet{vms: true, metal: true}
 		}
 	}
+}
+
+// rescanDue is when provider's listing of every kind after start is due
+// (VisibilityGrace and 30 s after start; a minute after a failed one), zero
+// once one has succeeded. m.mu held.
+func (m *Manager) rescanDue(provider string) time.Time {
+	if m.rescanned[provider] {
+		return time.Time{}
+	}
+	at := m.startedAt.Add(m.pol.VisibilityGrace + 30*time.Second)
+	if r := m.rescanRetry[provider]; r.After(at) {
+		at = r
+	}
+	return at
 }
 
 // suspectProvider starts a sweep of provider. m.mu held.
@@ -133,11 +148,11 @@ func (m *Manager) listDue(now time.Time) {
 		kp := keyProvider(p)
 		first := !m.scanned[name]
 		vms, metal := due[name].vms, due[name].metal
+		rescan := false
 		if vms && metal {
 			m.lastFull[name] = now
-			if !now.Before(m.startedAt.Add(m.pol.VisibilityGrace + 30*time.Second)) {
-				m.rescanned[name] = true
-			}
+			at := m.rescanDue(name)
+			rescan = !at.IsZero() && !now.Before(at)
 		}
 		suspect := now.Before(m.suspect[name].Add(suspectFor)) && vms && metal
 		wantVPCs := vp != nil && (first || suspect || m.vpcUncertain(name))
@@ -171,6 +186,7 @@ func (m *Manager) listDue(now time.Time) {
 				if vms || metal || err != nil {
 					m.applyList(name, list, err, kindSet{vms, metal}, now)
 				}
+				m.rescanDone(name, rescan, err, now)
 				if err != nil {
 					if wantKeys {
 						m.keysDirty[name] = true // not listed: next time
@@ -207,4 +223,17 @@ func (m *Manager) vpcUncertain(name string) bool {
 		}
 	}
 	return false
+}
+
+// rescanDone records the outcome of the listing after start: done when it
+// succeeded, tried again in a minute when it failed (a server created just
+// before a crash must not stay unseen because one listing failed). m.mu held.
+func (m *Manager) rescanDone(provider string, rescan bool, err error, now time.Time) {
+	switch {
+	case !rescan:
+	case err == nil:
+		m.rescanned[provider] = true
+	default:
+		m.rescanRetry[provider] = now.Add(time.Minute)
+	}
 }
