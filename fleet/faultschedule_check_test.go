@@ -88,9 +88,19 @@ var serverKinds = map[string]bool{"instance": true, "bare_metal": true, "virtual
 
 // createsByFleet counts the servers the fakes created, by the fleet in
 // their label (or, for a Hot Aisle VM whose label was never written, the
-// fleet whose create returned it; "?" when neither tells).
+// fleet whose create returned it, or else the fleet that adopted it as the
+// unlabelled result of its uncertain create; "?" when none tells).
 func (w *world) createsByFleet() map[string][]string {
 	out := map[string][]string{}
+	adopted := map[string]string{}
+	w.mu.Lock()
+	events := w.events
+	w.mu.Unlock()
+	for _, e := range events {
+		if e.ev.Type == fleet.EventInstanceAdopted && strings.HasPrefix(e.ev.Message, "found unlabelled") {
+			adopted[e.ev.Provider+"/"+e.ev.InstanceID] = e.ev.Fleet
+		}
+	}
 	count := func(provider string, res []sim.Resource) {
 		for _, r := range res {
 			if !serverKinds[r.Kind] || w.foreign[r.ID] {
@@ -100,6 +110,8 @@ func (w *world) createsByFleet() map[string][]string {
 			if l, ok := fleet.ParseLabel(r.Label + r.Description); ok {
 				name = l.Fleet
 			} else if f, ok := w.fleetOf[provider+"/"+r.ID]; ok {
+				name = f
+			} else if f, ok := adopted[provider+"/"+r.ID]; ok {
 				name = f
 			}
 			out[name] = append(out[name], r.ID)
