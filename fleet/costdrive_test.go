@@ -39,6 +39,14 @@ type driveResult struct {
 // returns the sims' bill once everything is gone.
 func driveJobs(t *testing.T, req fleet.Requirements, jobs []workJob, pol fleet.Policy) driveResult {
 	t.Helper()
+	return driveJobsTail(t, req, jobs, pol, false)
+}
+
+// driveJobsTail is driveJobs; with tail, the fleet is not deleted when the
+// last job ends (an orchestrator does not know it was the last): the
+// Manager's idle rules release every node, then the fleet is deleted.
+func driveJobsTail(t *testing.T, req fleet.Requirements, jobs []workJob, pol fleet.Policy, tail bool) driveResult {
+	t.Helper()
 	var res driveResult
 	synctest.Test(t, func(t *testing.T) {
 		e := newEnv(t, pol)
@@ -63,6 +71,9 @@ func driveJobs(t *testing.T, req fleet.Requirements, jobs []workJob, pol fleet.P
 		wg.Wait()
 		close(stop)
 		<-dispatched
+		for deadline := time.Now().Add(24 * time.Hour); tail && e.liveServers() > 0; time.Sleep(time.Minute) {
+			require.True(t, time.Now().Before(deadline), "idle nodes not released")
+		}
 		require.NoError(t, e.m.Delete(t.Context(), "w"))
 		for deadline := time.Now().Add(10 * time.Hour); len(e.m.Fleets()) > 0; time.Sleep(time.Minute) {
 			require.True(t, time.Now().Before(deadline), "fleet not deleted")

@@ -111,7 +111,8 @@ func (m *Manager) releaseIdle(now time.Time) {
 //     idle minute costs. The re-buy hold (see held and bestRebuy) keeps the
 //     first few idle nodes in Acquire's order for a while past their
 //     minimum, as many and as long as would have cost least on the fleet's
-//     recent jobs, never longer than the minimum (the ski-rental
+//     recent jobs (when that saves at least a minimum), never longer than
+//     the minimum (the ski-rental
 //     break-even); the other idle nodes, and all of them with
 //     Policy.RebuyHoldOff, are released once their minimum and IdleTimeout
 //     have passed.

@@ -61,67 +61,53 @@ func TestReplayRebuyBills(t *testing.T) {
 	assert.Equal(t, 40*time.Minute, replayRebuy(jobs[:1], o, rebuyChoice{1, 15 * time.Minute}, t0.Add(40*time.Minute)), "a hold counted up to now")
 }
 
-// A fleet whose last job came 2 minutes after its node's minimum ended
-// keeps its next idle node past the minimum; without that history, or with
-// RebuyHoldOff, an idle node is released once its minimum and IdleTimeout
-// have passed.
-func TestRebuyHoldLearnsFromTheFleetsJobs(t *testing.T) {
-	for _, off := range []bool{false, true} {
-		synctest.Test(t, func(t *testing.T) {
-			p := newFakeProvider("hotaisle", vmOffer("hotaisle", 2.99, 30*time.Minute))
-			m, _ := newTestManager(t, Config{Providers: []Provider{p}, Policy: Policy{RebuyHoldOff: off}})
-			spec := Spec{Name: "f", Nodes: 1, IdleTimeout: time.Minute}
-			job := func() Instance {
-				require.NoError(t, m.Apply(t.Context(), spec))
-				for range 60 {
-					if _, err := m.Acquire(t.Context(), "f"); err == nil {
-						break
-					}
-					passes(t, m, 10*time.Second)
-				}
-				inst := m.Instances("f")[len(m.Instances("f"))-1]
-				require.NoError(t, m.Reconcile(t.Context()))
-				require.Equal(t, StatusBusy, m.Instances("f")[len(m.Instances("f"))-1].Status)
-				passes(t, m, 5*time.Minute)
-				require.NoError(t, m.MarkIdle(inst.ID))
-				return inst
-			}
-			first := job()
-			passes(t, m, time.Until(first.Created.Add(30*time.Minute)))
-			require.Zero(t, p.live(), "no jobs to learn from: released at the end of the minimum")
-			passes(t, m, 2*time.Minute)
-			second := job() // it bought a new minimum
-			minEnd := second.Created.Add(30 * time.Minute)
-			passes(t, m, time.Until(minEnd.Add(2*time.Minute)))
-			if off {
-				assert.Zero(t, p.live(), "RebuyHoldOff: released at the end of the minimum")
-				return
-			}
-			assert.Equal(t, 1, p.live(), "held past the minimum: the last job came 2 minutes after one")
-			passes(t, m, 3*time.Minute)
-			assert.Zero(t, p.live(), "released when the hold (an eighth of the minimum) is over")
-		})
-	}
+// Without recorded jobs a fleet holds nothing: an idle per-minute node is
+// released at the end of its minimum.
+func TestNoRebuyHoldWithoutJobs(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := newFakeProvider("hotaisle", vmOffer("hotaisle", 2.99, 30*time.Minute))
+		m, _ := newTestManager(t, Config{Providers: []Provider{p}})
+		require.NoError(t, m.Apply(t.Context(), Spec{Name: "f", Nodes: 1, IdleTimeout: time.Minute}))
+		passes(t, m, time.Minute)
+		require.Equal(t, 1, p.live())
+		created := m.Instances("f")[0].Created
+		passes(t, m, time.Until(created.Add(28*time.Minute)))
+		assert.Equal(t, 1, p.live(), "the minimum is paid anyway")
+		passes(t, m, 2*time.Minute)
+		assert.Zero(t, p.live(), "released at the end of the minimum")
+	})
 }
 
-// The hold keeps as many idle nodes as it says, the first in Acquire's
-// order; the others go once their minimum and IdleTimeout have passed.
+// A fleet whose recent jobs each came a couple of minutes after a node's
+// minimum ended holds one idle node (the first in Acquire's order) for an
+// eighth of the minimum past it; the others go at the end of their minimum,
+// and all of them with RebuyHoldOff.
 func TestRebuyHoldKeepsItsSpares(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		o := vmOffer("hotaisle", 2.99, 30*time.Minute)
-		p := newFakeProvider("hotaisle", o)
-		m, _ := newTestManager(t, Config{Providers: []Provider{p}})
-		require.NoError(t, m.Apply(t.Context(), Spec{Name: "f", Nodes: 3, IdleTimeout: time.Minute}))
-		passes(t, m, time.Minute)
-		require.Equal(t, 3, p.live())
-		m.mu.Lock() // six jobs in the last 3 hours, each 2 minutes after a minimum ended: one spare
-		m.rebuy = map[string]*rebuyLog{"f": {since: map[string]time.Time{}, chosen: -1,
-			done: jobsEvery(time.Now().Add(-3*time.Hour+time.Minute), 6, 1, 32*time.Minute, 5*time.Minute)}}
-		m.mu.Unlock()
-		created := m.Instances("f")[0].Created
-		passes(t, m, time.Until(created.Add(32*time.Minute)))
-		assert.Equal(t, 1, p.live(), "one spare held past the minimum")
-		passes(t, m, 3*time.Minute)
-		assert.Zero(t, p.live(), "the spare goes when its hold is over")
-	})
+	for _, off := range []bool{false, true} {
+		synctest.Test(t, func(t *testing.T) {
+			o := vmOffer("hotaisle", 2.99, 30*time.Minute)
+			p := newFakeProvider("hotaisle", o)
+			m, _ := newTestManager(t, Config{Providers: []Provider{p}, Policy: Policy{RebuyHoldOff: off}})
+			require.NoError(t, m.Apply(t.Context(), Spec{Name: "f", Nodes: 3, IdleTimeout: time.Minute}))
+			passes(t, m, 5*time.Minute)
+			require.Equal(t, 3, p.live())
+			inst, err := m.Acquire(t.Context(), "f")
+			require.NoError(t, err)
+			require.NoError(t, m.Reconcile(t.Context()))
+			m.mu.Lock() // six jobs in the last 3 hours, 32 minutes apart
+			m.rebuy["f"].done = jobsEvery(time.Now().Add(-3*time.Hour+time.Minute), 6, 1, 32*time.Minute, 5*time.Minute)
+			m.mu.Unlock()
+			passes(t, m, 5*time.Minute)
+			require.NoError(t, m.MarkIdle(inst.ID))
+			created := m.Instances("f")[0].Created
+			passes(t, m, time.Until(created.Add(32*time.Minute)))
+			if off {
+				assert.Zero(t, p.live(), "RebuyHoldOff: all released at the end of their minimum")
+				return
+			}
+			assert.Equal(t, 1, p.live(), "one spare held past the minimum")
+			passes(t, m, 3*time.Minute)
+			assert.Zero(t, p.live(), "the spare goes when its hold is over")
+		})
+	}
 }

@@ -267,8 +267,10 @@ type Policy struct {
 	// minutes, as the choice that would have cost least on the fleet's jobs
 	// of the last three hours (or two minimums when longer): those jobs are
 	// replayed under each choice, each taking an idle instance in Acquire's
-	// order or a new one. The instances kept are the first idle ones in
-	// Acquire's order. A fleet with no recorded jobs keeps none. A kept
+	// order or a new one; a hold is chosen only when it would have saved at
+	// least one minimum reservation over none. The instances kept are the
+	// first idle ones in Acquire's order. A fleet with no recorded jobs keeps
+	// none. A kept
 	// instance idles at most the minimum past it, so an idle period held h
 	// costs at most (h + minimum) / h times the least possible for it (twice
 	// with h equal to the minimum, the ski-rental break-even); the hold is
