@@ -3,6 +3,7 @@ package fleet_test
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -44,17 +45,10 @@ type costRun struct {
 
 // playCost drives trace on kind k through the Manager on the sims and
 // computes the optimum and the replays of the same trace.
-func playCost(t *testing.T, k costKind, trace costopt.Trace, pol fleet.Policy, tail bool) costRun {
+func playCost(t *testing.T, k costKind, trace costopt.Trace, o driveOpts) costRun {
 	t.Helper()
-	jobs := make([]workJob, len(trace.Jobs))
-	for i, j := range trace.Jobs {
-		jobs[i] = workJob{Arrive: j.Arrive, Duration: j.Duration}
-	}
-	res := driveJobsTail(t, k.req, jobs, pol, tail)
-	run := costRun{waits: res.Waits, plan: fleetPlan(trace, res, k.b)}
-	for _, d := range res.Billed {
-		run.fleet += int64((d + k.b.Unit - 1) / k.b.Unit)
-	}
+	res := driveWith(t, k.req, workJobs(trace), o)
+	run := costRun{waits: res.Waits, plan: fleetPlan(trace, res, k.b), fleet: billedUnits(res, k.b)}
 	require.Equal(t, run.fleet, run.plan.Units(), "the plan rebuilt from the ledgers bills as the ledgers")
 	opt, err := costopt.Optimum(trace, k.b)
 	require.NoError(t, err)
@@ -64,6 +58,36 @@ func playCost(t *testing.T, k costKind, trace costopt.Trace, pol fleet.Policy, t
 	run.opt, run.optPlan, run.dstack, run.dsWaits = opt.Units(), opt.Plan, ds.Units(), ds.Waits
 	run.best = hindsightBest(t, trace, k.b)
 	return run
+}
+
+func workJobs(trace costopt.Trace) []workJob {
+	jobs := make([]workJob, len(trace.Jobs))
+	for i, j := range trace.Jobs {
+		jobs[i] = workJob{Arrive: j.Arrive, Duration: j.Duration}
+	}
+	return jobs
+}
+
+func billedUnits(res driveResult, b costopt.Billing) int64 {
+	var n int64
+	for _, d := range res.Billed {
+		n += int64((d + b.Unit - 1) / b.Unit)
+	}
+	return n
+}
+
+// sweepHolds plays trace once per re-buy hold the Manager chooses from
+// (fixed for the whole trace) and returns the billed units of each.
+func sweepHolds(t *testing.T, k costKind, trace costopt.Trace) []int64 {
+	spares, holds := fleet.RebuyChoices(k.b.Minimum)
+	out := make([]int64, len(spares))
+	for i := range spares {
+		res := driveWith(t, k.req, workJobs(trace), driveOpts{setup: func(m *fleet.Manager) {
+			fleet.FixRebuyHold(m, "w", spares[i], holds[i])
+		}})
+		out[i] = billedUnits(res, k.b)
+	}
+	return out
 }
 
 // hindsightTimeouts are the idle timeouts of the keep-paid family.
@@ -150,7 +174,7 @@ func TestReleaseCostAgainstTheOptimum(t *testing.T) {
 			for seed := range uint64(3) {
 				trace, err := costopt.Generate(costopt.DefaultWorkload(), seed+1)
 				require.NoError(t, err)
-				r := playCost(t, k, trace, fleet.Policy{}, false)
+				r := playCost(t, k, trace, driveOpts{})
 				assert.GreaterOrEqual(t, r.fleet, r.opt, "nothing beats the optimum without making jobs wait")
 				c.add(r)
 			}
@@ -179,19 +203,30 @@ func TestReleaseCostFull(t *testing.T) {
 	if seeds <= 0 {
 		t.Skip("set GPUFLEET_COST_SEEDS to run the full cost comparison")
 	}
-	pol := fleet.Policy{RebuyHoldOff: os.Getenv("GPUFLEET_COST_HOLDOFF") != ""}
-	tail := os.Getenv("GPUFLEET_COST_TAIL") != ""
-	only := os.Getenv("GPUFLEET_COST_KINDS")
-	rows := []string{costHeader}
+	o := driveOpts{pol: fleet.Policy{RebuyHoldOff: os.Getenv("GPUFLEET_COST_HOLDOFF") != ""}, tail: os.Getenv("GPUFLEET_COST_TAIL") != ""}
+	only, sweep := os.Getenv("GPUFLEET_COST_KINDS"), os.Getenv("GPUFLEET_COST_SWEEP") != ""
+	rows, sweeps := []string{costHeader}, []string{}
 	for _, k := range costKinds() {
 		if only != "" && !strings.Contains(k.b.Name, only) {
 			continue
 		}
 		var c costTotals
+		var perTrace, opt int64
+		var fixed []int64
 		for seed := range seeds {
 			trace, err := costopt.Generate(costopt.DefaultWorkload(), uint64(seed+1))
 			require.NoError(t, err)
-			r := playCost(t, k, trace, pol, tail)
+			r := playCost(t, k, trace, o)
+			if sweep && k.b.Unit < time.Hour {
+				units := sweepHolds(t, k, trace)
+				perTrace, opt = perTrace+slices.Min(units), opt+r.opt
+				if fixed == nil {
+					fixed = make([]int64, len(units))
+				}
+				for i, u := range units {
+					fixed[i] += u
+				}
+			}
 			t.Logf("%s seed %d: gpufleet/optimum %.3f, dstack/gpufleet %.3f, best in hindsight/optimum %.3f", k.b.Name, seed+1,
 				ratio(r.fleet, r.opt), ratio(r.dstack, r.fleet), ratio(r.best, r.opt))
 			if os.Getenv("GPUFLEET_COST_DUMP") != "" {
@@ -201,6 +236,10 @@ func TestReleaseCostFull(t *testing.T) {
 			c.add(r)
 		}
 		rows = append(rows, c.row(k.b.Name))
+		if len(fixed) > 0 {
+			sweeps = append(sweeps, fmt.Sprintf("%s: best hold per trace in hindsight %.3f; best one hold for all traces %.3f",
+				k.b.Name, ratio(perTrace, opt), ratio(slices.Min(fixed), opt)))
+		}
 	}
-	t.Logf("%d seeds:\n%s", seeds, strings.Join(rows, "\n"))
+	t.Logf("%d seeds:\n%s\n%s", seeds, strings.Join(rows, "\n"), strings.Join(sweeps, "\n"))
 }

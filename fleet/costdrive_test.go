@@ -39,14 +39,22 @@ type driveResult struct {
 // returns the sims' bill once everything is gone.
 func driveJobs(t *testing.T, req fleet.Requirements, jobs []workJob, pol fleet.Policy) driveResult {
 	t.Helper()
-	return driveJobsTail(t, req, jobs, pol, false)
+	return driveWith(t, req, jobs, driveOpts{pol: pol})
 }
 
-// driveJobsTail is driveJobs; with tail, the fleet is not deleted when the
+// driveOpts vary driveJobs: with tail, the fleet is not deleted when the
 // last job ends (an orchestrator does not know it was the last): the
-// Manager's idle rules release every node, then the fleet is deleted.
-func driveJobsTail(t *testing.T, req fleet.Requirements, jobs []workJob, pol fleet.Policy, tail bool) driveResult {
+// Manager's idle rules release every node, then the fleet is deleted; setup
+// runs on the Manager once the fleet is applied.
+type driveOpts struct {
+	pol   fleet.Policy
+	tail  bool
+	setup func(*fleet.Manager)
+}
+
+func driveWith(t *testing.T, req fleet.Requirements, jobs []workJob, o driveOpts) driveResult {
 	t.Helper()
+	pol, tail := o.pol, o.tail
 	var res driveResult
 	synctest.Test(t, func(t *testing.T) {
 		e := newEnv(t, pol)
@@ -59,6 +67,9 @@ func driveJobsTail(t *testing.T, req fleet.Requirements, jobs []workJob, pol fle
 		go func() { done <- e.m.Run(ctx) }()
 		d := newDriver(e.m, len(jobs))
 		require.NoError(t, e.m.Apply(t.Context(), fleet.Spec{Name: "w", Nodes: 0, IdleTimeout: time.Minute, Requirements: req}))
+		if o.setup != nil {
+			o.setup(e.m)
+		}
 		start := time.Now()
 		stop := make(chan struct{})
 		dispatched := make(chan struct{})

@@ -16,8 +16,9 @@ type rebuyLog struct {
 	since   map[string]time.Time // request id → busy since (ongoing)
 	version int                  // bumped on every change
 	choice  rebuyChoice
-	chosen  int       // version the choice was made at
-	at      time.Time // when it was made
+	chosen  int          // version the choice was made at
+	at      time.Time    // when it was made
+	fixed   *rebuyChoice // set by tests: the choice, whatever the jobs
 }
 
 // noteBusy records a node of a per-minute offer with a minimum reservation
@@ -64,6 +65,9 @@ func (m *Manager) rebuyHold(fleet string, o Offer, now time.Time) rebuyChoice {
 	l := m.rebuy[fleet]
 	if l == nil {
 		return rebuyChoice{}
+	}
+	if l.fixed != nil {
+		return *l.fixed
 	}
 	if l.chosen == l.version && now.Sub(l.at) < 10*time.Minute {
 		return l.choice
