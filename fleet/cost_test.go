@@ -196,14 +196,19 @@ func TestReleaseCostAgainstTheOptimum(t *testing.T) {
 // table of BENCHMARKS.md. GPUFLEET_COST_TAIL=1 keeps the fleet after the
 // last job (the Manager's idle rules release every node; an orchestrator
 // does not know the last job was the last); GPUFLEET_COST_HOLDOFF=1 sets
-// Policy.RebuyHoldOff; GPUFLEET_COST_KINDS picks kinds by name;
-// GPUFLEET_COST_DUMP=1 logs every plan.
+// Policy.RebuyHoldOff; GPUFLEET_COST_MARGIN sets Policy.HourlyReleaseMargin
+// (a duration); GPUFLEET_COST_SWEEP=1 also plays every re-buy hold the
+// Manager chooses from on the Hot Aisle kinds; GPUFLEET_COST_KINDS picks
+// kinds by name; GPUFLEET_COST_DUMP=1 logs every plan.
 func TestReleaseCostFull(t *testing.T) {
 	seeds, _ := strconv.Atoi(os.Getenv("GPUFLEET_COST_SEEDS"))
 	if seeds <= 0 {
 		t.Skip("set GPUFLEET_COST_SEEDS to run the full cost comparison")
 	}
 	o := driveOpts{pol: fleet.Policy{RebuyHoldOff: os.Getenv("GPUFLEET_COST_HOLDOFF") != ""}, tail: os.Getenv("GPUFLEET_COST_TAIL") != ""}
+	if d, err := time.ParseDuration(os.Getenv("GPUFLEET_COST_MARGIN")); err == nil {
+		o.pol.HourlyReleaseMargin = d
+	}
 	only, sweep := os.Getenv("GPUFLEET_COST_KINDS"), os.Getenv("GPUFLEET_COST_SWEEP") != ""
 	rows, sweeps := []string{costHeader}, []string{}
 	for _, k := range costKinds() {
