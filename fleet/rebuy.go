@@ -79,7 +79,12 @@ func (m *Manager) rebuyHold(fleet string, o Offer, now time.Time) rebuyChoice {
 			jobs = append(jobs, p)
 		}
 	}
-	for _, at := range l.since {
+	for id, at := range l.since {
+		if r := m.insts[id]; r == nil || !r.Busy {
+			delete(l.since, id) // released or gone while busy: no MarkIdle will come
+			l.version++
+			continue
+		}
 		if at.After(from) {
 			jobs = append(jobs, busyPeriod{start: at, used: now.Sub(at)})
 		}
@@ -102,9 +107,17 @@ func (m *Manager) held(now time.Time) (map[*InstanceRecord]bool, map[string]time
 		}
 		idle[r.Instance.Fleet] = append(idle[r.Instance.Fleet], r)
 	}
+	for fleet := range m.rebuy {
+		if _, ok := m.fleets[fleet]; !ok {
+			delete(m.rebuy, fleet) // deleted: its jobs no longer matter
+		}
+	}
 	keep, hold := map[*InstanceRecord]bool{}, map[string]time.Duration{}
 	for fleet, rs := range idle {
 		c := m.rebuyHold(fleet, rs[0].Instance.Offer, now)
+		if c.spares == 0 {
+			continue
+		}
 		hold[fleet] = c.hold
 		slices.SortFunc(rs, func(a, b *InstanceRecord) int {
 			if x := m.paidUntil(b, now).Compare(m.paidUntil(a, now)); x != 0 {

@@ -111,3 +111,31 @@ func TestRebuyHoldKeepsItsSpares(t *testing.T) {
 		})
 	}
 }
+
+// A node released while busy leaves no job running forever in the log, and
+// a deleted fleet's log goes.
+func TestRebuyLogForgetsWhatIsGone(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := newFakeProvider("hotaisle", vmOffer("hotaisle", 2.99, 30*time.Minute))
+		m, _ := newTestManager(t, Config{Providers: []Provider{p}})
+		require.NoError(t, m.Apply(t.Context(), Spec{Name: "f", Nodes: 2, IdleTimeout: time.Minute}))
+		passes(t, m, 5*time.Minute)
+		inst, err := m.Acquire(t.Context(), "f")
+		require.NoError(t, err)
+		require.NoError(t, m.Reconcile(t.Context()))
+		m.mu.Lock()
+		require.Len(t, m.rebuy["f"].since, 1, "one job running")
+		m.mu.Unlock()
+		_, err = m.Release(t.Context(), inst.ID, WithReleasePolicy(ReleaseNow))
+		require.NoError(t, err)
+		passes(t, m, 11*time.Minute) // the idle node asks for a new choice
+		m.mu.Lock()
+		assert.Empty(t, m.rebuy["f"].since, "released while busy: no longer running")
+		m.mu.Unlock()
+		require.NoError(t, m.Delete(t.Context(), "f"))
+		passes(t, m, 40*time.Minute)
+		m.mu.Lock()
+		assert.NotContains(t, m.rebuy, "f", "the fleet is gone")
+		m.mu.Unlock()
+	})
+}

@@ -269,14 +269,15 @@ type Policy struct {
 	// replayed under each choice, each taking an idle instance in Acquire's
 	// order or a new one; a hold is chosen only when it would have saved at
 	// least one minimum reservation over none. The instances kept are the
-	// first idle ones in Acquire's order. A fleet with no recorded jobs keeps
-	// none. A kept
-	// instance idles at most the minimum past it, so an idle period held h
-	// costs at most (h + minimum) / h times the least possible for it (twice
-	// with h equal to the minimum, the ski-rental break-even); the hold is
-	// a bet on the recent past, not a guarantee. Jobs are counted from
-	// Acquire, MarkBusy and MarkIdle. With RebuyHoldOff, IdleTimeout alone
-	// decides once the minimum is paid.
+	// first idle ones in Acquire's order. A fleet with no recorded jobs
+	// keeps none. Jobs are counted from Acquire, MarkBusy and MarkIdle since
+	// the Manager started (they are not stored). A kept instance idles at
+	// most the hold h past its minimum, so an idle period costs at most h
+	// plus a new minimum: for a short job at most (h + minimum) / h times the
+	// least possible for that period (twice when h is the whole minimum, the
+	// ski-rental break-even). The hold is a bet on the recent past, not a
+	// guarantee. With RebuyHoldOff, IdleTimeout alone decides once the
+	// minimum is paid.
 	RebuyHoldOff bool
 	// LeaseTTL is how long a replica's lease on a fleet lasts without
 	// renewal (30 s; renewed every third of it): a replica that dies is
