@@ -35,9 +35,9 @@ type busyPeriod struct {
 // bestRebuy replays the fleet's recent jobs under each candidate hold and
 // returns the one that would have cost least (fewest billed minutes; ties to
 // the smaller hold), or no hold unless the best would have saved at least
-// one minimum reservation (a replacement) over none. The replay: each job takes an idle node in Acquire's
-// order (most paid time left, then oldest) or a new one created its boot time
-// before; an idle node past its minimum is kept while it is among the first
+// one minimum reservation (a replacement) over none. The replay: each job
+// takes an idle node in Acquire's order (most paid time left, then oldest)
+// or a new one created its boot time before; an idle node past its minimum is kept while it is among the first
 // spares idle nodes in that order and its hold lasts, and released otherwise.
 func bestRebuy(jobs []busyPeriod, o Offer, now time.Time) rebuyChoice {
 	none := replayRebuy(jobs, o, rebuyChoice{}, now)
