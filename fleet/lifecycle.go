@@ -112,10 +112,9 @@ func (m *Manager) releaseIdle(now time.Time) {
 //     first few idle nodes in Acquire's order for a while past their
 //     minimum, as many and as long as would have cost least on the fleet's
 //     recent jobs (when that saves at least a minimum), never longer than
-//     the minimum (the ski-rental
-//     break-even); the other idle nodes, and all of them with
-//     Policy.RebuyHoldOff, are released once their minimum and IdleTimeout
-//     have passed.
+//     the minimum (the ski-rental break-even); the other idle nodes, and
+//     all of them with Policy.RebuyHoldOff, are released once their minimum
+//     and IdleTimeout have passed.
 //
 // m.mu held.
 func (m *Manager) idleReleaseAt(r *InstanceRecord, idleTimeout time.Duration, spare bool, hold time.Duration, now time.Time) time.Time {
