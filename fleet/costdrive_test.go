@@ -25,15 +25,36 @@ type driveResult struct {
 	BillUSD float64
 	Billed  []time.Duration // per machine, after the clouds' rounding and minimums
 	Waits   []time.Duration // per job, in trace order
+	// Machines are the sims' charges as spans from the start of the trace,
+	// keyed by resource ID; Runs say which machine ran each job (trace order).
+	Machines map[string][2]time.Duration
+	Runs     []string
 }
 
-// driveJobs plays an orchestrator on gpufleet over both sims: at each
-// arrival it takes the best idle node with Acquire, or grows the fleet by
-// one and waits for a node; a finished job gives its node back with
-// MarkIdle. The fleet has an IdleTimeout, so idle nodes are released by the
-// Manager's cost rules. It returns the sims' bill once everything is gone.
+// driveJobs plays an orchestrator on gpufleet over both sims: jobs queue in
+// arrival order; the head of the queue takes the best idle node with
+// Acquire, or the fleet grows to one node per job running or waiting; a
+// finished job gives its node back with MarkIdle. The fleet has an
+// IdleTimeout, so idle nodes are released by the Manager's cost rules. It
+// returns the sims' bill once everything is gone.
 func driveJobs(t *testing.T, req fleet.Requirements, jobs []workJob, pol fleet.Policy) driveResult {
 	t.Helper()
+	return driveWith(t, req, jobs, driveOpts{pol: pol})
+}
+
+// driveOpts vary driveJobs: with tail, the fleet is not deleted when the
+// last job ends (an orchestrator does not know it was the last): the
+// Manager's idle rules release every node, then the fleet is deleted; setup
+// runs on the Manager once the fleet is applied.
+type driveOpts struct {
+	pol   fleet.Policy
+	tail  bool
+	setup func(*fleet.Manager)
+}
+
+func driveWith(t *testing.T, req fleet.Requirements, jobs []workJob, o driveOpts) driveResult {
+	t.Helper()
+	pol, tail := o.pol, o.tail
 	var res driveResult
 	synctest.Test(t, func(t *testing.T) {
 		e := newEnv(t, pol)
@@ -44,15 +65,26 @@ func driveJobs(t *testing.T, req fleet.Requirements, jobs []workJob, pol fleet.P
 		ctx, cancel := context.WithCancel(t.Context())
 		done := make(chan error, 1)
 		go func() { done <- e.m.Run(ctx) }()
-		d := &driver{m: e.m, req: req, waits: make([]time.Duration, len(jobs)), grows: make(chan struct{}, 1)}
+		d := newDriver(e.m, len(jobs))
 		require.NoError(t, e.m.Apply(t.Context(), fleet.Spec{Name: "w", Nodes: 0, IdleTimeout: time.Minute, Requirements: req}))
+		if o.setup != nil {
+			o.setup(e.m)
+		}
 		start := time.Now()
+		stop := make(chan struct{})
+		dispatched := make(chan struct{})
+		go func() { defer close(dispatched); d.dispatch(t, stop) }()
 		var wg sync.WaitGroup
 		for i, j := range jobs {
 			time.Sleep(time.Until(start.Add(j.Arrive)))
 			wg.Go(func() { d.run(t, i, j) })
 		}
 		wg.Wait()
+		close(stop)
+		<-dispatched
+		for deadline := time.Now().Add(24 * time.Hour); tail && e.liveServers() > 0; time.Sleep(time.Minute) {
+			require.True(t, time.Now().Before(deadline), "idle nodes not released")
+		}
 		require.NoError(t, e.m.Delete(t.Context(), "w"))
 		for deadline := time.Now().Add(10 * time.Hour); len(e.m.Fleets()) > 0; time.Sleep(time.Minute) {
 			require.True(t, time.Now().Before(deadline), "fleet not deleted")
@@ -61,62 +93,112 @@ func driveJobs(t *testing.T, req fleet.Requirements, jobs []workJob, pol fleet.P
 		cancel()
 		<-done
 		e.assertNothingLeft()
-		res = driveResult{Waits: d.waits}
+		res = driveResult{Waits: d.waits, Runs: d.runs, Machines: map[string][2]time.Duration{}}
 		for _, c := range append(e.vultr.Ledger().Charges, e.hot.Ledger().Charges...) {
 			res.BillUSD += c.USD
 			res.Billed = append(res.Billed, c.Billed)
+			res.Machines[c.ResourceID] = [2]time.Duration{c.From.Sub(start), c.To.Sub(start)}
 		}
 	})
 	return res
 }
 
-// driver is the orchestrator of driveJobs.
+// driver is the orchestrator of driveJobs: a queue of waiting jobs served
+// in arrival order by one dispatcher.
 type driver struct {
 	m       *fleet.Manager
-	req     fleet.Requirements
-	mu      sync.Mutex    // guards waits, running, waiting
-	grows   chan struct{} // one grow at a time (a channel: a wait on it is durable in a synctest bubble)
+	wake    chan struct{} // a job arrived or ended
+	mu      sync.Mutex    // guards the fields below
+	queue   []int         // jobs waiting, in arrival order
+	give    []chan fleet.Instance
 	waits   []time.Duration
-	running int // jobs on a node
-	waiting int // jobs waiting for one
+	runs    []string // instance ID per job
+	running int      // jobs on a node
 }
 
-// run serves job i: it waits for a node, runs, and gives the node back.
+func newDriver(m *fleet.Manager, n int) *driver {
+	d := &driver{m: m, wake: make(chan struct{}, 1), give: make([]chan fleet.Instance, n),
+		waits: make([]time.Duration, n), runs: make([]string, n)}
+	for i := range d.give {
+		d.give[i] = make(chan fleet.Instance, 1)
+	}
+	return d
+}
+
+// run serves job i: it queues for a node, runs, and gives the node back.
 func (d *driver) run(t *testing.T, i int, j workJob) {
 	arrived := time.Now()
-	d.count(0, 1)
-	for {
-		inst, err := d.m.Acquire(t.Context(), "w")
-		if err == nil {
-			d.mu.Lock()
-			d.waits[i] = time.Since(arrived)
-			d.mu.Unlock()
-			d.count(1, -1)
-			time.Sleep(j.Duration)
-			require.NoError(t, d.m.MarkIdle(inst.ID))
-			d.count(-1, 0)
-			return
-		}
-		require.ErrorIs(t, err, fleet.ErrNoIdle)
-		d.grow(t)
-		time.Sleep(10 * time.Second)
+	d.mu.Lock()
+	d.queue = append(d.queue, i)
+	d.mu.Unlock()
+	d.poke()
+	inst := <-d.give[i]
+	d.mu.Lock()
+	d.waits[i], d.runs[i] = time.Since(arrived), inst.ID
+	d.mu.Unlock()
+	time.Sleep(j.Duration)
+	require.NoError(t, d.m.MarkIdle(inst.ID))
+	d.mu.Lock()
+	d.running--
+	d.mu.Unlock()
+	d.poke()
+}
+
+func (d *driver) poke() {
+	select {
+	case d.wake <- struct{}{}:
+	default:
 	}
 }
 
-func (d *driver) count(running, waiting int) {
-	d.mu.Lock()
-	d.running += running
-	d.waiting += waiting
-	d.mu.Unlock()
+// dispatch hands idle nodes to the queue's head until stop, looking again
+// whenever a job arrives or ends, and every 10 s while jobs wait.
+func (d *driver) dispatch(t *testing.T, stop <-chan struct{}) {
+	for {
+		var tick <-chan time.Time
+		if d.serve(t) {
+			tick = time.After(10 * time.Second)
+		}
+		select {
+		case <-stop:
+			return
+		case <-d.wake:
+		case <-tick:
+		}
+	}
+}
+
+// serve gives idle nodes to waiting jobs in order; when none is idle it
+// grows the fleet to a node per job running or waiting. It reports whether
+// jobs still wait.
+func (d *driver) serve(t *testing.T) bool {
+	for {
+		d.mu.Lock()
+		waiting := len(d.queue)
+		d.mu.Unlock()
+		if waiting == 0 {
+			return false
+		}
+		inst, err := d.m.Acquire(t.Context(), "w")
+		if errors.Is(err, fleet.ErrNoIdle) {
+			d.grow(t)
+			return true
+		}
+		require.NoError(t, err)
+		d.mu.Lock()
+		i := d.queue[0]
+		d.queue = d.queue[1:]
+		d.running++
+		d.mu.Unlock()
+		d.give[i] <- inst
+	}
 }
 
 // grow asks for a node per job running or waiting, when the fleet has fewer
 // (the Manager lowers Nodes itself when it releases an idle node).
 func (d *driver) grow(t *testing.T) {
-	d.grows <- struct{}{}
-	defer func() { <-d.grows }()
 	d.mu.Lock()
-	want := d.running + d.waiting
+	want := d.running + len(d.queue)
 	d.mu.Unlock()
 	for _, s := range d.m.Fleets() {
 		if s.Name == "w" && s.Nodes < want {

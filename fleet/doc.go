@@ -92,7 +92,13 @@
 // counted from [EventInstanceReady] or the last [Manager.MarkIdle]; the
 // fleet shrinks instead of replacing it, never below [Spec.MinNodes]. A fleet
 // that grows again first takes back instances whose release still waits for
-// its window ([EventReleaseCancelled]).
+// its window ([EventReleaseCancelled]). The release weighs billing units: an
+// hourly instance goes at the last safe moment of the hour it is in, a
+// per-minute one at the end of its minimum reservation, except the few idle
+// instances the re-buy hold keeps a while longer, chosen from the fleet's
+// recent jobs ([Policy.RebuyHoldOff] says how). Orchestrators place jobs with
+// [Manager.Acquire], which hands out the idle instance with the most paid time
+// left.
 //
 // VPCs. A [PlacementCluster] fleet lands on one provider and region, on
 // offers with [Offer.SupportsVPC], through a [VPCProvider] (Vultr). Its VPC

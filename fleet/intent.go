@@ -406,6 +406,7 @@ func (m *Manager) markBusy(reqID string, busy bool, now time.Time) {
 		return
 	}
 	r.Busy = busy
+	m.noteBusy(r, busy, now)
 	m.dirtyI[reqID] = true
 	if busy {
 		m.setStatus(r, StatusBusy, "marked busy", now)

@@ -67,7 +67,7 @@ func (m *Manager) checkDeadlines(now time.Time) {
 // ReservedUntil current. With the ReleaseNow policy an instance idle for
 // IdleTimeout is released at once, whatever it has paid for. m.mu held.
 func (m *Manager) releaseIdle(now time.Time) {
-	spare := m.spares(now)
+	keep, hold := m.held(now)
 	for _, r := range m.insts {
 		if !r.Instance.Status.Active() || r.Instance.Status == StatusTerminating {
 			continue
@@ -86,7 +86,7 @@ func (m *Manager) releaseIdle(now time.Time) {
 			if now.Sub(r.IdleSince) < f.Spec.IdleTimeout {
 				continue
 			}
-		} else if now.Before(m.idleReleaseAt(r, f.Spec.IdleTimeout, spare[f.Spec.Name] == r, now)) {
+		} else if now.Before(m.idleReleaseAt(r, f.Spec.IdleTimeout, keep[r], hold[f.Spec.Name], now)) {
 			continue
 		}
 		f.Spec.Nodes--
@@ -108,16 +108,16 @@ func (m *Manager) releaseIdle(now time.Time) {
 //     hour saves nothing.
 //   - per-minute billing with a minimum (Hot Aisle): not before the minimum
 //     ends (less Policy.MinuteReleaseMargin; paid anyway); after it, each
-//     idle minute costs, so the instance is kept idle at most as long as a
-//     replacement's minimum would cost (the ski-rental break-even: never
-//     more than twice the least possible cost, whatever the future brings),
-//     or IdleTimeout when Policy.RebuyHoldOff is set (or when longer). The
-//     hold keeps one spare per fleet (the node idle most recently, see
-//     spares): after a burst, the other idle nodes are released once their
-//     minimum and IdleTimeout have passed.
+//     idle minute costs. The re-buy hold (see held and bestRebuy) keeps the
+//     first few idle nodes in Acquire's order for a while past their
+//     minimum, as many and as long as would have cost least on the fleet's
+//     recent jobs (when that saves at least a minimum), never longer than
+//     the minimum (the ski-rental break-even); the other idle nodes, and
+//     all of them with Policy.RebuyHoldOff, are released once their minimum
+//     and IdleTimeout have passed.
 //
 // m.mu held.
-func (m *Manager) idleReleaseAt(r *InstanceRecord, idleTimeout time.Duration, spare bool, now time.Time) time.Time {
+func (m *Manager) idleReleaseAt(r *InstanceRecord, idleTimeout time.Duration, spare bool, hold time.Duration, now time.Time) time.Time {
 	o, c := r.Instance.Offer, r.Instance.Created
 	if r.CreatedUnknown || c.IsZero() {
 		return r.IdleSince.Add(idleTimeout)
@@ -130,7 +130,7 @@ func (m *Manager) idleReleaseAt(r *InstanceRecord, idleTimeout time.Duration, sp
 	if m.pol.RebuyHoldOff || !spare {
 		return maxTime(minEnd.Add(-min(m.pol.MinuteReleaseMargin, o.MinimumReservation)), r.IdleSince.Add(idleTimeout))
 	}
-	return maxTime(minEnd, r.IdleSince).Add(max(idleTimeout, o.MinimumReservation))
+	return maxTime(minEnd, r.IdleSince).Add(max(idleTimeout, hold))
 }
 
 // missedDeadline counts a fleet's consecutive deadline misses; after
@@ -235,20 +235,4 @@ func (m *Manager) agentDone(id string, err error, now time.Time) {
 	m.dirtyI[id] = true
 	m.event(Event{Type: EventAgentFailed, Fleet: r.Instance.Fleet, Provider: r.Instance.Provider, InstanceID: r.Instance.ID,
 		Err: err.Error(), At: now.Add(wait), Message: fmt.Sprintf("attempt %d failed; retrying", r.AgentTries)})
-}
-
-// spares picks, per fleet, the idle per-minute instance the re-buy hold
-// keeps: the one idle most recently. m.mu held.
-func (m *Manager) spares(now time.Time) map[string]*InstanceRecord {
-	out := map[string]*InstanceRecord{}
-	for _, r := range m.insts {
-		o := r.Instance.Offer
-		if r.Instance.Status != StatusIdle || r.Busy || r.Termination != nil || o.BillingGranularity >= time.Hour || o.MinimumReservation <= 0 {
-			continue
-		}
-		if cur := out[r.Instance.Fleet]; cur == nil || r.IdleSince.After(cur.IdleSince) {
-			out[r.Instance.Fleet] = r
-		}
-	}
-	return out
 }

@@ -187,6 +187,7 @@ type Manager struct {
 	lastRefusal    map[string]string    // fleet → the last create refusal
 	acquired       map[string]bool      // request ids handed out by Acquire whose busy intent the loop has not taken yet
 	answered       map[string]time.Time // request id → when its create answered
+	rebuy          map[string]*rebuyLog // fleet → recent demand, which sizes the re-buy hold (rebuy.go)
 
 	evMu      sync.Mutex // guards pending
 	deliverMu sync.Mutex // one delivering goroutine at a time

@@ -299,22 +299,6 @@ func TestManagerCreateSurvivesACancelledCaller(t *testing.T) {
 	})
 }
 
-// By default an idle per-minute instance whose minimum ended is kept as
-// long as a replacement's minimum would cost, then released.
-func TestIdleInstanceKeptForTheRebuyBreakEven(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		p := newFakeProvider("hotaisle", vmOffer("hotaisle", 2.99, time.Hour))
-		m, _ := newTestManager(t, Config{Providers: []Provider{p}})
-		require.NoError(t, m.Apply(t.Context(), Spec{Name: "f", Nodes: 1, IdleTimeout: 5 * time.Minute}))
-		passes(t, m, 5*time.Minute)
-		created := m.Instances("f")[0].Created
-		passes(t, m, time.Until(created.Add(2*time.Hour))-10*time.Second)
-		assert.Equal(t, 1, p.live(), "kept: another minimum would cost as much as keeping it this long")
-		passes(t, m, time.Minute)
-		assert.Zero(t, p.live(), "released at the break-even")
-	})
-}
-
 // An hourly instance idle after its hour's safe point is released at once,
 // never carried into the next hour by an idle timer that started late; one
 // idle earlier waits for the safe point (the hour is paid anyway).
@@ -384,22 +368,5 @@ func TestAcquirePicksTheMostPaidTimeLeftAndNeverTwice(t *testing.T) {
 		assert.Equal(t, newer.ID, best.ID, "the newer one has more of its paid hour left")
 		_, err = m.Acquire(t.Context(), "nope")
 		assert.ErrorIs(t, err, ErrNotFound)
-	})
-}
-
-// The re-buy hold keeps one spare per fleet: after a burst, the other idle
-// nodes are released once their minimum and IdleTimeout have passed.
-func TestRebuyHoldKeepsOneSpare(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		p := newFakeProvider("hotaisle", vmOffer("hotaisle", 2.99, time.Hour))
-		m, _ := newTestManager(t, Config{Providers: []Provider{p}})
-		require.NoError(t, m.Apply(t.Context(), Spec{Name: "f", Nodes: 3, IdleTimeout: 5 * time.Minute}))
-		passes(t, m, 5*time.Minute)
-		require.Equal(t, 3, p.live())
-		created := m.Instances("f")[0].Created
-		passes(t, m, time.Until(created.Add(time.Hour+10*time.Minute)))
-		assert.Equal(t, 1, p.live(), "past the minimum and IdleTimeout: all but one spare released")
-		passes(t, m, time.Until(created.Add(2*time.Hour+time.Minute)))
-		assert.Zero(t, p.live(), "the spare goes at the break-even")
 	})
 }

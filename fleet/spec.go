@@ -257,11 +257,27 @@ type Policy struct {
 	// replace the instance, each failure restarting the agent first.
 	AgentCheckInterval time.Duration
 	AgentCheckFailures int
-	// RebuyHoldOff turns off the re-buy hold: by default an idle instance
-	// whose minimum reservation has ended (Hot Aisle) is kept idle as long as
-	// a replacement's minimum would cost, since a job arriving meanwhile
-	// would otherwise buy a whole new minimum; with it, IdleTimeout alone
-	// decides once the minimum is paid.
+	// RebuyHoldOff turns off the re-buy hold. By default, for offers billed
+	// per minute with a minimum reservation (Hot Aisle), a fleet keeps some
+	// idle instances for a while after their minimum has ended, since a job
+	// arriving meanwhile would otherwise buy a whole new minimum (30 minutes
+	// for virtual machines, 8 hours for bare metal). How many (0, 1, 2, 3, 5
+	// or 8) and how long (an eighth, a quarter, a half or the whole of the
+	// minimum) is chosen, when a job starts or ends and at least every ten
+	// minutes, as the choice that would have cost least on the fleet's jobs
+	// of the last three hours (or two minimums when longer): those jobs are
+	// replayed under each choice, each taking an idle instance in Acquire's
+	// order or a new one; a hold is chosen only when it would have saved at
+	// least one minimum reservation over none. The instances kept are the
+	// first idle ones in Acquire's order. A fleet with no recorded jobs
+	// keeps none. Jobs are counted from Acquire, MarkBusy and MarkIdle since
+	// the Manager started (they are not stored). A kept instance idles at
+	// most the hold h past its minimum, so an idle period costs at most h
+	// plus a new minimum: for a short job at most (h + minimum) / h times the
+	// least possible for that period (twice when h is the whole minimum, the
+	// ski-rental break-even). The hold is a bet on the recent past, not a
+	// guarantee. With RebuyHoldOff, IdleTimeout alone decides once the
+	// minimum is paid.
 	RebuyHoldOff bool
 	// LeaseTTL is how long a replica's lease on a fleet lasts without
 	// renewal (30 s; renewed every third of it): a replica that dies is

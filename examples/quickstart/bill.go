@@ -40,6 +40,9 @@ type charge struct {
 	billed             time.Duration // time charged, after rounding and minimums
 	usd, least         float64
 	live               bool // still billing when the report was made
+	created            time.Time
+	rate               float64       // USD per hour
+	minimum            time.Duration // the offer's minimum reservation
 }
 
 // simCharges reads the fakes' ledgers and sets each charge beside its least
@@ -58,7 +61,8 @@ func (d *driver) simCharges() []charge {
 			}
 			req, _ := d.w.meter.link(c.ResourceID)
 			out = append(out, charge{provider: side.provider, id: c.ResourceID, request: req, plan: c.Plan, billed: c.Billed, usd: c.USD,
-				least: leastUSD(side.provider, c.RateUSD, c.From, d.workEndOf(c.ResourceID, c.From), minimum), live: c.Live})
+				least: leastUSD(side.provider, c.RateUSD, c.From, d.workEndOf(c.ResourceID, c.From), minimum), live: c.Live,
+				created: c.From, rate: c.RateUSD, minimum: minimum})
 		}
 	}
 	return out
@@ -84,7 +88,8 @@ func (d *driver) estimatedCharges() []charge {
 		o := i.Offer
 		billed, usd := billedUSD(i.Provider, o.PricePerHour, i.Created, end, o.MinimumReservation)
 		out = append(out, charge{provider: i.Provider, id: i.ID, request: i.RequestID, plan: o.InstanceType, billed: billed, usd: usd,
-			least: leastUSD(i.Provider, o.PricePerHour, i.Created, d.workEndOf(i.ID, i.Created), o.MinimumReservation), live: live})
+			least: leastUSD(i.Provider, o.PricePerHour, i.Created, d.workEndOf(i.ID, i.Created), o.MinimumReservation), live: live,
+			created: i.Created, rate: o.PricePerHour, minimum: o.MinimumReservation})
 	}
 	return out
 }

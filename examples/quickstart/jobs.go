@@ -36,10 +36,14 @@ func (d *driver) runJob(ctx context.Context, j job) {
 		}
 		return
 	}
+	began := d.w.clock.Now()
 	for _, id := range ids {
 		if err := d.m.MarkBusy(id); err != nil {
 			d.fail("fleet %s: %v", name, err)
 		}
+		d.mu.Lock()
+		d.workStart[id] = began
+		d.mu.Unlock()
 	}
 	_ = d.w.clock.Sleep(ctx, j.work) // cut short by Ctrl+C
 	now := d.w.clock.Now()

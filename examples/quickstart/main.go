@@ -10,8 +10,10 @@
 // Aisle MI300X VM fleet (and Hot Aisle bare metal with -bare-metal), the
 // agent started over SSH on every node, some simulated work, release by
 // policy, the fleets deleted. It shows the instances live, then a report:
-// API calls, faults met, the bill beside the least possible bill for the
-// same work, and what leaked (nothing, or the exit code is 1).
+// API calls, faults met, the bill beside the least each instance could cost
+// and beside the offline optimum for the same jobs (which knows them in
+// advance and reuses machines when cheaper), and what leaked (nothing, or
+// the exit code is 1).
 //
 // With -real it uses the real clouds (VULTR_API_KEY; HOTAISLE_API_KEY and
 // HOTAISLE_TEAM): it lists the offers, rents only with -yes, and always

@@ -35,14 +35,21 @@ func quickstartInBubble(t *testing.T, args ...string) (*report, string) {
 }
 
 // assertWithin5Percent checks each provider's bill and the total against
-// the least possible bill for the same work.
+// the least each instance could cost and against the offline optimum for
+// the same jobs.
 func assertWithin5Percent(t *testing.T, rep *report) {
 	t.Helper()
+	assert.True(t, rep.optimumProven, "the optimum is proven")
 	for _, p := range []string{fleet.ProviderVultr, fleet.ProviderHotAisle, ""} {
 		charged, least := rep.bill(p)
 		require.Positive(t, least, p)
-		assert.GreaterOrEqual(t, charged, least-0.005, "%s: never below the least possible", p)
-		assert.LessOrEqual(t, charged, least*1.05, "%s: charged %.2f, least possible %.2f", p, charged, least)
+		assert.GreaterOrEqual(t, charged, least-0.005, "%s: never below the least for each instance", p)
+		assert.LessOrEqual(t, charged, least*1.05, "%s: charged %.2f, least for each instance %.2f", p, charged, least)
+		opt := rep.optimum[p]
+		require.Positive(t, opt, p)
+		assert.LessOrEqual(t, opt, least+0.005, "%s: the optimum is never above the least for each instance", p)
+		assert.GreaterOrEqual(t, charged, opt-0.005, "%s: never below the offline optimum", p)
+		assert.LessOrEqual(t, charged, opt*1.05, "%s: charged %.2f, offline optimum %.2f", p, charged, opt)
 	}
 }
 
@@ -68,6 +75,9 @@ func TestQuickstartMeetsEveryFaultLeaksNothingAndBillsNearTheLeast(t *testing.T)
 	charged, least := rep.bill(fleet.ProviderVultr)
 	assert.InDelta(t, 2*17.52, charged, 0.001, "one hour per node: released inside the first paid hour")
 	assert.InDelta(t, charged, least, 0.001)
+	assert.InDelta(t, charged, rep.optimum[fleet.ProviderVultr], 0.001, "the optimum also needs two machines for an hour")
+	assert.Contains(t, out, "bill beside the offline optimum for the same jobs (the cost benchmark's measure")
+	assert.Regexp(t, `\n  all +38\.03 +38\.03  \+0\.0%\n`, out)
 	for _, c := range rep.calls {
 		assert.Positive(t, c.total, c.provider)
 	}

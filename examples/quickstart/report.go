@@ -23,6 +23,8 @@ type report struct {
 	faults              []faultCount
 	deferred            map[string]int // provider → releases held for a reservation window
 	charges             []charge
+	optimum             map[string]float64 // provider ("" for all) → offline optimum in USD
+	optimumProven       bool
 	leaked              []string
 	errs                []string
 }
@@ -102,6 +104,7 @@ func (d *driver) report() *report {
 		r.charges = d.estimatedCharges()
 		r.created, r.terminated, r.leaked = d.realLeftovers()
 	}
+	r.optimum, r.optimumProven = d.offlineOptimum(r.charges)
 	return r
 }
 
@@ -195,13 +198,13 @@ func (r *report) printBill(w io.Writer) {
 	if r.real {
 		source = "estimated from the Manager's records by each cloud's billing rule"
 	}
-	fmt.Fprintf(w, "bill in USD (%s) beside the least possible for the same work:\n", source)
+	fmt.Fprintf(w, "bill in USD (%s) beside the least each instance could cost (billed from its create to the end of its work or minimum):\n", source)
 	const format = "  %-9s %s %-28s %6s %8s %15s  %s"
 	row := func(provider, id string, args ...any) {
 		line := fmt.Sprintf(format, append([]any{provider, padRight(id, 28)}, args...)...)
 		fmt.Fprintln(w, strings.TrimRight(line, " "))
 	}
-	row("PROVIDER", "REQUEST → INSTANCE", "PLAN", "BILLED", "CHARGED", "LEAST POSSIBLE", "")
+	row("PROVIDER", "REQUEST → INSTANCE", "PLAN", "BILLED", "CHARGED", "LEAST FOR IT", "")
 	for _, c := range r.charges {
 		live := ""
 		if c.live {
@@ -224,12 +227,35 @@ func (r *report) printBill(w io.Writer) {
 	if r.rounded() {
 		fmt.Fprintln(w, "  (rows are rounded to the cent; totals add the unrounded charges)")
 	}
+	r.printOptimum(w)
 	if len(r.deferred) > 0 {
 		var parts []string
 		for _, p := range slices.Sorted(maps.Keys(r.deferred)) {
 			parts = append(parts, fmt.Sprintf("%s %d", p, r.deferred[p]))
 		}
 		fmt.Fprintf(w, "releases held for a reservation window (paid anyway): %s\n", strings.Join(parts, ", "))
+	}
+}
+
+// printOptimum sets each provider's bill beside the offline optimum for
+// the same jobs.
+func (r *report) printOptimum(w io.Writer) {
+	if len(r.optimum) == 0 {
+		return
+	}
+	proven := ""
+	if !r.optimumProven {
+		proven = " (the best plan found: not proven optimal)"
+	}
+	fmt.Fprintf(w, "%s%s:\n", optimumText, proven)
+	fmt.Fprintf(w, "  %-9s %8s %8s\n", "PROVIDER", "OPTIMUM", "CHARGED")
+	for _, p := range append(providersOf(r.charges), "") {
+		name := p
+		if p == "" {
+			name = "all"
+		}
+		charged, _ := r.bill(p)
+		fmt.Fprintf(w, "  %-9s %8s %8s  %s\n", name, usd(r.optimum[p]), usd(charged), over(charged, r.optimum[p]))
 	}
 }
 
@@ -270,7 +296,11 @@ func over(charged, least float64) string {
 	if least == 0 {
 		return ""
 	}
-	return fmt.Sprintf("%+.1f%%", (charged/least-1)*100)
+	pct := (charged/least - 1) * 100
+	if math.Abs(pct) < 0.05 {
+		pct = 0 // no "-0.0%" from rounding
+	}
+	return fmt.Sprintf("%+.1f%%", pct)
 }
 
 func usd(v float64) string { return fmt.Sprintf("%.2f", v) }

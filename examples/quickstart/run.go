@@ -67,7 +67,9 @@ type driver struct {
 	mu      sync.Mutex
 	events  []fleet.Event
 	workEnd map[string]time.Time // instance id → when its work stopped
-	errs    []string             // what went wrong, for the report
+	// workStart is when each instance's work started (instance id).
+	workStart map[string]time.Time
+	errs      []string // what went wrong, for the report
 }
 
 // quickstart builds the world, shows the offers and, unless it is a dry run
@@ -91,7 +93,8 @@ func quickstart(ctx context.Context, cfg config, getenv func(string) string, out
 		defer w.sims.close()
 	}
 	d := &driver{cfg: cfg, w: w, out: out, pub: signer.PublicKey(), ui: newProgress(out, cfg.plain, w.clock, w.meter.link),
-		start: w.clock.Now(), wallStart: time.Now(), workEnd: map[string]time.Time{}}
+		start: w.clock.Now(), wallStart: time.Now(), workEnd: map[string]time.Time{},
+		workStart: map[string]time.Time{}}
 	d.m, err = fleet.NewManager(fleet.Config{Providers: w.providers, Agent: w.agent, Clock: w.clock,
 		Interval: cfg.interval, OnEvent: d.onEvent})
 	if err != nil {

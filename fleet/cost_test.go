@@ -1,0 +1,250 @@
+package fleet_test
+
+import (
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpufleet/gpufleet/fleet"
+	"github.com/gpufleet/gpufleet/internal/costopt"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// costKind is one kind of machine of the cost comparison: its billing
+// rules (for the offline optimum and the replays) and the fleet
+// requirements that rent it on the sims.
+type costKind struct {
+	b   costopt.Billing
+	req fleet.Requirements
+}
+
+func costKinds() []costKind {
+	return []costKind{
+		{costopt.VultrVM(), vultrType("vcg-a100-12c-120g-80vram")},
+		{costopt.VultrBareMetal(), vultrType(mi300x)},
+		{costopt.HotAisleVM(), hotType("vm-mi300x-1")},
+		{costopt.HotAisleBareMetal(), hotType("bm-mi300x-8")},
+	}
+}
+
+// costRun is one seeded workload played on one kind: billed units of
+// gpufleet (from the sims' ledgers), of the offline optimum, of dstack's
+// rules replayed and of the best keep-paid rule in hindsight (see
+// hindsightBest), and the per-job waits of gpufleet and of dstack's replay.
+type costRun struct {
+	fleet, opt, dstack, best int64
+	waits, dsWaits           []time.Duration
+	plan                     costopt.Plan // gpufleet's, rebuilt from the ledgers
+	optPlan                  costopt.Plan
+}
+
+// playCost drives trace on kind k through the Manager on the sims and
+// computes the optimum and the replays of the same trace.
+func playCost(t *testing.T, k costKind, trace costopt.Trace, o driveOpts) costRun {
+	t.Helper()
+	res := driveWith(t, k.req, workJobs(trace), o)
+	run := costRun{waits: res.Waits, plan: fleetPlan(trace, res, k.b), fleet: billedUnits(res, k.b)}
+	require.Equal(t, run.fleet, run.plan.Units(), "the plan rebuilt from the ledgers bills as the ledgers")
+	opt, err := costopt.Optimum(trace, k.b)
+	require.NoError(t, err)
+	require.True(t, opt.Proven, "the optimum is proven")
+	ds, err := costopt.ReplayDstack(trace, k.b)
+	require.NoError(t, err)
+	run.opt, run.optPlan, run.dstack, run.dsWaits = opt.Units(), opt.Plan, ds.Units(), ds.Waits
+	run.best = hindsightBest(t, trace, k.b)
+	return run
+}
+
+func workJobs(trace costopt.Trace) []workJob {
+	jobs := make([]workJob, len(trace.Jobs))
+	for i, j := range trace.Jobs {
+		jobs[i] = workJob{Arrive: j.Arrive, Duration: j.Duration}
+	}
+	return jobs
+}
+
+func billedUnits(res driveResult, b costopt.Billing) int64 {
+	var n int64
+	for _, d := range res.Billed {
+		n += int64((d + b.Unit - 1) / b.Unit)
+	}
+	return n
+}
+
+// sweepHolds plays trace once per re-buy hold the Manager chooses from
+// (fixed for the whole trace) and returns the billed units of each.
+func sweepHolds(t *testing.T, k costKind, trace costopt.Trace) []int64 {
+	spares, holds := fleet.RebuyChoices(k.b.Minimum)
+	out := make([]int64, len(spares))
+	for i := range spares {
+		res := driveWith(t, k.req, workJobs(trace), driveOpts{setup: func(m *fleet.Manager) {
+			fleet.FixRebuyHold(m, "w", spares[i], holds[i])
+		}})
+		out[i] = billedUnits(res, k.b)
+	}
+	return out
+}
+
+// hindsightTimeouts are the idle timeouts of the keep-paid family.
+var hindsightTimeouts = []time.Duration{0, time.Minute, 2 * time.Minute, 5 * time.Minute, 10 * time.Minute,
+	15 * time.Minute, 30 * time.Minute, time.Hour, 2 * time.Hour, 4 * time.Hour, 8 * time.Hour}
+
+// hindsightBest is the least bill (in units) of the online keep-paid rules
+// on trace — an idle machine is kept until its paid time ends or it has
+// been idle for a timeout, whichever is later; a job takes the idle machine
+// with the most paid time left or waits for a new one — with the timeout
+// chosen per trace knowing the whole trace (from 0 to 8 hours).
+func hindsightBest(t *testing.T, trace costopt.Trace, b costopt.Billing) int64 {
+	best := int64(-1)
+	for _, d := range hindsightTimeouts {
+		rp, err := costopt.Replay(trace, b, costopt.Rules{IdleTimeout: d, KeepPaid: true, Pick: costopt.PickMostPaid})
+		require.NoError(t, err)
+		if u := rp.Units(); best < 0 || u < best {
+			best = u
+		}
+	}
+	return best
+}
+
+// costTotals sums runs of one kind.
+type costTotals struct {
+	fleet, opt, dstack, best int64
+	waits, dsWaits           []time.Duration
+	longer                   int           // jobs that waited longer on gpufleet than under dstack's replay
+	worst                    time.Duration // the most longer
+	unused                   int64         // units of gpufleet's machines that ran no job
+}
+
+func (c *costTotals) add(r costRun) {
+	c.fleet, c.opt, c.dstack, c.best = c.fleet+r.fleet, c.opt+r.opt, c.dstack+r.dstack, c.best+r.best
+	c.waits, c.dsWaits = append(c.waits, r.waits...), append(c.dsWaits, r.dsWaits...)
+	for _, m := range r.plan.Machines {
+		if len(m.Runs) == 0 {
+			c.unused += r.plan.Billing.Units(m.Alive())
+		}
+	}
+	for i, w := range r.waits {
+		if w > r.dsWaits[i]+time.Minute {
+			c.longer++
+			c.worst = max(c.worst, w-r.dsWaits[i])
+		}
+	}
+}
+
+func ratio(a, b int64) float64 { return float64(a) / float64(b) }
+
+func meanMax(ws []time.Duration) (mean, most time.Duration) {
+	for _, w := range ws {
+		mean += w
+		most = max(most, w)
+	}
+	return mean / time.Duration(max(len(ws), 1)), most
+}
+
+func (c costTotals) row(name string) string {
+	fm, fx := meanMax(c.waits)
+	dm, dx := meanMax(c.dsWaits)
+	r := func(d time.Duration) time.Duration { return d.Round(time.Second) }
+	return fmt.Sprintf("| %s | %.3f | %.3f | %.3f | %.3f | %.3f | %v / %v | %v / %v | %d of %d (up to %v) |", name,
+		ratio(c.fleet, c.opt), ratio(c.dstack, c.opt), ratio(c.dstack, c.fleet), ratio(c.best, c.opt), ratio(c.unused, c.opt),
+		r(fm), r(fx), r(dm), r(dx), c.longer, len(c.waits), r(c.worst))
+}
+
+const costHeader = "| Kind | gpufleet / optimum | dstack / optimum | dstack / gpufleet | best keep-paid rule in hindsight / optimum | machines that ran no job / optimum | gpufleet waits (mean / max) | dstack waits (mean / max) | jobs waiting longer than under dstack (> 1 min) |\n|---|---|---|---|---|---|---|---|---|"
+
+// The cost of gpufleet's release rules on seeded workloads (50 jobs over
+// 12 hours) of the four kinds, through the Manager on the sims, beside the
+// offline optimum and dstack's rules replayed on the same traces. The
+// bounds are what the rules reach on these three seeds, with a margin; the
+// full table (GPUFLEET_COST_SEEDS) is in BENCHMARKS.md.
+func TestReleaseCostAgainstTheOptimum(t *testing.T) {
+	bounds := map[string]struct{ vsOpt, dstackVs float64 }{
+		"Vultr VM": {1.06, 1.07}, "Vultr bare metal": {1.09, 1.09},
+		"Hot Aisle VM": {1.04, 1.04}, "Hot Aisle bare metal": {1.22, 2.2},
+	}
+	var table []string
+	for _, k := range costKinds() {
+		t.Run(k.b.Name, func(t *testing.T) {
+			var c costTotals
+			for seed := range uint64(3) {
+				trace, err := costopt.Generate(costopt.DefaultWorkload(), seed+1)
+				require.NoError(t, err)
+				r := playCost(t, k, trace, driveOpts{})
+				assert.GreaterOrEqual(t, r.fleet, r.opt, "nothing beats the optimum without making jobs wait")
+				c.add(r)
+			}
+			b := bounds[k.b.Name]
+			assert.LessOrEqual(t, ratio(c.fleet, c.opt), b.vsOpt, "gpufleet / optimum")
+			assert.GreaterOrEqual(t, ratio(c.dstack, c.fleet), b.dstackVs, "dstack / gpufleet")
+			fm, fx := meanMax(c.waits)
+			dm, _ := meanMax(c.dsWaits)
+			assert.LessOrEqual(t, fm, dm, "gpufleet's jobs wait less on average than under dstack's rules")
+			assert.LessOrEqual(t, fx, k.b.BootTime+2*time.Minute, "no job waits much more than a boot")
+			table = append(table, c.row(k.b.Name))
+		})
+	}
+	t.Log("\n" + costHeader + "\n" + strings.Join(table, "\n"))
+}
+
+// TestReleaseCostFull is the full comparison: the default workload on
+// GPUFLEET_COST_SEEDS seeds per kind (skipped when unset). It prints the
+// table of BENCHMARKS.md. GPUFLEET_COST_TAIL=1 keeps the fleet after the
+// last job (the Manager's idle rules release every node; an orchestrator
+// does not know the last job was the last); GPUFLEET_COST_HOLDOFF=1 sets
+// Policy.RebuyHoldOff; GPUFLEET_COST_MARGIN sets Policy.HourlyReleaseMargin
+// (a duration); GPUFLEET_COST_SWEEP=1 also plays every re-buy hold the
+// Manager chooses from on the Hot Aisle kinds; GPUFLEET_COST_KINDS picks
+// kinds by name; GPUFLEET_COST_DUMP=1 logs every plan.
+func TestReleaseCostFull(t *testing.T) {
+	seeds, _ := strconv.Atoi(os.Getenv("GPUFLEET_COST_SEEDS"))
+	if seeds <= 0 {
+		t.Skip("set GPUFLEET_COST_SEEDS to run the full cost comparison")
+	}
+	o := driveOpts{pol: fleet.Policy{RebuyHoldOff: os.Getenv("GPUFLEET_COST_HOLDOFF") != ""}, tail: os.Getenv("GPUFLEET_COST_TAIL") != ""}
+	if d, err := time.ParseDuration(os.Getenv("GPUFLEET_COST_MARGIN")); err == nil {
+		o.pol.HourlyReleaseMargin = d
+	}
+	only, sweep := os.Getenv("GPUFLEET_COST_KINDS"), os.Getenv("GPUFLEET_COST_SWEEP") != ""
+	rows, sweeps := []string{costHeader}, []string{}
+	for _, k := range costKinds() {
+		if only != "" && !strings.Contains(k.b.Name, only) {
+			continue
+		}
+		var c costTotals
+		var perTrace, opt int64
+		var fixed []int64
+		for seed := range seeds {
+			trace, err := costopt.Generate(costopt.DefaultWorkload(), uint64(seed+1))
+			require.NoError(t, err)
+			r := playCost(t, k, trace, o)
+			if sweep && k.b.Unit < time.Hour {
+				units := sweepHolds(t, k, trace)
+				perTrace, opt = perTrace+slices.Min(units), opt+r.opt
+				if fixed == nil {
+					fixed = make([]int64, len(units))
+				}
+				for i, u := range units {
+					fixed[i] += u
+				}
+			}
+			t.Logf("%s seed %d: gpufleet/optimum %.3f, dstack/gpufleet %.3f, best in hindsight/optimum %.3f", k.b.Name, seed+1,
+				ratio(r.fleet, r.opt), ratio(r.dstack, r.fleet), ratio(r.best, r.opt))
+			if os.Getenv("GPUFLEET_COST_DUMP") != "" {
+				dumpPlan(t, trace, "gpufleet", r.plan, r.waits, r.dsWaits)
+				dumpPlan(t, trace, "optimum", r.optPlan, nil, nil)
+			}
+			c.add(r)
+		}
+		rows = append(rows, c.row(k.b.Name))
+		if len(fixed) > 0 {
+			sweeps = append(sweeps, fmt.Sprintf("%s: best hold per trace in hindsight %.3f; best one hold for all traces %.3f",
+				k.b.Name, ratio(perTrace, opt), ratio(slices.Min(fixed), opt)))
+		}
+	}
+	t.Logf("%d seeds:\n%s\n%s", seeds, strings.Join(rows, "\n"), strings.Join(sweeps, "\n"))
+}

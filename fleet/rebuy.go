@@ -1,0 +1,136 @@
+package fleet
+
+import (
+	"cmp"
+	"slices"
+	"time"
+)
+
+// rebuyKeep bounds the jobs remembered per fleet for the re-buy hold.
+const rebuyKeep = 64
+
+// rebuyLog is a fleet's recent demand (its nodes' busy periods), from
+// which the re-buy hold is chosen (see bestRebuy), and the latest choice.
+type rebuyLog struct {
+	done    []busyPeriod         // ended, oldest first
+	since   map[string]time.Time // request id → busy since (ongoing)
+	version int                  // bumped on every change
+	choice  rebuyChoice
+	chosen  int          // version the choice was made at
+	at      time.Time    // when it was made
+	fixed   *rebuyChoice // set by tests: the choice, whatever the jobs
+}
+
+// noteBusy records a node of a per-minute offer with a minimum reservation
+// becoming busy or idle. m.mu held.
+func (m *Manager) noteBusy(r *InstanceRecord, busy bool, now time.Time) {
+	o := r.Instance.Offer
+	if o.BillingGranularity >= time.Hour || o.MinimumReservation <= 0 {
+		return
+	}
+	if m.rebuy == nil {
+		m.rebuy = map[string]*rebuyLog{}
+	}
+	l := m.rebuy[r.Instance.Fleet]
+	if l == nil {
+		l = &rebuyLog{since: map[string]time.Time{}, chosen: -1}
+		m.rebuy[r.Instance.Fleet] = l
+	}
+	id := r.Instance.RequestID
+	at, ok := l.since[id]
+	switch {
+	case busy && !ok:
+		l.since[id] = now
+	case !busy && ok:
+		delete(l.since, id)
+		l.done = append(l.done, busyPeriod{start: at, used: now.Sub(at)})
+		if len(l.done) > rebuyKeep {
+			l.done = slices.Delete(l.done, 0, len(l.done)-rebuyKeep)
+		}
+	default:
+		return
+	}
+	l.version++
+}
+
+// rebuyWindow is how far back jobs are replayed: three hours, or twice the
+// minimum reservation when longer.
+func rebuyWindow(o Offer) time.Duration { return max(3*time.Hour, 2*o.MinimumReservation) }
+
+// rebuyHold is the fleet's re-buy hold now: the candidate that would have
+// cost least on the fleet's jobs of the last rebuyWindow (bestRebuy),
+// chosen again when a job starts or ends and at least every ten minutes.
+// No jobs: no hold. m.mu held.
+func (m *Manager) rebuyHold(fleet string, o Offer, now time.Time) rebuyChoice {
+	l := m.rebuy[fleet]
+	if l == nil {
+		return rebuyChoice{}
+	}
+	if l.fixed != nil {
+		return *l.fixed
+	}
+	if l.chosen == l.version && now.Sub(l.at) < 10*time.Minute {
+		return l.choice
+	}
+	from := now.Add(-rebuyWindow(o))
+	var jobs []busyPeriod
+	for _, p := range l.done {
+		if p.start.After(from) {
+			jobs = append(jobs, p)
+		}
+	}
+	for id, at := range l.since {
+		if r := m.insts[id]; r == nil || !r.Busy {
+			delete(l.since, id) // released or gone while busy: no MarkIdle will come
+			l.version++
+			continue
+		}
+		if at.After(from) {
+			jobs = append(jobs, busyPeriod{start: at, used: now.Sub(at)})
+		}
+	}
+	slices.SortFunc(jobs, func(a, b busyPeriod) int { return cmp.Compare(a.start.UnixNano(), b.start.UnixNano()) })
+	l.choice, l.chosen, l.at = bestRebuy(jobs, o, now), l.version, now
+	return l.choice
+}
+
+// held picks, per fleet, the idle per-minute nodes the re-buy hold keeps —
+// the first ones in Acquire's order (most paid time left, then oldest), as
+// many as the fleet's hold says — and how long each is held past its
+// minimum. m.mu held.
+func (m *Manager) held(now time.Time) (map[*InstanceRecord]bool, map[string]time.Duration) {
+	idle := map[string][]*InstanceRecord{}
+	for _, r := range m.insts {
+		o := r.Instance.Offer
+		if r.Instance.Status != StatusIdle || r.Busy || r.Termination != nil || o.BillingGranularity >= time.Hour || o.MinimumReservation <= 0 {
+			continue
+		}
+		idle[r.Instance.Fleet] = append(idle[r.Instance.Fleet], r)
+	}
+	for fleet := range m.rebuy {
+		if _, ok := m.fleets[fleet]; !ok {
+			delete(m.rebuy, fleet) // deleted: its jobs no longer matter
+		}
+	}
+	keep, hold := map[*InstanceRecord]bool{}, map[string]time.Duration{}
+	for fleet, rs := range idle {
+		c := m.rebuyHold(fleet, rs[0].Instance.Offer, now)
+		if c.spares == 0 {
+			continue
+		}
+		hold[fleet] = c.hold
+		slices.SortFunc(rs, func(a, b *InstanceRecord) int {
+			if x := m.paidUntil(b, now).Compare(m.paidUntil(a, now)); x != 0 {
+				return x
+			}
+			if x := a.Instance.Created.Compare(b.Instance.Created); x != 0 {
+				return x
+			}
+			return cmp.Compare(a.Instance.RequestID, b.Instance.RequestID)
+		})
+		for _, r := range rs[:min(c.spares, len(rs))] {
+			keep[r] = true
+		}
+	}
+	return keep, hold
+}

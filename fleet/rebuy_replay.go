@@ -1,0 +1,117 @@
+package fleet
+
+import (
+	"slices"
+	"time"
+)
+
+// rebuyChoice is one candidate re-buy hold: how many idle nodes are held
+// past their minimum reservation, and for how long.
+type rebuyChoice struct {
+	spares int
+	hold   time.Duration
+}
+
+// rebuyChoices are the holds the replay compares, for a minimum
+// reservation: no hold, or 1, 2, 3, 5 or 8 nodes held an eighth, a quarter,
+// a half or the whole of the minimum.
+func rebuyChoices(minimum time.Duration) []rebuyChoice {
+	out := []rebuyChoice{{}}
+	for _, k := range []int{1, 2, 3, 5, 8} {
+		for _, div := range []time.Duration{8, 4, 2, 1} {
+			out = append(out, rebuyChoice{k, minimum / div})
+		}
+	}
+	return out
+}
+
+// busyPeriod is one recorded job of a fleet: a node busy from start for
+// used (ongoing ones end now).
+type busyPeriod struct {
+	start time.Time
+	used  time.Duration
+}
+
+// bestRebuy replays the fleet's recent jobs under each candidate hold and
+// returns the one that would have cost least (fewest billed minutes; ties to
+// the smaller hold), or no hold unless the best would have saved at least
+// one minimum reservation (a replacement) over none. The replay: each job
+// takes an idle node in Acquire's order (most paid time left, then oldest)
+// or a new one created its boot time before; an idle node past its minimum is kept while it is among the first
+// spares idle nodes in that order and its hold lasts, and released otherwise.
+func bestRebuy(jobs []busyPeriod, o Offer, now time.Time) rebuyChoice {
+	none := replayRebuy(jobs, o, rebuyChoice{}, now)
+	best, bestCost := rebuyChoice{}, none-o.MinimumReservation
+	for _, c := range rebuyChoices(o.MinimumReservation)[1:] {
+		if cost := replayRebuy(jobs, o, c, now); cost <= bestCost && (best.spares == 0 || cost < bestCost) {
+			best, bestCost = c, cost
+		}
+	}
+	return best
+}
+
+type replayNode struct {
+	created, free, gone time.Time // gone zero while kept
+}
+
+// replayRebuy is the billed time of the fleet's recent jobs under hold c,
+// counted up to now.
+func replayRebuy(jobs []busyPeriod, o Offer, c rebuyChoice, now time.Time) time.Duration {
+	var nodes []*replayNode
+	for _, j := range jobs {
+		n := pickReplayed(nodes, o, c, j.start)
+		if n == nil {
+			n = &replayNode{created: j.start.Add(-o.TypicalBoot)}
+			nodes = append(nodes, n)
+		}
+		n.free = j.start.Add(j.used)
+	}
+	pickReplayed(nodes, o, c, now) // settles releases up to now
+	var total time.Duration
+	for _, n := range nodes {
+		end := now
+		if !n.gone.IsZero() {
+			end = n.gone
+		}
+		total += max(o.MinimumReservation, end.Sub(n.created))
+	}
+	return total
+}
+
+// pickReplayed releases the nodes whose time is up at t and returns the
+// idle node a job arriving at t takes, or nil.
+func pickReplayed(nodes []*replayNode, o Offer, c rebuyChoice, t time.Time) *replayNode {
+	var idle []*replayNode
+	for _, n := range nodes {
+		if n.gone.IsZero() && !n.free.After(t) {
+			idle = append(idle, n)
+		}
+	}
+	paid := func(n *replayNode) time.Time { return maxTime(t, n.created.Add(o.MinimumReservation)) }
+	slices.SortFunc(idle, func(a, b *replayNode) int {
+		if x := paid(b).Compare(paid(a)); x != 0 {
+			return x
+		}
+		return a.created.Compare(b.created)
+	})
+	var take *replayNode
+	rank := 0
+	for _, n := range idle {
+		base := maxTime(n.created.Add(o.MinimumReservation), n.free)
+		switch {
+		case base.After(t):
+		case rank < c.spares && base.Add(c.hold).After(t):
+		case rank < c.spares:
+			n.gone = base.Add(c.hold)
+			continue
+		default:
+			n.gone = base
+			continue
+		}
+		rank++
+		if take == nil {
+			take = n
+		}
+	}
+	return take
+}

@@ -1,0 +1,141 @@
+package fleet
+
+import (
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// jobsEvery is n jobs of used each, the first at t0 and then every gap,
+// burst at a time (the jobs of a burst a minute apart).
+func jobsEvery(t0 time.Time, n, burst int, gap, used time.Duration) []busyPeriod {
+	var out []busyPeriod
+	for i := range n {
+		for b := range burst {
+			out = append(out, busyPeriod{start: t0.Add(time.Duration(i)*gap + time.Duration(b)*time.Minute), used: used})
+		}
+	}
+	return out
+}
+
+func TestBestRebuyFromTheFleetsJobs(t *testing.T) {
+	o := vmOffer("hotaisle", 2.99, 30*time.Minute)
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	eighth := 30 * time.Minute / 8
+	cases := []struct {
+		name string
+		jobs []busyPeriod
+		want rebuyChoice
+	}{
+		{"no jobs: no hold", nil, rebuyChoice{}},
+		// 5-minute jobs 32 minutes apart: each comes 2 minutes after the
+		// previous node's minimum ended; an eighth of the minimum catches it.
+		{"jobs just after the minimum: one spare", jobsEvery(t0, 6, 1, 32*time.Minute, 5*time.Minute), rebuyChoice{1, eighth}},
+		{"bursts of three: three spares", jobsEvery(t0, 6, 3, 32*time.Minute, 5*time.Minute), rebuyChoice{3, eighth}},
+		{"long gaps: no hold", jobsEvery(t0, 6, 1, 2*time.Hour, 5*time.Minute), rebuyChoice{}},
+		{"jobs as long as the minimum: a new node wastes nothing", jobsEvery(t0, 6, 1, 32*time.Minute, 30*time.Minute), rebuyChoice{}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			assert.Equal(t, c.want, bestRebuy(c.jobs, o, t0.Add(8*time.Hour)))
+		})
+	}
+}
+
+// The replay bills each node its alive time up to its release (or now),
+// raised to the minimum.
+func TestReplayRebuyBills(t *testing.T) {
+	o := vmOffer("hotaisle", 2.99, 30*time.Minute)
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	jobs := jobsEvery(t0, 2, 1, 32*time.Minute, 5*time.Minute) // at 0 and 32 min
+	now := t0.Add(3 * time.Hour)
+	assert.Equal(t, 60*time.Minute, replayRebuy(jobs, o, rebuyChoice{}, now), "two nodes, a minimum each")
+	assert.Equal(t, 37*time.Minute+15*time.Minute, replayRebuy(jobs, o, rebuyChoice{1, 15 * time.Minute}, now),
+		"one node until the second job ends, then held 15 minutes")
+	assert.Equal(t, 32*time.Minute+30*time.Minute, replayRebuy(jobs, o, rebuyChoice{1, time.Minute}, now),
+		"a hold shorter than the gap: released at its end, and a second node bought")
+	assert.Equal(t, 30*time.Minute, replayRebuy(jobs[:1], o, rebuyChoice{}, t0.Add(25*time.Minute)), "the minimum at least")
+	assert.Equal(t, 40*time.Minute, replayRebuy(jobs[:1], o, rebuyChoice{1, 15 * time.Minute}, t0.Add(40*time.Minute)), "a hold counted up to now")
+}
+
+// Without recorded jobs a fleet holds nothing: an idle per-minute node is
+// released at the end of its minimum.
+func TestNoRebuyHoldWithoutJobs(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := newFakeProvider("hotaisle", vmOffer("hotaisle", 2.99, 30*time.Minute))
+		m, _ := newTestManager(t, Config{Providers: []Provider{p}})
+		require.NoError(t, m.Apply(t.Context(), Spec{Name: "f", Nodes: 1, IdleTimeout: time.Minute}))
+		passes(t, m, time.Minute)
+		require.Equal(t, 1, p.live())
+		created := m.Instances("f")[0].Created
+		passes(t, m, time.Until(created.Add(28*time.Minute)))
+		assert.Equal(t, 1, p.live(), "the minimum is paid anyway")
+		passes(t, m, 2*time.Minute)
+		assert.Zero(t, p.live(), "released at the end of the minimum")
+	})
+}
+
+// A fleet whose recent jobs each came a couple of minutes after a node's
+// minimum ended holds one idle node (the first in Acquire's order) for an
+// eighth of the minimum past it; the others go at the end of their minimum,
+// and all of them with RebuyHoldOff.
+func TestRebuyHoldKeepsItsSpares(t *testing.T) {
+	for _, off := range []bool{false, true} {
+		synctest.Test(t, func(t *testing.T) {
+			o := vmOffer("hotaisle", 2.99, 30*time.Minute)
+			p := newFakeProvider("hotaisle", o)
+			m, _ := newTestManager(t, Config{Providers: []Provider{p}, Policy: Policy{RebuyHoldOff: off}})
+			require.NoError(t, m.Apply(t.Context(), Spec{Name: "f", Nodes: 3, IdleTimeout: time.Minute}))
+			passes(t, m, 5*time.Minute)
+			require.Equal(t, 3, p.live())
+			inst, err := m.Acquire(t.Context(), "f")
+			require.NoError(t, err)
+			require.NoError(t, m.Reconcile(t.Context()))
+			m.mu.Lock() // six jobs in the last 3 hours, 32 minutes apart
+			m.rebuy["f"].done = jobsEvery(time.Now().Add(-3*time.Hour+time.Minute), 6, 1, 32*time.Minute, 5*time.Minute)
+			m.mu.Unlock()
+			passes(t, m, 5*time.Minute)
+			require.NoError(t, m.MarkIdle(inst.ID))
+			created := m.Instances("f")[0].Created
+			passes(t, m, time.Until(created.Add(32*time.Minute)))
+			if off {
+				assert.Zero(t, p.live(), "RebuyHoldOff: all released at the end of their minimum")
+				return
+			}
+			assert.Equal(t, 1, p.live(), "one spare held past the minimum")
+			passes(t, m, 3*time.Minute)
+			assert.Zero(t, p.live(), "the spare goes when its hold is over")
+		})
+	}
+}
+
+// A node released while busy leaves no job running forever in the log, and
+// a deleted fleet's log goes.
+func TestRebuyLogForgetsWhatIsGone(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := newFakeProvider("hotaisle", vmOffer("hotaisle", 2.99, 30*time.Minute))
+		m, _ := newTestManager(t, Config{Providers: []Provider{p}})
+		require.NoError(t, m.Apply(t.Context(), Spec{Name: "f", Nodes: 2, IdleTimeout: time.Minute}))
+		passes(t, m, 5*time.Minute)
+		inst, err := m.Acquire(t.Context(), "f")
+		require.NoError(t, err)
+		require.NoError(t, m.Reconcile(t.Context()))
+		m.mu.Lock()
+		require.Len(t, m.rebuy["f"].since, 1, "one job running")
+		m.mu.Unlock()
+		_, err = m.Release(t.Context(), inst.ID, WithReleasePolicy(ReleaseNow))
+		require.NoError(t, err)
+		passes(t, m, 11*time.Minute) // the idle node asks for a new choice
+		m.mu.Lock()
+		assert.Empty(t, m.rebuy["f"].since, "released while busy: no longer running")
+		m.mu.Unlock()
+		require.NoError(t, m.Delete(t.Context(), "f"))
+		passes(t, m, 40*time.Minute)
+		m.mu.Lock()
+		assert.NotContains(t, m.rebuy, "f", "the fleet is gone")
+		m.mu.Unlock()
+	})
+}
