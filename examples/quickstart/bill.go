@@ -1,6 +1,7 @@
 package main
 
 import (
+	"math"
 	"time"
 
 	"github.com/gpufleet/gpufleet/fleet"
@@ -33,6 +34,18 @@ func leastUSD(provider string, rate float64, created, workEnd time.Time, minimum
 	return usd
 }
 
+// ledgerRounded is a charge in USD as the fakes' ledgers write it: the
+// Vultr fake rounds each server's charge to the cent (as an invoice line
+// is), the Hot Aisle fake keeps fractions of a cent. A least possible bill
+// compared with a ledger's charges is rounded the same way, or a plan
+// priced below a cent an hour shows an overspend that is only rounding.
+func ledgerRounded(provider string, usd float64) float64 {
+	if provider == fleet.ProviderVultr {
+		return math.Round(usd*100) / 100
+	}
+	return usd
+}
+
 // charge is one instance's line of the bill.
 type charge struct {
 	provider, id, plan string
@@ -40,6 +53,7 @@ type charge struct {
 	billed             time.Duration // time charged, after rounding and minimums
 	usd, least         float64
 	live               bool // still billing when the report was made
+	ledger             bool // read from a fake's ledger (rounded as it rounds)
 	created            time.Time
 	rate               float64       // USD per hour
 	minimum            time.Duration // the offer's minimum reservation
@@ -61,8 +75,8 @@ func (d *driver) simCharges() []charge {
 			}
 			req, _ := d.w.meter.link(c.ResourceID)
 			out = append(out, charge{provider: side.provider, id: c.ResourceID, request: req, plan: c.Plan, billed: c.Billed, usd: c.USD,
-				least: leastUSD(side.provider, c.RateUSD, c.From, d.workEndOf(c.ResourceID, c.From), minimum), live: c.Live,
-				created: c.From, rate: c.RateUSD, minimum: minimum})
+				least: ledgerRounded(side.provider, leastUSD(side.provider, c.RateUSD, c.From, d.workEndOf(c.ResourceID, c.From), minimum)), live: c.Live,
+				created: c.From, rate: c.RateUSD, minimum: minimum, ledger: true})
 		}
 	}
 	return out

@@ -39,8 +39,15 @@ func (d *driver) offlineOptimum(charges []charge) (usd map[string]float64, prove
 			d.fail("offline optimum: %v", err)
 			return nil, false
 		}
-		usd[cs[0].provider] += opt.Bill()
-		usd[""] += opt.Bill()
+		bill := opt.Bill()
+		if cs[0].ledger { // beside the ledgers' charges: rounded as they are
+			bill = 0
+			for _, m := range opt.Machines {
+				bill += ledgerRounded(cs[0].provider, b.Cost(m.Alive()))
+			}
+		}
+		usd[cs[0].provider] += bill
+		usd[""] += bill
 		proven = proven && opt.Proven
 	}
 	return usd, proven

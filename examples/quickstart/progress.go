@@ -116,6 +116,9 @@ func (p *progress) eventLine(e fleet.Event) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s %-21s", clockSince(e.Time.Sub(p.start)), e.Type)
 	id := idText(p.link, e.InstanceID, p.tty) // the table is narrow; plain lines keep the whole id
+	if e.InstanceID != "" && strings.Contains(e.Message, e.InstanceID) {
+		id = "" // the message names it already (InstanceCreated: "request → id …")
+	}
 	for _, s := range []string{e.Fleet, e.Provider, id, e.Message} {
 		if s != "" {
 			b.WriteString(" " + s)
