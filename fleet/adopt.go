@@ -1,6 +1,8 @@
 package fleet
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"sort"
 	"time"
@@ -47,6 +49,9 @@ func (m *Manager) adoptUntracked(provider string, o *observation, now time.Time)
 		}
 		if m.rep != nil && !m.holds(seen.Fleet, now) && (!gc || m.storedFleetName(seen.Fleet)) {
 			continue // another replica's fleet, or the collector's work
+		}
+		if seen.RequestID == "" && seen.Owner == m.owner && seen.Fleet != "" {
+			seen.RequestID = tagRequestID(provider, seen.ID) // its label was edited; its tags say it is ours
 		}
 		switch {
 		case seen.RequestID == "":
@@ -233,4 +238,13 @@ func (m *Manager) readopt(r *InstanceRecord, seen Instance, now time.Time) {
 func (m *Manager) storedFleetName(fleet string) bool {
 	_, ok := m.rep.fleetKeys[fleet]
 	return ok
+}
+
+// tagRequestID is the request id given to an instance found by its owner
+// and fleet tags alone (its label edited out of band, and the Store that
+// knew its request lost): derived from its provider id, so that every
+// process gives it the same one; its label is then written with it.
+func tagRequestID(provider, id string) string {
+	sum := sha256.Sum256([]byte(provider + "/" + id))
+	return hex.EncodeToString(sum[:6])
 }

@@ -262,7 +262,9 @@ func (p *failingLists) List(ctx context.Context) ([]fleet.Instance, error) {
 	return listedAfter(ctx, p.Provider, p.lag)
 }
 
-func (p *failingLists) ListKind(ctx context.Context, _ bool) ([]fleet.Instance, error) { return p.List(ctx) }
+func (p *failingLists) ListKind(ctx context.Context, _ bool) ([]fleet.Instance, error) {
+	return p.List(ctx)
+}
 
 // A process restarted without its Store lists every provider once more
 // VisibilityGrace after start, for servers created just before the crash

@@ -145,3 +145,27 @@ func TestProviderVPCAttachListDelete(t *testing.T) {
 		assert.ErrorIs(t, p.DeleteVPC(t.Context(), vpc.ID), fleet.ErrVPCInUse)
 	})
 }
+
+// A server whose label was edited in the console still says its owner and
+// fleet through the tags written at create; the request id is then unknown.
+// A server with only some of those tags says nothing.
+func TestProviderReadsOwnerAndFleetFromTagsWhenTheLabelIsNotOurs(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		v, p := simProvider(t)
+		offers, err := p.Offers(t.Context())
+		require.NoError(t, err)
+		o := offerByKey(t, offers, "vultr/ewr/vcg-a100-3c-30g-20vram")
+		label := fleet.Label{Owner: "t1", Fleet: "train", RequestID: "0123456789ab"}
+		inst, err := p.Create(t.Context(), fleet.CreateRequest{Offer: o, Label: label})
+		require.NoError(t, err)
+		require.NoError(t, v.RelabelOutOfBand(inst.ID, "renamed in the console", nil))
+		got, err := p.Get(t.Context(), inst.ID)
+		require.NoError(t, err)
+		assert.Equal(t, [3]string{"t1", "train", ""}, [3]string{got.Owner, got.Fleet, got.RequestID})
+
+		require.NoError(t, v.RelabelOutOfBand(inst.ID, "renamed in the console", []string{vultr.TagFleet, vultr.TagFleet + "-train"}))
+		got, err = p.Get(t.Context(), inst.ID)
+		require.NoError(t, err)
+		assert.Equal(t, [3]string{"", "", ""}, [3]string{got.Owner, got.Fleet, got.RequestID}, "no owner tag: not ours")
+	})
+}

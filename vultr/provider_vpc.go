@@ -3,6 +3,7 @@ package vultr
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/gpufleet/gpufleet/fleet"
 )
@@ -13,9 +14,26 @@ const (
 	StatusActive  = "active"
 )
 
-func labelled(inst *fleet.Instance, label string) {
+// labelled sets the instance's fleet, owner and request id from its label;
+// when the label is not gpufleet's (edited or removed in the console) the
+// tags written at create (labelTags) still say the owner and the fleet,
+// and those are set with no request id: the Manager adopts it by them and
+// writes the label again.
+func labelled(inst *fleet.Instance, label string, tags []string) {
 	if l, ok := fleet.ParseLabel(label); ok {
 		inst.Fleet, inst.Owner, inst.RequestID = l.Fleet, l.Owner, l.RequestID
+		return
+	}
+	var owner, name string
+	for _, t := range tags {
+		if o, ok := strings.CutPrefix(t, TagFleet+"-owner-"); ok {
+			owner = o
+		} else if f, ok := strings.CutPrefix(t, TagFleet+"-"); ok {
+			name = f
+		}
+	}
+	if owner != "" && name != "" {
+		inst.Fleet, inst.Owner = name, owner
 	}
 }
 
@@ -37,7 +55,7 @@ func vmInstance(in Instance) fleet.Instance {
 		inst.PrivateIP = ip
 	}
 	inst.Stopped = in.PowerStatus == "stopped"
-	labelled(&inst, in.Label)
+	labelled(&inst, in.Label, in.Tags)
 	return inst
 }
 
@@ -60,7 +78,7 @@ func bareMetalInstance(bm BareMetal) fleet.Instance {
 		inst.PrivateIP = ip
 	}
 	inst.Stopped = bm.PowerStatus == "stopped"
-	labelled(&inst, bm.Label)
+	labelled(&inst, bm.Label, bm.Tags)
 	return inst
 }
 
