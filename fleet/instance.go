@@ -52,7 +52,7 @@ type Instance struct {
 	Provider  string
 	Fleet     string // from the label; "" when the resource is not gpufleet's
 	Owner     string // from the label (Config.Owner); "" in the format before owners
-	RequestID string // per-create id from the label
+	RequestID string // per-create id from the label; "" when only other evidence (Vultr's tags) gave Owner and Fleet
 	Offer     Offer  // what was rented (as complete as the provider can say)
 
 	Status         Status
