@@ -42,6 +42,7 @@ func (m *Manager) adoptUntracked(provider string, o *observation, now time.Time)
 		}
 	}
 	gc := m.isGC(now)
+	late := m.lateUnlabelled(provider, o, known, now)
 	for _, seen := range o.list {
 		key := provider + "/" + seen.ID
 		if known[seen.ID] || m.abandoned[key] {
@@ -52,6 +53,11 @@ func (m *Manager) adoptUntracked(provider string, o *observation, now time.Time)
 		}
 		if seen.RequestID == "" && seen.Owner == m.owner && seen.Fleet != "" {
 			seen.RequestID = tagRequestID(provider, seen.ID) // its label was edited; its tags say it is ours
+		}
+		if r := late[seen.ID]; r != nil && seen.RequestID == "" {
+			m.relabel[r.Instance.RequestID] = true
+			m.readopt(r, seen, "found unlabelled after its create was given up (the only new instance of its offer since); labelling it", now)
+			continue
 		}
 		switch {
 		case seen.RequestID == "":
@@ -65,7 +71,7 @@ func (m *Manager) adoptUntracked(provider string, o *observation, now time.Time)
 		}
 		if r, dup := m.insts[seen.RequestID]; dup {
 			if r.Instance.ID == "" && r.Instance.Provider == provider && r.Instance.Status == StatusTerminated {
-				m.readopt(r, seen, now) // its create was given up; it showed up since
+				m.readopt(r, seen, "showed up under the label of a create given up earlier; tracked again", now)
 				continue
 			}
 			if r.Instance.ID == "" && r.Instance.Provider == provider {
@@ -215,9 +221,8 @@ func (m *Manager) unlabelledMatch(r *InstanceRecord, o *observation) (Instance, 
 // readopt tracks again a create that was given up (CreateUnresolved) once
 // its resource shows up under its label: whatever the record said, it is
 // the fleet's again if the fleet wants it, else released. m.mu held.
-func (m *Manager) readopt(r *InstanceRecord, seen Instance, now time.Time) {
-	m.event(Event{Type: EventInstanceAdopted, Fleet: r.Instance.Fleet, Provider: r.Instance.Provider, InstanceID: seen.ID,
-		Message: "showed up under the label of a create given up earlier; tracked again"})
+func (m *Manager) readopt(r *InstanceRecord, seen Instance, why string, now time.Time) {
+	m.event(Event{Type: EventInstanceAdopted, Fleet: r.Instance.Fleet, Provider: r.Instance.Provider, InstanceID: seen.ID, Message: why})
 	r.Termination, r.CreateUncertain = nil, false
 	m.setStatus(r, StatusPending, "showed up under its label", now)
 	m.created(r, seen, "", now)
@@ -247,4 +252,56 @@ func (m *Manager) storedFleetName(fleet string) bool {
 func tagRequestID(provider, id string) string {
 	sum := sha256.Sum256([]byte(provider + "/" + id))
 	return hex.EncodeToString(sum[:6])
+}
+
+// lateCreateWindow is how long after a create of an offer with
+// LabelAfterCreate was given up (CreateUnresolved) a new unlabelled
+// instance of its type is still taken for it: a provision that the API
+// finished after the client's deadline and the lookup grace.
+const lateCreateWindow = time.Hour
+
+// lateUnlabelled pairs the unlabelled instances of a listing that no
+// record holds and that were not there before the call with the creates of
+// the same type given up within lateCreateWindow (an uncertain create that
+// was never resolved), when there are exactly as many of each; any other
+// count is ambiguous and nothing is paired. m.mu held.
+func (m *Manager) lateUnlabelled(provider string, o *observation, known map[string]bool, now time.Time) map[string]*InstanceRecord {
+	given := map[string][]*InstanceRecord{} // instance type → creates given up
+	before, pending := map[string]bool{}, map[string]bool{}
+	for _, r := range m.insts {
+		i := r.Instance
+		if i.Provider == provider && i.ID == "" && r.CreateUncertain {
+			pending[i.Offer.InstanceType] = true // an uncertain create still looked up: that path pairs
+		}
+		if i.Provider != provider || i.ID != "" || i.Status != StatusTerminated || !i.Offer.LabelAfterCreate ||
+			r.CreateUncertainSince.IsZero() || len(i.History) == 0 || now.Sub(i.History[len(i.History)-1].Time) > lateCreateWindow {
+			continue
+		}
+		given[i.Offer.InstanceType] = append(given[i.Offer.InstanceType], r)
+		for _, id := range r.UnlabelledBefore {
+			before[id] = true
+		}
+	}
+	if len(given) == 0 {
+		return nil
+	}
+	found := map[string][]string{}
+	for _, i := range o.list {
+		if i.RequestID == "" && len(given[i.Offer.InstanceType]) > 0 && !known[i.ID] && !before[i.ID] {
+			found[i.Offer.InstanceType] = append(found[i.Offer.InstanceType], i.ID)
+		}
+	}
+	out := map[string]*InstanceRecord{}
+	for typ, rs := range given {
+		ids := found[typ]
+		if len(ids) != len(rs) || pending[typ] {
+			continue
+		}
+		sortRecords(rs)
+		sort.Strings(ids)
+		for k, r := range rs {
+			out[ids[k]] = r
+		}
+	}
+	return out
 }
