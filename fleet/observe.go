@@ -224,6 +224,6 @@ func (m *Manager) resolveUncertain(r *InstanceRecord, o *observation, now time.T
 		m.setStatus(r, StatusTerminated, "create failed: nothing carries its label", now)
 		m.event(Event{Type: EventCreateUnresolved, Fleet: r.Instance.Fleet, Provider: r.Instance.Provider,
 			InstanceID: r.Instance.RequestID, Err: r.Instance.LastError,
-			Message: fmt.Sprintf("no resource carries this create's label after %s; taken as not created. A resource the provider created without the label is not tracked: see UnlabelledFound events", m.pol.CreateLookupGrace)})
+			Message: fmt.Sprintf("no resource carries this create's label after %s; taken as not created. If it shows up later under its label (or, for an offer labelled after create, as the one new unlabelled instance of its type within an hour) it is tracked and released when not wanted", m.pol.CreateLookupGrace)})
 	}
 }
