@@ -2,7 +2,7 @@ package hotaisle
 
 import (
 	"context"
-	"fmt"
+	"errors"
 	"net/http"
 
 	"github.com/gpufleet/gpufleet/fleet"
@@ -19,13 +19,24 @@ func (p *Provider) SetLabel(ctx context.Context, name string, label fleet.Label)
 	return p.c.UpdateVM(ctx, name, VMUpdate{Description: label.String()})
 }
 
-// Start powers a stopped VM on (POST /teams/{team}/virtual_machines/{vm}/start/,
-// never retried) (fleet.Restarter). Bare-metal servers have no power route
-// here: fleet.ErrInvalidRequest.
+// Start powers a stopped VM on (POST /teams/{team}/virtual_machines/{vm}/start/)
+// or a powered-off bare-metal server (POST
+// /teams/{team}/bare_metal/{server}/power/power_on/), one call, never
+// retried (fleet.Restarter). A name of unknown kind is tried as a VM first,
+// then as a server. Errors: fleet.ErrNotFound when neither exists, and the
+// API's refusals.
 func (p *Provider) Start(ctx context.Context, name string) error {
-	if bm, known := p.kind(name); known && bm {
-		return fmt.Errorf("hotaisle: bare metal has no start route: %w", fleet.ErrInvalidRequest)
+	bm, known := p.kind(name)
+	if !known || !bm {
+		err := p.startVM(ctx, name)
+		if !errors.Is(err, fleet.ErrNotFound) || known {
+			return err
+		}
 	}
+	return p.c.PowerOnBareMetal(ctx, name)
+}
+
+func (p *Provider) startVM(ctx context.Context, name string) error {
 	path, err := p.c.itemPath("VM", "virtual_machines", name, "start")
 	if err != nil {
 		return err
