@@ -43,3 +43,30 @@ func (p *Provider) startVM(ctx context.Context, name string) error {
 	}
 	return p.c.do(ctx, http.MethodPost, path, nil, nil, nil)
 }
+
+// PoweredOff reports whether a VM's state is "shut off" (GET of its
+// state/) or a bare-metal server's power is "Off" (GET of its power/): one
+// call for a name this Provider has listed (fleet.PowerChecker; Hot Aisle's
+// VM and server lists carry no power state, so a stop out of band shows only
+// here). A name of unknown kind is tried as a VM first, then as a server.
+// Errors: fleet.ErrNotFound when neither exists; others are transient
+// (power reads fail for minutes during a server's AC reset).
+func (p *Provider) PoweredOff(ctx context.Context, name string) (bool, error) {
+	bm, known := p.kind(name)
+	if !known || !bm {
+		st, err := p.c.GetVMState(ctx, name)
+		if err == nil {
+			return st.State == VMShutOff, nil
+		}
+		if !errors.Is(err, fleet.ErrNotFound) || known {
+			return false, err
+		}
+	}
+	power, err := p.c.GetBareMetalPower(ctx, name)
+	if err != nil {
+		return false, err
+	}
+	return power == PowerOff, nil
+}
+
+var _ fleet.PowerChecker = (*Provider)(nil)

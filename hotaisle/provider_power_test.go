@@ -12,7 +12,7 @@ import (
 )
 
 // A bare-metal server powered off out of band is Stopped in Get (its
-// power/ says "Off").
+// power/ says "Off"), and PoweredOff says so with one call.
 func TestProviderSeesAHaltedBareMetalServerAsStopped(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h, p := simProvider(t, hotaisle.WithBareMetal(true))
@@ -34,6 +34,13 @@ func TestProviderSeesAHaltedBareMetalServerAsStopped(t *testing.T) {
 		assert.Equal(t, "installed/Off", got.ProviderStatus)
 		assert.True(t, got.Running(), "still counted as running: the Manager decides what a stop means")
 
+		before := len(h.Calls())
+		off, err := p.PoweredOff(t.Context(), inst.ID)
+		require.NoError(t, err)
+		assert.True(t, off)
+		require.Len(t, h.Calls(), before+1, "one call")
+		assert.Equal(t, "GET", h.Calls()[before].Method)
+		assert.Contains(t, h.Calls()[before].Path, "/bare_metal/"+inst.ID+"/power/")
 	})
 }
 
@@ -53,5 +60,29 @@ func TestProviderDoesNotReadPowerWhileInstalling(t *testing.T) {
 		assert.False(t, got.Stopped)
 		assert.Equal(t, fleet.StatusProvisioning, got.Status)
 		assert.Len(t, h.Calls(), before+1, "the server only, not its power/")
+	})
+}
+
+// A VM stopped out of band: PoweredOff reads its state/ with one call.
+func TestProviderPoweredOffReadsAVMState(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h, p := simProvider(t)
+		offers, err := p.Offers(t.Context())
+		require.NoError(t, err)
+		o := fleet.Filter(offers, fleet.Requirements{InstanceTypes: []string{"vm-mi300x-1"}})[0]
+		inst, err := p.Create(t.Context(), fleet.CreateRequest{Offer: o, Label: fleet.Label{Fleet: "vm", RequestID: "0123456789ab"}})
+		require.NoError(t, err)
+		off, err := p.PoweredOff(t.Context(), inst.ID)
+		require.NoError(t, err)
+		assert.False(t, off)
+		require.NoError(t, h.HaltOutOfBand(inst.ID))
+		before := len(h.Calls())
+		off, err = p.PoweredOff(t.Context(), inst.ID)
+		require.NoError(t, err)
+		assert.True(t, off)
+		require.Len(t, h.Calls(), before+1, "one call")
+		assert.Contains(t, h.Calls()[before].Path, "/virtual_machines/"+inst.ID+"/state/")
+		_, err = p.PoweredOff(t.Context(), "no-such-vm")
+		assert.ErrorIs(t, err, fleet.ErrNotFound)
 	})
 }
