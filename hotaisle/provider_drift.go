@@ -50,7 +50,7 @@ func (p *Provider) startVM(ctx context.Context, name string) error {
 // VM and server lists carry no power state, so a stop out of band shows only
 // here). A name of unknown kind is tried as a VM first, then as a server.
 // Errors: fleet.ErrNotFound when neither exists; others are transient
-// (power reads fail for minutes during a server's AC reset).
+// (power reads fail for minutes while a server is reset at the mains).
 func (p *Provider) PoweredOff(ctx context.Context, name string) (bool, error) {
 	bm, known := p.kind(name)
 	if !known || !bm {
