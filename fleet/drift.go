@@ -72,8 +72,10 @@ func (m *Manager) restarted(reqID string, err error, now time.Time) {
 // Policy.AgentCheckInterval; a failed check restarts the agent, and after
 // Policy.AgentCheckFailures failures in a row the instance is released and
 // replaced. A failed check also asks the provider whether the machine was
-// stopped (Hot Aisle lists do not say). m.mu held.
+// stopped (Hot Aisle lists do not say). Instances no agent checks get a
+// power check instead (checkPower). m.mu held.
 func (m *Manager) checkAgents(now time.Time) {
+	m.checkPower(now)
 	if m.cfg.Agent == nil {
 		return
 	}

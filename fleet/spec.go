@@ -248,6 +248,10 @@ type Policy struct {
 	// DriftCheckInterval is how often a running instance's provider listing
 	// is read to notice drift: stopped, deleted or relabelled out of band
 	// (10 min). One listing serves every instance of a provider and kind.
+	// Where listings carry no power state (providers implementing
+	// PowerChecker: Hot Aisle), each idle or busy instance that no Agent
+	// checks also gets one power read per interval: 6 calls per
+	// instance-hour at the default.
 	DriftCheckInterval time.Duration
 	// OnStopped says what to do with an instance stopped out of band
 	// (OnStoppedReplace by default).

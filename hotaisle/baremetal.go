@@ -167,6 +167,17 @@ func (c *Client) GetBareMetalPower(ctx context.Context, name string) (string, er
 	return st.State, nil
 }
 
+// PowerOnBareMetal turns a server on if it is off: POST
+// /teams/{team}/bare_metal/{server}/power/power_on/ (204). Never retried.
+// fleet.ErrNotFound when the team has no server of that name.
+func (c *Client) PowerOnBareMetal(ctx context.Context, name string) error {
+	p, err := c.itemPath("server", "bare_metal", name, "power", "power_on")
+	if err != nil {
+		return err
+	}
+	return c.do(ctx, http.MethodPost, p, nil, nil, nil)
+}
+
 // UpdateBareMetal sets a server's description: PATCH
 // /teams/{team}/bare_metal/{server}/ (204). Not retried by the HTTP layer.
 func (c *Client) UpdateBareMetal(ctx context.Context, name string, u BareMetalUpdate) error {

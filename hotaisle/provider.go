@@ -133,7 +133,12 @@ func (p *Provider) kind(name string) (bareMetal, known bool) {
 	return bareMetal, known
 }
 
-// Get reads a VM (with its state) or a bare-metal server by name;
+// Get reads a VM with its state (GET of the VM, then of its state/), or a
+// bare-metal server with its power state once its OS is installed (GET of
+// the server, then of its power/), by name; two calls. Stopped is set for a
+// VM in state "shut off" and for an installed server whose power is "Off"
+// (ProviderStatus then reads "installed/Off"); a server still installing
+// its OS is not asked, since the install itself powers it off and on.
 // fleet.ErrNotFound when neither exists.
 func (p *Provider) Get(ctx context.Context, name string) (fleet.Instance, error) {
 	if bm, known := p.kind(name); !known || !bm {
@@ -157,7 +162,15 @@ func (p *Provider) Get(ctx context.Context, name string) (fleet.Instance, error)
 	if err != nil {
 		return fleet.Instance{}, err
 	}
-	return p.bareMetalInstance(*bm), nil
+	p.remember(name, true)
+	inst := p.bareMetalInstance(*bm)
+	if inst.Status != fleet.StatusProvisioning {
+		if power, perr := p.c.GetBareMetalPower(ctx, name); perr == nil {
+			inst.ProviderStatus += "/" + power
+			inst.Stopped = power == PowerOff
+		}
+	}
+	return inst, nil
 }
 
 // List reads every VM and bare-metal server of the team (two calls). A
