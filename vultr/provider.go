@@ -29,11 +29,12 @@ type Provider struct {
 	regions []string
 
 	mu         sync.Mutex
-	metal      map[string]bool          // server id → bare metal, as seen
-	members    map[string]bool          // server ids known to be VPC members
-	attached   map[string]VPCAttachment // a member's attachment with its address, once read
-	plans      map[string]Plan          // VM plan rows by id; nil until fetched
-	metalPlans map[string]MetalPlan     // bare-metal plan rows by id; nil until fetched
+	metal      map[string]bool            // server id → bare metal, as seen
+	members    map[string]string          // server id → the VPC it was asked to join ("" when not known)
+	atts       map[string][]VPCAttachment // a server's attachments, once read
+	vpcFleet   map[string]string          // VPC id → the fleet its label names (from lists and creates)
+	plans      map[string]Plan            // VM plan rows by id; nil until fetched
+	metalPlans map[string]MetalPlan       // bare-metal plan rows by id; nil until fetched
 }
 
 // ProviderOption configures a Provider.
@@ -44,7 +45,8 @@ func WithRegions(ids ...string) ProviderOption { return func(p *Provider) { p.re
 
 // NewProvider returns the Vultr fleet.Provider over c.
 func NewProvider(c *Client, opts ...ProviderOption) *Provider {
-	p := &Provider{c: c, metal: map[string]bool{}, members: map[string]bool{}, attached: map[string]VPCAttachment{}}
+	p := &Provider{c: c, metal: map[string]bool{}, members: map[string]string{}, atts: map[string][]VPCAttachment{},
+		vpcFleet: map[string]string{}}
 	for _, o := range opts {
 		o(p)
 	}
@@ -172,7 +174,7 @@ func (p *Provider) Create(ctx context.Context, req fleet.CreateRequest) (fleet.I
 		}
 		p.remember(bm.ID, true)
 		if req.VPCID != "" {
-			p.markMember(bm.ID)
+			p.markMember(bm.ID, req.VPCID)
 		}
 		inst := bareMetalInstance(*bm)
 		inst.Offer = req.Offer
@@ -192,7 +194,7 @@ func (p *Provider) Create(ctx context.Context, req fleet.CreateRequest) (fleet.I
 	}
 	p.remember(in.ID, false)
 	if req.VPCID != "" {
-		p.markMember(in.ID)
+		p.markMember(in.ID, req.VPCID)
 	}
 	inst := vmInstance(*in)
 	inst.Offer = req.Offer

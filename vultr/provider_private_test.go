@@ -85,8 +85,8 @@ func TestProviderPrivateIPNoExtraCalls(t *testing.T) {
 		"GET /v2/plans":       {200, `{"plans":[],"meta":{"total":0,"links":{"next":"","prev":""}}}`, nil},
 	})
 	p := NewProvider(c)
-	p.markMember(vmID)          // member with internal_ip set
-	p.markMember(pendingMember) // member, not running yet
+	p.markMember(vmID, "")          // member with internal_ip set
+	p.markMember(pendingMember, "") // member, not running yet
 	insts, err := p.List(t.Context())
 	require.NoError(t, err)
 	require.Len(t, insts, 3)

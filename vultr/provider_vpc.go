@@ -89,7 +89,9 @@ func (p *Provider) CreateVPC(ctx context.Context, region string, label fleet.Lab
 	if err != nil {
 		return fleet.VPC{}, err
 	}
-	return neutralVPC(*v), nil
+	out := neutralVPC(*v)
+	p.noteVPCs(out)
+	return out, nil
 }
 
 func neutralVPC(v VPC) fleet.VPC {
@@ -112,7 +114,7 @@ func (p *Provider) AttachVPC(ctx context.Context, id, vpcID string) error {
 		err = p.c.AttachInstanceVPC(ctx, id, vpcID)
 	}
 	if err == nil {
-		p.markMember(id)
+		p.markMember(id, vpcID)
 	}
 	return err
 }
@@ -142,6 +144,7 @@ func (p *Provider) ListVPCs(ctx context.Context) ([]fleet.VPC, error) {
 		}
 		out = append(out, neutralVPC(v))
 	}
+	p.noteVPCs(out...)
 	return out, nil
 }
 

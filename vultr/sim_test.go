@@ -347,19 +347,20 @@ func TestSimCreateIsNeverRetried(t *testing.T) {
 }
 
 // Against the fake's rules: a server with two private networks has a blank
-// internal_ip, and the provider reads its address from the attachments; a
-// list with two filters is refused before it is sent (the fake would answer
-// 400).
+// internal_ip, and the provider reads its address from the attachments (on
+// the network whose label names the server's fleet; with two unlabelled
+// networks it could not tell, and gives none); a list with two filters is
+// refused before it is sent (the fake would answer 400).
 func TestSimPrivateIPOfAServerInTwoVPCsAndOneListFilter(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		v, c := newSim(t)
 		var ids []string
-		for range 2 {
-			vpc, err := c.CreateVPC(t.Context(), &vultr.VPCCreate{Region: "ewr", Description: "net"})
+		for _, desc := range []string{"net", "gf2.t1.two.0123456789ab"} {
+			vpc, err := c.CreateVPC(t.Context(), &vultr.VPCCreate{Region: "ewr", Description: desc})
 			require.NoError(t, err)
 			ids = append(ids, vpc.ID)
 		}
-		inst := createVM(t, c, "two-nets", ids...)
+		inst := createVM(t, c, "gf2.t1.two.ba9876543210", ids...)
 		time.Sleep(10 * time.Minute)
 		raw, err := c.GetInstance(t.Context(), inst.ID)
 		require.NoError(t, err)
@@ -370,7 +371,19 @@ func TestSimPrivateIPOfAServerInTwoVPCsAndOneListFilter(t *testing.T) {
 		require.ElementsMatch(t, ids, member)
 		got, err := p.Get(t.Context(), inst.ID)
 		require.NoError(t, err)
-		assert.NotEmpty(t, got.PrivateIP, "read from the VPC attachments")
+		assert.Empty(t, got.PrivateIP, "two networks, neither known as the fleet's: no address rather than a wrong one")
+		_, err = p.ListVPCs(t.Context())
+		require.NoError(t, err)
+		got, err = p.Get(t.Context(), inst.ID)
+		require.NoError(t, err)
+		atts, err := vultr.Collect(c.ListInstanceVPCs(t.Context(), inst.ID))
+		require.NoError(t, err)
+		for _, a := range atts {
+			if a.ID == ids[1] {
+				assert.Equal(t, a.IPAddress, got.PrivateIP, "the address on the fleet's network")
+				assert.Equal(t, ids[1], got.VPCID)
+			}
+		}
 		before := len(v.Calls())
 		for _, err := range c.ListInstances(t.Context(), &vultr.InstanceListOptions{Tag: "gpufleet", Region: "ewr"}) {
 			require.ErrorIs(t, err, fleet.ErrInvalidRequest)
