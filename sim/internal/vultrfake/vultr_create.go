@@ -75,18 +75,18 @@ func (v *Vultr) createServer(w http.ResponseWriter, r *http.Request, metal bool)
 	v.mu.Lock()
 	defer v.unlock()
 	now := v.clock.Now()
-	srv, vpcs, cerr := v.checkCreate(req, metal)
+	srv, vpcs, cerr := v.checkCreate(&req, metal)
 	if cerr != nil {
 		writeVultrError(w, cerr.status, cerr.msg)
 		return
 	}
-	v.commitServer(srv, req, vpcs, now)
+	v.commitServer(srv, &req, vpcs, now)
 	writeServer(w, http.StatusAccepted, srv, now, true)
 }
 
 // checkCreate validates req and returns the server to create (without id,
 // addresses or timing) and the VPCs to attach. Callers hold v.mu.
-func (v *Vultr) checkCreate(req vultrCreateReq, metal bool) (*vultrServer, []*vultrVPC, *vultrCreateErr) {
+func (v *Vultr) checkCreate(req *vultrCreateReq, metal bool) (*vultrServer, []*vultrVPC, *vultrCreateErr) {
 	srv := &vultrServer{metal: metal, region: req.Region, plan: req.Plan, label: req.Label}
 	if cerr := v.checkPlace(srv); cerr != nil {
 		return nil, nil, cerr
@@ -163,7 +163,7 @@ func (v *Vultr) checkPlace(srv *vultrServer) *vultrCreateErr {
 }
 
 // vultrCheckBoot requires exactly one boot source and names the OS.
-func vultrCheckBoot(srv *vultrServer, req vultrCreateReq) *vultrCreateErr {
+func vultrCheckBoot(srv *vultrServer, req *vultrCreateReq) *vultrCreateErr {
 	n := 0
 	for _, set := range []bool{req.OsID != 0, req.ISOID != "", req.SnapshotID != "", req.AppID != 0, req.ImageID != ""} {
 		if set {
@@ -196,7 +196,7 @@ func vultrCheckBoot(srv *vultrServer, req vultrCreateReq) *vultrCreateErr {
 // checkVPCs resolves attach_vpc (enable_vpc alone picks the region's oldest
 // VPC at commit, or creates one). Bare metal honours attach_vpc too (dstack
 // relies on it), one VPC at most.
-func (v *Vultr) checkVPCs(srv *vultrServer, req vultrCreateReq) ([]*vultrVPC, *vultrCreateErr) {
+func (v *Vultr) checkVPCs(srv *vultrServer, req *vultrCreateReq) ([]*vultrVPC, *vultrCreateErr) {
 	var out []*vultrVPC
 	for _, id := range req.AttachVPC {
 		vpc := v.st.vpcs[id]
@@ -236,11 +236,11 @@ func (v *Vultr) noPrivateNetwork(srv *vultrServer) bool {
 
 // commitServer stores a validated server: id, addresses, timing, VPC
 // attachments and SSH host. Callers hold v.mu.
-func (v *Vultr) commitServer(srv *vultrServer, req vultrCreateReq, vpcs []*vultrVPC, now time.Time) {
+func (v *Vultr) commitServer(srv *vultrServer, req *vultrCreateReq, vpcs []*vultrVPC, now time.Time) {
 	srv.seq, srv.id, srv.created = v.st.next(), v.newUUID(), now
 	srv.dateCreated = vultrTime(now)
 	srv.kvm = "https://my.vultr.com/subs/vps/novnc/api.php?data=" + srv.id
-	srv.timing = v.timingFor(srv.plan)
+	v.setTiming(&srv.timing, srv.plan)
 	srv.hostname = vultrFirstNonEmpty(req.Hostname, req.Label, "vultr.guest")
 	srv.tags = append([]string{}, req.Tags...)
 	if req.Tag != "" && !slices.Contains(srv.tags, req.Tag) {
