@@ -234,12 +234,13 @@ func (v *Vultr) noPrivateNetwork(srv *vultrServer) bool {
 	return p.NoPrivateNetwork
 }
 
+// vultrKVMPrefix is the kvm URL of a server without its id.
+const vultrKVMPrefix = "https://my.vultr.com/subs/vps/novnc/api.php?data="
+
 // commitServer stores a validated server: id, addresses, timing, VPC
 // attachments and SSH host. Callers hold v.mu.
 func (v *Vultr) commitServer(srv *vultrServer, req *vultrCreateReq, vpcs []*vultrVPC, now time.Time) {
-	srv.seq, srv.id, srv.created = v.st.next(), v.newUUID(), now
-	srv.dateCreated = vultrTime(now)
-	srv.kvm = "https://my.vultr.com/subs/vps/novnc/api.php?data=" + srv.id
+	srv.seq, srv.created = v.st.next(), now
 	v.setTiming(&srv.timing, srv.plan)
 	srv.hostname = vultrFirstNonEmpty(req.Hostname, req.Label, "vultr.guest")
 	srv.tags = append([]string{}, req.Tags...)
@@ -247,18 +248,8 @@ func (v *Vultr) commitServer(srv *vultrServer, req *vultrCreateReq, vpcs []*vult
 		srv.tags = append(srv.tags, req.Tag)
 	}
 	srv.userScheme = vultrFirstNonEmpty(req.UserScheme, "root")
-	srv.features = []string{}
-	if req.EnableIPv6 {
-		srv.features = append(srv.features, "ipv6")
-	}
-	if req.Backups == "enabled" {
-		srv.features = append(srv.features, "auto_backups")
-	}
-	if req.DDOS {
-		srv.features = append(srv.features, "ddos_protection")
-	}
-	v.assignAddresses(srv, req.EnableIPv6)
-	srv.password = v.newPassword()
+	srv.features = vultrFeatures(req)
+	v.setStrings(srv, req.EnableIPv6, now)
 	for _, vpc := range vpcs {
 		if vpc == nil {
 			vpc = v.regionVPC(srv.region, now)
@@ -269,6 +260,46 @@ func (v *Vultr) commitServer(srv *vultrServer, req *vultrCreateReq, vpcs []*vult
 	v.st.servers[srv.id] = srv
 	v.st.list(srv.metal).add(srv)
 	v.registerHost(srv, srv.created)
+}
+
+// setStrings draws the server's id, addresses and password (in that order
+// from the seeded source) and sets them with kvm, date_created and the SSH
+// address, all slices of one string: one allocation, not seven.
+func (v *Vultr) setStrings(srv *vultrServer, ipv6 bool, now time.Time) {
+	var buf [256]byte
+	b := append(buf[:0], vultrKVMPrefix...)
+	b = v.appendUUID(b)
+	kvm := len(b)
+	b = vultrAppendTime(b, now)
+	date := len(b)
+	ip, gw := v.assignAddresses(srv, ipv6)
+	b = ip.AppendTo(b)
+	mainIP := len(b)
+	b = append(b, ":22"...)
+	ssh := len(b)
+	b = gw.AppendTo(b)
+	gateway := len(b)
+	b = v.appendPassword(b)
+	all := string(b)
+	srv.kvm, srv.id = all[:kvm], all[len(vultrKVMPrefix):kvm]
+	srv.dateCreated = all[kvm:date]
+	srv.mainIP, srv.sshAddr = all[date:mainIP], all[date:ssh]
+	srv.gateway, srv.password = all[ssh:gateway], all[gateway:]
+}
+
+// vultrFeatures are the features a create asks for, in the API's order.
+func vultrFeatures(req *vultrCreateReq) []string {
+	features := []string{}
+	if req.EnableIPv6 {
+		features = append(features, "ipv6")
+	}
+	if req.Backups == "enabled" {
+		features = append(features, "auto_backups")
+	}
+	if req.DDOS {
+		features = append(features, "ddos_protection")
+	}
+	return features
 }
 
 func vultrFirstNonEmpty(s ...string) string {
