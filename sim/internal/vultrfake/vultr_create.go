@@ -80,7 +80,7 @@ func (v *Vultr) createServer(w http.ResponseWriter, r *http.Request, metal bool)
 		writeVultrError(w, cerr.status, cerr.msg)
 		return
 	}
-	v.commitServer(srv, &req, vpcs, now)
+	v.commitServer(srv, &req, vpcs, now, now)
 	writeServer(w, http.StatusAccepted, srv, now, true)
 }
 
@@ -237,10 +237,11 @@ func (v *Vultr) noPrivateNetwork(srv *vultrServer) bool {
 // vultrKVMPrefix is the kvm URL of a server without its id.
 const vultrKVMPrefix = "https://my.vultr.com/subs/vps/novnc/api.php?data="
 
-// commitServer stores a validated server: id, addresses, timing, VPC
+// commitServer stores a validated server created at created (now, unless
+// seeded with an age) and committed now: id, addresses, timing, VPC
 // attachments and SSH host. Callers hold v.mu.
-func (v *Vultr) commitServer(srv *vultrServer, req *vultrCreateReq, vpcs []*vultrVPC, now time.Time) {
-	srv.seq, srv.created = v.st.next(), now
+func (v *Vultr) commitServer(srv *vultrServer, req *vultrCreateReq, vpcs []*vultrVPC, created, now time.Time) {
+	srv.seq, srv.created, srv.committed = v.st.next(), created, now
 	v.setTiming(&srv.timing, srv.plan)
 	srv.hostname = vultrFirstNonEmpty(req.Hostname, req.Label, "vultr.guest")
 	srv.tags = append([]string{}, req.Tags...)
@@ -249,14 +250,13 @@ func (v *Vultr) commitServer(srv *vultrServer, req *vultrCreateReq, vpcs []*vult
 	}
 	srv.userScheme = vultrFirstNonEmpty(req.UserScheme, "root")
 	srv.features = vultrFeatures(req)
-	v.setStrings(srv, req.EnableIPv6, now)
+	v.setStrings(srv, req.EnableIPv6, created)
 	for _, vpc := range vpcs {
 		if vpc == nil {
-			vpc = v.regionVPC(srv.region, now)
+			vpc = v.regionVPC(srv.region, created)
 		}
-		srv.attachments = append(srv.attachments, v.newAttachment(vpc, now))
+		srv.attachments = append(srv.attachments, v.newAttachment(vpc, created))
 	}
-	srv.committed = v.clock.Now()
 	v.st.servers[srv.id] = srv
 	v.st.list(srv.metal).add(srv)
 	v.registerHost(srv, srv.created)

@@ -191,7 +191,8 @@ func (v *Vultr) SeedServer(s VultrSeed) (string, error) {
 	if cerr != nil {
 		return "", errors.New("sim: vultr: " + cerr.msg)
 	}
-	v.commitServer(srv, &req, vpcs, v.clock.Now().Add(-s.Age))
+	now := v.clock.Now()
+	v.commitServer(srv, &req, vpcs, now.Add(-s.Age), now)
 	return srv.id, nil
 }
 
