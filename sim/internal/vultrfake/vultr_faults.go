@@ -16,7 +16,6 @@ import (
 // rounded up to whole seconds (1 at the default rate).
 func (v *Vultr) allow(r *http.Request) (bool, time.Duration) {
 	now := v.clock.Now()
-	key := vultrRateKey(r)
 	v.mu.Lock()
 	defer v.unlock()
 	rps, burst, lims := v.cfg.RPS, v.cfg.Burst, v.st.limiters
@@ -33,6 +32,7 @@ func (v *Vultr) allow(r *http.Request) (bool, time.Duration) {
 	if burst < 1 {
 		burst = int(math.Ceil(rps))
 	}
+	key := vultrRateKey(r)
 	l := lims[key]
 	if l == nil {
 		l = rate.NewLimiter(rate.Limit(rps), burst)
