@@ -31,7 +31,7 @@ func decodeCreate(data []byte, req *vultrCreateReq) error {
 // set stores one member, as encoding/json would; false: let encoding/json
 // decide (a type it would refuse, or a key it would match
 // case-insensitively).
-func (r *vultrCreateReq) set(key string, v core.FlatValue) bool {
+func (r *vultrCreateReq) set(key []byte, v core.FlatValue) bool {
 	// null leaves a string, number or boolean as it is and sets a slice to nil.
 	null := v.Kind == core.FlatNull
 	str := func(dst *string) bool {
@@ -53,7 +53,7 @@ func (r *vultrCreateReq) set(key string, v core.FlatValue) bool {
 		return null || v.Kind == core.FlatBool
 	}
 	list := func(dst *[]string) bool { *dst = v.Ss; return null || v.Kind == core.FlatStrings }
-	switch key {
+	switch string(key) {
 	case "region":
 		return str(&r.Region)
 	case "plan":
