@@ -107,6 +107,15 @@ func (o *JSONObject) Strs(k string, v []string) {
 // that an object of a fixed shape is written with one append per key.
 func StrField(dst []byte, key, v string) []byte { return appendJSONString(append(dst, key...), v) }
 
+// SafeField appends a member with a string value written as it is, without
+// the escaping check: only for values made of bytes JSON never escapes
+// (hexadecimal identifiers, digits, addresses, dates, fixed words), as the
+// fakes generate them. key as for StrField.
+func SafeField(dst []byte, key, v string) []byte {
+	dst = append(append(dst, key...), '"')
+	return append(append(dst, v...), '"')
+}
+
 // NumField appends a member with an integer value (key as for StrField).
 func NumField(dst []byte, key string, v int64) []byte {
 	return strconv.AppendInt(append(dst, key...), v, 10)
