@@ -94,6 +94,17 @@ func RandUint64(s *Server) uint64 {
 	return s.rng.Uint64()
 }
 
+// RandFill fills dst with draws from the pipeline's seeded source, under
+// one lock: the same numbers, in the same order, as len(dst) calls of
+// RandUint64.
+func RandFill(s *Server, dst []uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := range dst {
+		dst[i] = s.rng.Uint64()
+	}
+}
+
 // Routes lists the served route patterns, sorted; these are the names a
 // Fault's Route may take.
 func (s *Server) Routes() []string { return s.router.names() }

@@ -1,8 +1,8 @@
 package core
 
 import (
+	"bytes"
 	"strconv"
-	"strings"
 )
 
 // A fast path for the request bodies the fakes read most (a create): a flat
@@ -34,8 +34,10 @@ type FlatValue struct {
 
 // FlatScan calls set for each member of the object in data, in order, and
 // reports false as soon as data is not a flat object it can read exactly or
-// set refuses a member (the caller then falls back to encoding/json).
-func FlatScan(data []byte, set func(key string, v FlatValue) bool) bool {
+// set refuses a member (the caller then falls back to encoding/json). The
+// key is a slice of data, valid only during the call (a switch on
+// string(key) costs no allocation).
+func FlatScan(data []byte, set func(key []byte, v FlatValue) bool) bool {
 	p := flatParser{d: data}
 	if !p.expect('{') {
 		return false
@@ -45,7 +47,7 @@ func FlatScan(data []byte, set func(key string, v FlatValue) bool) bool {
 		return p.end()
 	}
 	for {
-		key, ok := p.plainString()
+		key, ok := p.plainBytes()
 		if !ok || !p.expect(':') {
 			return false
 		}
@@ -99,23 +101,33 @@ func (p *flatParser) end() bool {
 // plainString reads a string without escapes or control characters, in
 // printable ASCII (anything else: false).
 func (p *flatParser) plainString() (string, bool) {
-	if p.next() != '"' {
+	b, ok := p.plainBytes()
+	if !ok {
 		return "", false
+	}
+	return string(b), true
+}
+
+// plainBytes reads a string as plainString does and returns its bytes, a
+// slice of the data.
+func (p *flatParser) plainBytes() ([]byte, bool) {
+	if p.next() != '"' {
+		return nil, false
 	}
 	start := p.i
 	for p.i < len(p.d) {
 		c := p.d[p.i]
 		switch {
 		case c == '"':
-			s := string(p.d[start:p.i])
+			b := p.d[start:p.i]
 			p.i++
-			return s, true
+			return b, true
 		case c == '\\' || c < 0x20 || c > 0x7e:
-			return "", false
+			return nil, false
 		}
 		p.i++
 	}
-	return "", false
+	return nil, false
 }
 
 func (p *flatParser) value() (FlatValue, bool) {
@@ -187,9 +199,9 @@ func (p *flatParser) strings() (FlatValue, bool) {
 
 // FlatUnknown reports whether an unknown key may be skipped: encoding/json
 // would ignore it unless it matches one of known case-insensitively.
-func FlatUnknown(key string, known []string) bool {
+func FlatUnknown(key []byte, known []string) bool {
 	for _, k := range known {
-		if strings.EqualFold(k, key) {
+		if bytes.EqualFold([]byte(k), key) {
 			return false
 		}
 	}

@@ -31,12 +31,20 @@ type JSONAppender interface {
 	AppendJSON(dst []byte) []byte
 }
 
+// jsonSafeByte marks the bytes that need no escaping in a JSON string as
+// encoding/json writes it (printable ASCII but ", \\, <, > and &).
+var jsonSafeByte = func() (t [256]bool) {
+	for c := 0x20; c <= 0x7e; c++ {
+		t[c] = c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
+	}
+	return t
+}()
+
 // jsonSafe reports whether s needs no escaping in a JSON string as
 // encoding/json writes it (which also escapes <, > and &).
 func jsonSafe(s string) bool {
 	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+		if !jsonSafeByte[s[i]] {
 			return false
 		}
 	}
@@ -72,23 +80,56 @@ func appendJSONStrings(dst []byte, ss []string) []byte {
 // JSONObject appends the members of a JSON object one by one.
 type JSONObject struct{ B []byte }
 
-func (o *JSONObject) key(k string) {
-	if len(o.B) == 0 || o.B[len(o.B)-1] != '{' {
-		o.B = append(o.B, ',')
+// key returns o.B with the member's key and colon appended (and the comma
+// before it, unless it is the first member), for the caller to store once
+// with the value.
+func (o *JSONObject) key(k string) []byte {
+	b := o.B
+	if len(b) == 0 || b[len(b)-1] != '{' {
+		b = append(b, ',')
 	}
-	o.B = append(o.B, '"')
-	o.B = append(o.B, k...)
-	o.B = append(o.B, '"', ':')
+	b = append(b, '"')
+	b = append(b, k...)
+	return append(b, '"', ':')
 }
 
 // Str, Num, Boolean and Strs append a member with a string, an integer,
 // a boolean or an array of strings.
-func (o *JSONObject) Str(k, v string)          { o.key(k); o.B = appendJSONString(o.B, v) }
-func (o *JSONObject) Num(k string, v int64)    { o.key(k); o.B = strconv.AppendInt(o.B, v, 10) }
-func (o *JSONObject) Boolean(k string, v bool) { o.key(k); o.B = strconv.AppendBool(o.B, v) }
+func (o *JSONObject) Str(k, v string)          { o.B = appendJSONString(o.key(k), v) }
+func (o *JSONObject) Num(k string, v int64)    { o.B = strconv.AppendInt(o.key(k), v, 10) }
+func (o *JSONObject) Boolean(k string, v bool) { o.B = strconv.AppendBool(o.key(k), v) }
 func (o *JSONObject) Strs(k string, v []string) {
-	o.key(k)
-	o.B = appendJSONStrings(o.B, v)
+	o.B = appendJSONStrings(o.key(k), v)
+}
+
+// StrField appends a member of a JSON object with a string value; key is
+// given whole, quotes, colon and any leading comma included (`,"os":`), so
+// that an object of a fixed shape is written with one append per key.
+func StrField(dst []byte, key, v string) []byte { return appendJSONString(append(dst, key...), v) }
+
+// SafeField appends a member with a string value written as it is, without
+// the escaping check: only for values made of bytes JSON never escapes
+// (hexadecimal identifiers, digits, addresses, dates, fixed words), as the
+// fakes generate them. key as for StrField.
+func SafeField(dst []byte, key, v string) []byte {
+	dst = append(append(dst, key...), '"')
+	return append(append(dst, v...), '"')
+}
+
+// NumField appends a member with an integer value (key as for StrField).
+func NumField(dst []byte, key string, v int64) []byte {
+	return strconv.AppendInt(append(dst, key...), v, 10)
+}
+
+// BoolField appends a member with a boolean value (key as for StrField).
+func BoolField(dst []byte, key string, v bool) []byte {
+	return strconv.AppendBool(append(dst, key...), v)
+}
+
+// StrsField appends a member with an array of strings, null for nil (key
+// as for StrField).
+func StrsField(dst []byte, key string, v []string) []byte {
+	return appendJSONStrings(append(dst, key...), v)
 }
 
 // AppendInt appends n in decimal.

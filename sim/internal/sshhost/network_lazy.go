@@ -16,9 +16,13 @@ func AddLazy(n *Network, cfg *HostConfig, keys []ssh.PublicKey) {
 	addr := cfg.Addr
 	n.mu.Lock()
 	old := n.hosts[addr]
-	delete(n.hosts, addr)
+	if old != nil {
+		delete(n.hosts, addr)
+	}
 	n.lazy[addr] = cfg
-	delete(n.removed, addr)
+	if len(n.removed) > 0 {
+		delete(n.removed, addr)
+	}
 	n.mu.Unlock()
 	if old != nil {
 		n.dropHost(old)

@@ -172,9 +172,17 @@ func (v *Vultr) randUint64() uint64 { return core.RandUint64(v.server) }
 
 // newUUID returns a version-4 UUID drawn from the seeded source.
 func (v *Vultr) newUUID() string {
-	a, b := v.randUint64(), v.randUint64()
-	a = a&^(0xf<<12) | 0x4<<12
-	b = b&^(0x3<<62) | 0x2<<62
+	var out [36]byte
+	return string(v.appendUUID(out[:0]))
+}
+
+// appendUUID appends a version-4 UUID drawn from the seeded source (two
+// draws).
+func (v *Vultr) appendUUID(dst []byte) []byte {
+	var x [2]uint64
+	core.RandFill(v.server, x[:])
+	a := x[0]&^(0xf<<12) | 0x4<<12
+	b := x[1]&^(0x3<<62) | 0x2<<62
 	var raw [16]byte
 	binary.BigEndian.PutUint64(raw[:8], a)
 	binary.BigEndian.PutUint64(raw[8:], b)
@@ -185,35 +193,43 @@ func (v *Vultr) newUUID() string {
 	hex.Encode(out[19:23], raw[8:10])
 	hex.Encode(out[24:36], raw[10:16])
 	out[8], out[13], out[18], out[23] = '-', '-', '-', '-'
-	return string(out[:])
+	return append(dst, out[:]...)
 }
 
-// newPassword returns a default root password drawn from the seeded source.
-func (v *Vultr) newPassword() string {
+// appendPassword appends a default root password of 12 characters drawn
+// from the seeded source (one draw per character).
+func (v *Vultr) appendPassword(dst []byte) []byte {
 	const chars = "abcdefghijkmnpqrstuvwxyzABCDEFGHJKLMNPQRSTUVWXYZ23456789!#%"
-	var b [12]byte
-	for i := range b {
-		b[i] = chars[v.randUint64()%uint64(len(chars))]
+	var x [12]uint64
+	core.RandFill(v.server, x[:])
+	for _, n := range x {
+		dst = append(dst, chars[n%uint64(len(chars))])
 	}
-	return string(b[:])
+	return dst
 }
 
 // vultrTime formats t as the API does: ISO-8601 with a numeric offset.
 func vultrTime(t time.Time) string {
+	var b [25]byte
+	return string(vultrAppendTime(b[:0], t))
+}
+
+// vultrAppendTime appends t as vultrTime formats it.
+func vultrAppendTime(dst []byte, t time.Time) []byte {
 	t = t.UTC()
 	y, mo, d := t.Date()
 	if y < 0 || y > 9999 {
-		return t.Format("2006-01-02T15:04:05-07:00")
+		return t.AppendFormat(dst, "2006-01-02T15:04:05-07:00")
 	}
 	h, mi, sec := t.Clock()
-	b := []byte("0000-00-00T00:00:00+00:00")
+	b := [25]byte([]byte("0000-00-00T00:00:00+00:00"))
 	for _, v := range [...]struct{ at, n, width int }{{0, y, 4}, {5, int(mo), 2}, {8, d, 2}, {11, h, 2}, {14, mi, 2}, {17, sec, 2}} {
 		for j := v.at + v.width - 1; j >= v.at; j-- {
 			b[j] = byte('0' + v.n%10)
 			v.n /= 10
 		}
 	}
-	return string(b)
+	return append(dst, b[:]...)
 }
 
 // server is the shared pipeline, embedded under an unexported name: its

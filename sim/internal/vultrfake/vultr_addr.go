@@ -17,17 +17,19 @@ var vultrIPPrefixes = map[string][2]byte{
 }
 
 // assignAddresses draws main_ip (unique among live servers and the SSH
-// network), the gateway, IPv6 when asked, and the bare-metal MAC address from
-// the seeded source. Callers hold v.mu.
-func (v *Vultr) assignAddresses(srv *vultrServer, ipv6 bool) {
+// network) and its gateway, which it returns, and sets IPv6 when asked and
+// the bare-metal MAC address, from the seeded source. Callers hold v.mu.
+func (v *Vultr) assignAddresses(srv *vultrServer, ipv6 bool) (mainIP, gateway netip.Addr) {
 	pre, ok := vultrIPPrefixes[srv.region]
 	if !ok {
 		pre = [2]byte{45, 76}
 	}
 	if ip, gw := v.reusableIP(srv.region); ip != "" {
-		srv.mainIP, srv.gateway = ip, gw
+		mainIP, _ = netip.ParseAddr(ip)
+		gateway, _ = netip.ParseAddr(gw)
 	}
-	for tries := 0; srv.mainIP == ""; tries++ {
+	var buf [24]byte
+	for tries := 0; !mainIP.IsValid(); tries++ {
 		x := v.randUint64()
 		b := pre[1] + byte(tries/64) // a crowded /16: spill into the next ones
 		c, d := byte(x), byte(2+(x>>8)%252)
@@ -35,13 +37,12 @@ func (v *Vultr) assignAddresses(srv *vultrServer, ipv6 bool) {
 		if v.st.usedIPs[key] {
 			continue
 		}
-		ip := netip.AddrFrom4(key).String()
-		if sshhost.HasExact(v.net, ip+":22") {
+		ip := netip.AddrFrom4(key)
+		if sshhost.HasExact(v.net, string(append(ip.AppendTo(buf[:0]), ":22"...))) {
 			continue
 		}
 		v.st.usedIPs[key] = true
-		srv.mainIP = ip
-		srv.gateway = netip.AddrFrom4([4]byte{pre[0], b, c &^ 1, 1}).String()
+		mainIP, gateway = ip, netip.AddrFrom4([4]byte{pre[0], b, c &^ 1, 1})
 	}
 	if ipv6 {
 		x := v.randUint64()
@@ -51,6 +52,7 @@ func (v *Vultr) assignAddresses(srv *vultrServer, ipv6 bool) {
 	if srv.metal {
 		srv.macAddr = int64(v.randUint64()&0xffffffffff) | 0x020000000000
 	}
+	return mainIP, gateway
 }
 
 // reusableIP returns the main_ip and gateway of the most recently released

@@ -75,18 +75,18 @@ func (v *Vultr) createServer(w http.ResponseWriter, r *http.Request, metal bool)
 	v.mu.Lock()
 	defer v.unlock()
 	now := v.clock.Now()
-	srv, vpcs, cerr := v.checkCreate(req, metal)
+	srv, vpcs, cerr := v.checkCreate(&req, metal)
 	if cerr != nil {
 		writeVultrError(w, cerr.status, cerr.msg)
 		return
 	}
-	v.commitServer(srv, req, vpcs, now)
+	v.commitServer(srv, &req, vpcs, now, now)
 	writeServer(w, http.StatusAccepted, srv, now, true)
 }
 
 // checkCreate validates req and returns the server to create (without id,
 // addresses or timing) and the VPCs to attach. Callers hold v.mu.
-func (v *Vultr) checkCreate(req vultrCreateReq, metal bool) (*vultrServer, []*vultrVPC, *vultrCreateErr) {
+func (v *Vultr) checkCreate(req *vultrCreateReq, metal bool) (*vultrServer, []*vultrVPC, *vultrCreateErr) {
 	srv := &vultrServer{metal: metal, region: req.Region, plan: req.Plan, label: req.Label}
 	if cerr := v.checkPlace(srv); cerr != nil {
 		return nil, nil, cerr
@@ -163,7 +163,7 @@ func (v *Vultr) checkPlace(srv *vultrServer) *vultrCreateErr {
 }
 
 // vultrCheckBoot requires exactly one boot source and names the OS.
-func vultrCheckBoot(srv *vultrServer, req vultrCreateReq) *vultrCreateErr {
+func vultrCheckBoot(srv *vultrServer, req *vultrCreateReq) *vultrCreateErr {
 	n := 0
 	for _, set := range []bool{req.OsID != 0, req.ISOID != "", req.SnapshotID != "", req.AppID != 0, req.ImageID != ""} {
 		if set {
@@ -196,7 +196,7 @@ func vultrCheckBoot(srv *vultrServer, req vultrCreateReq) *vultrCreateErr {
 // checkVPCs resolves attach_vpc (enable_vpc alone picks the region's oldest
 // VPC at commit, or creates one). Bare metal honours attach_vpc too (dstack
 // relies on it), one VPC at most.
-func (v *Vultr) checkVPCs(srv *vultrServer, req vultrCreateReq) ([]*vultrVPC, *vultrCreateErr) {
+func (v *Vultr) checkVPCs(srv *vultrServer, req *vultrCreateReq) ([]*vultrVPC, *vultrCreateErr) {
 	var out []*vultrVPC
 	for _, id := range req.AttachVPC {
 		vpc := v.st.vpcs[id]
@@ -234,41 +234,72 @@ func (v *Vultr) noPrivateNetwork(srv *vultrServer) bool {
 	return p.NoPrivateNetwork
 }
 
-// commitServer stores a validated server: id, addresses, timing, VPC
+// vultrKVMPrefix is the kvm URL of a server without its id.
+const vultrKVMPrefix = "https://my.vultr.com/subs/vps/novnc/api.php?data="
+
+// commitServer stores a validated server created at created (now, unless
+// seeded with an age) and committed now: id, addresses, timing, VPC
 // attachments and SSH host. Callers hold v.mu.
-func (v *Vultr) commitServer(srv *vultrServer, req vultrCreateReq, vpcs []*vultrVPC, now time.Time) {
-	srv.seq, srv.id, srv.created = v.st.next(), v.newUUID(), now
-	srv.dateCreated = vultrTime(now)
-	srv.kvm = "https://my.vultr.com/subs/vps/novnc/api.php?data=" + srv.id
-	srv.timing = v.timingFor(srv.plan)
+func (v *Vultr) commitServer(srv *vultrServer, req *vultrCreateReq, vpcs []*vultrVPC, created, now time.Time) {
+	srv.seq, srv.created, srv.committed = v.st.next(), created, now
+	v.setTiming(&srv.timing, srv.plan)
 	srv.hostname = vultrFirstNonEmpty(req.Hostname, req.Label, "vultr.guest")
 	srv.tags = append([]string{}, req.Tags...)
 	if req.Tag != "" && !slices.Contains(srv.tags, req.Tag) {
 		srv.tags = append(srv.tags, req.Tag)
 	}
 	srv.userScheme = vultrFirstNonEmpty(req.UserScheme, "root")
-	srv.features = []string{}
-	if req.EnableIPv6 {
-		srv.features = append(srv.features, "ipv6")
-	}
-	if req.Backups == "enabled" {
-		srv.features = append(srv.features, "auto_backups")
-	}
-	if req.DDOS {
-		srv.features = append(srv.features, "ddos_protection")
-	}
-	v.assignAddresses(srv, req.EnableIPv6)
-	srv.password = v.newPassword()
+	srv.features = vultrFeatures(req)
+	v.setStrings(srv, req.EnableIPv6, created)
 	for _, vpc := range vpcs {
 		if vpc == nil {
-			vpc = v.regionVPC(srv.region, now)
+			vpc = v.regionVPC(srv.region, created)
 		}
-		srv.attachments = append(srv.attachments, v.newAttachment(vpc, now))
+		srv.attachments = append(srv.attachments, v.newAttachment(vpc, created))
 	}
-	srv.committed = v.clock.Now()
 	v.st.servers[srv.id] = srv
 	v.st.list(srv.metal).add(srv)
 	v.registerHost(srv, srv.created)
+}
+
+// setStrings draws the server's id, addresses and password (in that order
+// from the seeded source) and sets them with kvm, date_created and the SSH
+// address, all slices of one string: one allocation, not seven.
+func (v *Vultr) setStrings(srv *vultrServer, ipv6 bool, now time.Time) {
+	var buf [256]byte
+	b := append(buf[:0], vultrKVMPrefix...)
+	b = v.appendUUID(b)
+	kvm := len(b)
+	b = vultrAppendTime(b, now)
+	date := len(b)
+	ip, gw := v.assignAddresses(srv, ipv6)
+	b = ip.AppendTo(b)
+	mainIP := len(b)
+	b = append(b, ":22"...)
+	ssh := len(b)
+	b = gw.AppendTo(b)
+	gateway := len(b)
+	b = v.appendPassword(b)
+	all := string(b)
+	srv.kvm, srv.id = all[:kvm], all[len(vultrKVMPrefix):kvm]
+	srv.dateCreated = all[kvm:date]
+	srv.mainIP, srv.sshAddr = all[date:mainIP], all[date:ssh]
+	srv.gateway, srv.password = all[ssh:gateway], all[gateway:]
+}
+
+// vultrFeatures are the features a create asks for, in the API's order.
+func vultrFeatures(req *vultrCreateReq) []string {
+	features := []string{}
+	if req.EnableIPv6 {
+		features = append(features, "ipv6")
+	}
+	if req.Backups == "enabled" {
+		features = append(features, "auto_backups")
+	}
+	if req.DDOS {
+		features = append(features, "ddos_protection")
+	}
+	return features
 }
 
 func vultrFirstNonEmpty(s ...string) string {

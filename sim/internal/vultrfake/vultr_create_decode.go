@@ -11,22 +11,27 @@ var vultrCreateKeys = []string{"region", "plan", "label", "hostname", "tags", "t
 	"app_id", "image_id", "snapshot_id", "enable_ipv6", "enable_vpc", "attach_vpc", "sshkey_id", "backups",
 	"ddos_protection", "user_data", "user_scheme"}
 
-// decodeCreate reads a create body as json.Unmarshal would, through the
-// flat fast path when it can (see core.FlatScan); what it returns is the
-// error of json.Unmarshal.
+// decodeCreate reads a create body into the zero req as json.Unmarshal
+// would, through the flat fast path when it can (see core.FlatScan); what
+// it returns is the error of json.Unmarshal. req does not escape: the slow
+// path decodes into a copy of its own, so that callers keep req on the
+// stack.
 func decodeCreate(data []byte, req *vultrCreateReq) error {
 	var fast vultrCreateReq
 	if core.FlatScan(data, fast.set) {
 		*req = fast
 		return nil
 	}
-	return json.Unmarshal(data, req)
+	slow := new(vultrCreateReq)
+	err := json.Unmarshal(data, slow)
+	*req = *slow
+	return err
 }
 
 // set stores one member, as encoding/json would; false: let encoding/json
 // decide (a type it would refuse, or a key it would match
 // case-insensitively).
-func (r *vultrCreateReq) set(key string, v core.FlatValue) bool {
+func (r *vultrCreateReq) set(key []byte, v core.FlatValue) bool {
 	// null leaves a string, number or boolean as it is and sets a slice to nil.
 	null := v.Kind == core.FlatNull
 	str := func(dst *string) bool {
@@ -48,7 +53,7 @@ func (r *vultrCreateReq) set(key string, v core.FlatValue) bool {
 		return null || v.Kind == core.FlatBool
 	}
 	list := func(dst *[]string) bool { *dst = v.Ss; return null || v.Kind == core.FlatStrings }
-	switch key {
+	switch string(key) {
 	case "region":
 		return str(&r.Region)
 	case "plan":

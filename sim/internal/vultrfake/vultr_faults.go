@@ -15,11 +15,13 @@ import (
 // call is answered 429 with Retry-After: the wait for the next token,
 // rounded up to whole seconds (1 at the default rate).
 func (v *Vultr) allow(r *http.Request) (bool, time.Duration) {
-	now := v.clock.Now()
-	key := vultrRateKey(r)
 	v.mu.Lock()
 	defer v.unlock()
 	rps, burst, lims := v.cfg.RPS, v.cfg.Burst, v.st.limiters
+	if rps <= 0 && v.st.squeeze == nil {
+		return true, 0 // no limit: no clock to read
+	}
+	now := v.clock.Now()
 	if sq := v.st.squeeze; sq != nil {
 		if now.Before(sq.until) {
 			rps, burst, lims = sq.rps, 0, sq.limiters
@@ -33,6 +35,7 @@ func (v *Vultr) allow(r *http.Request) (bool, time.Duration) {
 	if burst < 1 {
 		burst = int(math.Ceil(rps))
 	}
+	key := vultrRateKey(r)
 	l := lims[key]
 	if l == nil {
 		l = rate.NewLimiter(rate.Limit(rps), burst)

@@ -26,7 +26,14 @@ func (v *Vultr) registerHost(srv *vultrServer, restartAt time.Time) {
 	if srv.sshAddr == "" {
 		srv.sshAddr = srv.mainIP + ":22"
 	}
-	cfg := &sshhost.HostConfig{
+	// The first host (at create) lives in the server's own allocation;
+	// later ones (start, reboot) get their own, as the network may still
+	// read a queued one.
+	cfg := &srv.firstHost
+	if cfg.Addr != "" {
+		cfg = new(sshhost.HostConfig)
+	}
+	*cfg = sshhost.HostConfig{
 		Addr:       srv.sshAddr,
 		InstanceID: srv.id,
 		User:       "root",

@@ -187,11 +187,12 @@ func (v *Vultr) SeedServer(s VultrSeed) (string, error) {
 	}
 	v.mu.Lock()
 	defer v.unlock()
-	srv, vpcs, cerr := v.checkCreate(req, vultrIsMetal(s.Plan))
+	srv, vpcs, cerr := v.checkCreate(&req, vultrIsMetal(s.Plan))
 	if cerr != nil {
 		return "", errors.New("sim: vultr: " + cerr.msg)
 	}
-	v.commitServer(srv, req, vpcs, v.clock.Now().Add(-s.Age))
+	now := v.clock.Now()
+	v.commitServer(srv, &req, vpcs, now.Add(-s.Age), now)
 	return srv.id, nil
 }
 

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/gpufleet/gpufleet/sim/internal/sshhost"
+
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/time/rate"
 )
@@ -81,7 +83,8 @@ type vultrServer struct {
 	sshAddr                      string // main_ip:22
 	vcpu, ramMB, diskGB, bw      int
 	rate, monthly                float64
-	metalPlan                    *VultrMetalPlan // bare metal: its plan
+	metalPlan                    *VultrMetalPlan    // bare metal: its plan
+	firstHost                    sshhost.HostConfig // the SSH host as created, never changed once queued
 }
 
 func (s *vultrServer) kind() string {

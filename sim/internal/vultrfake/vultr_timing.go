@@ -72,25 +72,25 @@ func Rule(pattern string, t VultrTiming) TimingRule {
 
 func vultrIsMetal(plan string) bool { return strings.HasPrefix(plan, "vbm-") }
 
-// timingFor resolves the timing of a new server of plan: the default of its
-// kind, then every matching option rule, then every matching runtime rule.
-// Callers hold v.mu.
-func (v *Vultr) timingFor(plan string) VultrTiming {
-	t := DefaultVultrVMTiming()
+// setTiming resolves the timing of a new server of plan into t: the
+// default of its kind, then every matching option rule, then every matching
+// runtime rule. t is the server's own field, so that the rules' setters
+// (which take a pointer) cost no allocation. Callers hold v.mu.
+func (v *Vultr) setTiming(t *VultrTiming, plan string) {
+	*t = DefaultVultrVMTiming()
 	if vultrIsMetal(plan) {
-		t = DefaultVultrBareMetalTiming()
+		*t = DefaultVultrBareMetalTiming()
 	}
 	for _, r := range v.cfg.Rules {
 		if ok, _ := path.Match(r.Pattern, plan); ok {
-			r.Set(&t)
+			r.Set(t)
 		}
 	}
 	for _, r := range v.st.rules {
 		if ok, _ := path.Match(r.Pattern, plan); ok {
-			r.Set(&t)
+			r.Set(t)
 		}
 	}
-	return t
 }
 
 // addRule adds a runtime timing rule for servers created from now on.
