@@ -217,16 +217,17 @@ func requestID(h http.Header) string {
 // redact replaces every occurrence of the key (and of its secret part after
 // the ".") in b.
 func redact(b []byte, key string) []byte {
-	if key == "" || len(b) == 0 {
-		return b
+	return api.RedactBody(b, hotaisleSecrets(key))
+}
+
+// hotaisleSecrets are the forms of a key cut out of answers: the key as
+// given and trimmed, and its secret part (what follows the ".").
+func hotaisleSecrets(key string) []string {
+	keys := api.Secrets(key)
+	if s := secretPart(strings.TrimSpace(key)); len(s) >= api.MinRedactLen {
+		keys = append(keys, s)
 	}
-	s := string(b)
-	for _, k := range []string{key, secretPart(key)} {
-		if len(k) >= 8 {
-			s = strings.ReplaceAll(s, k, "[redacted]")
-		}
-	}
-	return []byte(s)
+	return keys
 }
 
 // secretPart returns what follows the "." of a "<prefix>.<secret>" key.

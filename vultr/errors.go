@@ -149,13 +149,13 @@ func classify(status int, msg string) error {
 
 // parseError turns a non-2xx answer into an *APIError, with every form of
 // key (the API key) cut out of Body, Message, RequestID and Path first (see
-// redactBody; keys under minRedactLen bytes are not searched).
+// api.RedactBody; keys under api.MinRedactLen bytes are not searched).
 func parseError(r *api.Response, key string) error {
-	keys := secrets(key)
-	body := redactBody(r.Body, keys)
+	keys := api.Secrets(key)
+	body := api.RedactBody(r.Body, keys)
 	e := &APIError{Status: r.Status, Body: body, RetryAfter: r.RetryAfter,
-		RequestID: redactString(r.Header.Get("X-Request-Id"), keys), Method: r.Method,
-		Path: redactString(r.Path, keys)}
+		RequestID: api.RedactString(r.Header.Get("X-Request-Id"), keys), Method: r.Method,
+		Path: api.RedactString(r.Path, keys)}
 	var msg struct {
 		Error *string `json:"error"`
 	}
@@ -164,7 +164,7 @@ func parseError(r *api.Response, key string) error {
 	} else {
 		e.Message = strings.TrimSpace(string(body))
 	}
-	e.Message = redactString(e.Message, keys)
+	e.Message = api.RedactString(e.Message, keys)
 	e.class = classify(e.Status, e.Message)
 	return e
 }

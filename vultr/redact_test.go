@@ -71,8 +71,8 @@ func TestEchoedAPIKeyIsRedacted(t *testing.T) {
 			assert.NotContains(t, text, strings.ToLower(testKey))
 			assert.NotContains(t, text, "topsecret")
 			assert.NotContains(t, text, hexKey)
-			assert.Contains(t, string(ae.Body)+ae.Message, redacted, "the echo is marked")
-			assert.Contains(t, ae.RequestID, redacted)
+			assert.Contains(t, string(ae.Body)+ae.Message, "[redacted]", "the echo is marked")
+			assert.Contains(t, ae.RequestID, "[redacted]")
 		})
 	}
 	_, err := c.GetInstance(t.Context(), "json")
@@ -80,10 +80,4 @@ func TestEchoedAPIKeyIsRedacted(t *testing.T) {
 	var ae *APIError
 	require.True(t, errors.As(err, &ae))
 	assert.Equal(t, "Invalid API token: Bearer [redacted]", ae.Message)
-}
-
-func TestRedactionSkipsShortKeys(t *testing.T) {
-	assert.Empty(t, secrets("short"))
-	assert.Equal(t, []string{" padded-key-123 ", "padded-key-123"}, secrets(" padded-key-123 "))
-	assert.Equal(t, []byte(`{"a":1.5}`), redactBody([]byte(`{"a":1.5}`), secrets(testKey)))
 }

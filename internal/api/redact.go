@@ -1,4 +1,4 @@
-package vultr
+package api
 
 import (
 	"bytes"
@@ -6,42 +6,42 @@ import (
 	"strings"
 )
 
-// redacted replaces the API key wherever an error would otherwise carry it.
-const redacted = "[redacted]"
+// Redacted replaces the API key wherever an error would otherwise carry it.
+const Redacted = "[redacted]"
 
-// minRedactLen is the shortest key searched for: a shorter "key" would match
-// ordinary text (real Vultr keys are 36 characters).
-const minRedactLen = 8
+// MinRedactLen is the shortest key searched for: a shorter "key" would match
+// ordinary text (a Vultr key is 36 characters, a Hot Aisle key longer).
+const MinRedactLen = 8
 
-// secrets returns the forms of key to cut out of answers: the key as given
-// and trimmed of spaces, when at least minRedactLen bytes long.
-func secrets(key string) []string {
+// Secrets returns the forms of key to cut out of answers: the key as given
+// and trimmed of spaces, when at least MinRedactLen bytes long.
+func Secrets(key string) []string {
 	var out []string
 	for _, k := range []string{key, strings.TrimSpace(key)} {
-		if len(k) >= minRedactLen && (len(out) == 0 || out[0] != k) {
+		if len(k) >= MinRedactLen && (len(out) == 0 || out[0] != k) {
 			out = append(out, k)
 		}
 	}
 	return out
 }
 
-// redactString replaces every occurrence of a secret in s.
-func redactString(s string, secrets []string) string {
+// RedactString replaces every occurrence of a secret in s.
+func RedactString(s string, secrets []string) string {
 	for _, k := range secrets {
-		s = strings.ReplaceAll(s, k, redacted)
+		s = strings.ReplaceAll(s, k, Redacted)
 	}
 	return s
 }
 
-// redactBody cuts the secrets out of a response body: literal occurrences,
+// RedactBody cuts the secrets out of a response body: literal occurrences,
 // and, in a JSON body with escapes, occurrences only visible once decoded
 // ("\u0053ECRET..."): such a body is decoded, redacted and re-encoded.
-func redactBody(b []byte, secrets []string) []byte {
+func RedactBody(b []byte, secrets []string) []byte {
 	if len(secrets) == 0 || len(b) == 0 {
 		return b
 	}
 	for _, k := range secrets {
-		b = bytes.ReplaceAll(b, []byte(k), []byte(redacted))
+		b = bytes.ReplaceAll(b, []byte(k), []byte(Redacted))
 	}
 	if bytes.IndexByte(b, '\\') < 0 {
 		return b
@@ -57,14 +57,14 @@ func redactBody(b []byte, secrets []string) []byte {
 	if out, err := json.Marshal(v); err == nil {
 		return out
 	}
-	return []byte(redacted)
+	return []byte(Redacted)
 }
 
 // redactJSON redacts every string (keys included) of a decoded JSON value.
 func redactJSON(v any, secrets []string) (any, bool) {
 	switch x := v.(type) {
 	case string:
-		r := redactString(x, secrets)
+		r := RedactString(x, secrets)
 		return r, r != x
 	case []any:
 		changed := false
@@ -79,7 +79,7 @@ func redactJSON(v any, secrets []string) (any, bool) {
 		changed := false
 		for k, e := range x {
 			e, c := redactJSON(e, secrets)
-			rk := redactString(k, secrets)
+			rk := RedactString(k, secrets)
 			out[rk] = e
 			changed = changed || c || rk != k
 		}
