@@ -32,6 +32,11 @@ const AnyRoute = core.AnyRoute
 // does not serve; Routes lists the ones it does.
 var ErrUnknownRoute = core.ErrUnknownRoute
 
+// ErrNoServer is wrapped by the error of an out-of-band operation
+// (HaltOutOfBand, DestroyOutOfBand, RelabelOutOfBand) on a server the fake
+// does not have, or no longer has.
+var ErrNoServer = core.ErrNoServer
+
 // Fault is an injected failure: a delay (Latency, LatencyMax), stale reads
 // (VisibilityLag), and an answer that replaces the handler's (Status with
 // Message, AfterCommit, Reset, EmptyBody or CutAfter), on one route or

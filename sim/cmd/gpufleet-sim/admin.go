@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/gpufleet/gpufleet/sim"
@@ -47,7 +48,7 @@ var adminEndpoints = []string{
 	"DELETE /_sim/faults                  disarm every fault -> 204",
 	"POST   /_sim/chaos                   {\"profile\": \"bad-day\", \"seed\": 7}: chaos mode on -> 201",
 	"DELETE /_sim/chaos                   chaos mode off -> 204",
-	"POST   /_sim/servers/{id}/halt       power a server off out of band -> 204",
+	"POST   /_sim/servers/{id}/halt       power a server off out of band -> 204 (404: no such server)",
 	"POST   /_sim/servers/{id}/destroy    delete it out of band; Vultr: {\"answer\": \"not-found\" | \"invalid-id\"} -> 204",
 	"POST   /_sim/servers/{id}/relabel    Vultr {\"label\", \"tags\"}, Hot Aisle {\"description\"} out of band -> 204",
 	"POST   /_sim/ip-reuse                {\"on\": true}: new servers take released addresses -> 204",
@@ -116,9 +117,16 @@ func withAdmin(f fake) http.Handler {
 	})
 }
 
-// adminResources serves GET /_sim/resources?kind=…&live=true.
+// resourceKinds are the kinds of sim.Resource the fakes report.
+var resourceKinds = []string{"instance", "bare_metal", "virtual_machine", "vpc", "ssh_key"}
+
+// adminResources serves GET /_sim/resources?kind=…&live=true; an unknown
+// kind is refused (a misspelt kind would list nothing and pass a leak check).
 func adminResources(f fake, r *http.Request) (any, error) {
 	q := r.URL.Query()
+	if k := q.Get("kind"); k != "" && !slices.Contains(resourceKinds, k) {
+		return nil, fmt.Errorf("kind=%q: want one of %s", k, strings.Join(resourceKinds, ", "))
+	}
 	rs := f.Resources()
 	switch q.Get("live") {
 	case "", "false":
@@ -201,8 +209,13 @@ func relabelOp(f fake, id string, body io.Reader) error {
 	return errors.New("this fake cannot relabel servers out of band")
 }
 
-// adminDone answers 204, or 400 with err.
+// adminDone answers 204, 404 when err says the server does not exist, or
+// 400 with err.
 func adminDone(w http.ResponseWriter, err error) {
+	if errors.Is(err, sim.ErrNoServer) {
+		adminError(w, http.StatusNotFound, err)
+		return
+	}
 	if err != nil {
 		adminError(w, http.StatusBadRequest, err)
 		return
@@ -230,6 +243,9 @@ func adminDecode(body io.Reader, v any) error {
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		return fmt.Errorf("bad JSON body: %w", err)
+	}
+	if dec.More() {
+		return errors.New("bad JSON body: one JSON object expected, more follows it")
 	}
 	return nil
 }

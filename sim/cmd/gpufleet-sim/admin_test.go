@@ -220,7 +220,7 @@ func TestAdminOutOfBand(t *testing.T) {
 	assert.Equal(t, 400, status)
 	assert.Contains(t, string(data), "invalid instance ID")
 	status, _ = adminDo(t, srv, "POST", "/_sim/servers/nope/halt", "", "")
-	assert.Equal(t, 400, status)
+	assert.Equal(t, 404, status, "no such server")
 	status, _ = adminDo(t, srv, "POST", "/_sim/servers/"+id+"/explode", "", "")
 	assert.Equal(t, 400, status)
 	status, _ = adminDo(t, srv, "POST", "/_sim/ip-reuse", "", `{"on": true}`)

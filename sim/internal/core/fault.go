@@ -14,6 +14,10 @@ const AnyRoute = "*"
 // does not serve; Routes lists the ones it does.
 var ErrUnknownRoute = errors.New("no such route")
 
+// ErrNoServer is wrapped by the error of an out-of-band operation (halt,
+// destroy, relabel) on a server the fake does not have, or no longer has.
+var ErrNoServer = errors.New("no such server")
+
 // Fault is an injected failure. Faults are off by default, deterministic
 // (count- or time-based, and seeded where random) and answered in the
 // provider's own error dialect. A fault has up to three effects on a call it

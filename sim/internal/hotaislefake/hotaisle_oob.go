@@ -114,4 +114,6 @@ func (h *HotAisle) chaosFaultsHotAisle() {
 		Message: haMsgNoBM})
 }
 
-func haErrNoServer(name string) error { return fmt.Errorf("sim: hotaisle has no live server %q", name) }
+func haErrNoServer(name string) error {
+	return fmt.Errorf("sim: hotaisle has no live server %q: %w", name, core.ErrNoServer)
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/gpufleet/gpufleet/sim/internal/core"
 	"github.com/gpufleet/gpufleet/sim/internal/sshhost"
 
 	"golang.org/x/crypto/ssh"
@@ -213,4 +214,6 @@ type vultrKey struct {
 	created, deleted time.Time
 }
 
-func vultrErrNoServer(id string) error { return fmt.Errorf("sim: vultr has no server %q", id) }
+func vultrErrNoServer(id string) error {
+	return fmt.Errorf("sim: vultr has no server %q: %w", id, core.ErrNoServer)
+}
