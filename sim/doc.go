@@ -120,7 +120,7 @@
 //     operating system installs: 400 "Bad Request: server is powered off",
 //     "Bad Request: server must be powered off for an AC reset",
 //     "Bad Request: operating system install in progress"; power reads and
-//     actions during an AC reset: 500 "Internal Server Error";
+//     actions during an AC (alternating current, at the mains) reset: 500 "Internal Server Error";
 //   - sshd late after "running" (SlowSSH), a blocking DELETE
 //     (SetDeleteDelay).
 //

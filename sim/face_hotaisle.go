@@ -81,10 +81,11 @@ const (
 	// (or a warm reboot) a bare-metal server's sshd accepts connections
 	// again.
 	DefaultHotAisleBareMetalBootTime = hotaislefake.DefaultHotAisleBareMetalBootTime
-	// DefaultHotAisleACResetTime is how long an AC reset
-	// (POST …/power/ac_reset/) keeps the server's management controller
-	// down: its power reads and power actions answer 500 "Internal Server
-	// Error" meanwhile, and the power comes back "On" at the end.
+	// DefaultHotAisleACResetTime is how long an AC (alternating current, at
+	// the mains) reset (POST …/power/ac_reset/) keeps the server's
+	// management controller down: its power reads and power actions answer
+	// 500 "Internal Server Error" meanwhile, and the power comes back "On"
+	// at the end.
 	DefaultHotAisleACResetTime = hotaislefake.DefaultHotAisleACResetTime
 )
 

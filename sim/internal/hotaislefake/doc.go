@@ -25,10 +25,11 @@
 //   - warm_reboot keeps it "On" (the power is not cut);
 //   - cold_reboot makes it "Off" for DefaultHotAisleBareMetalOffTime, then
 //     "On";
-//   - ac_reset needs an "Off" server ("must already be in the off state"):
-//     the management controller resets for DefaultHotAisleACResetTime, the
-//     power reads and actions answer 500 "Internal Server Error" meanwhile,
-//     then the power is "On" again.
+//   - ac_reset (a reset at the mains: AC, alternating current) needs an
+//     "Off" server ("must already be in the off state"): the management
+//     controller resets for DefaultHotAisleACResetTime, the power reads and
+//     actions answer 500 "Internal Server Error" meanwhile, then the power
+//     is "On" again.
 //
 // sshd (and the server's port on the front host) goes down with every one
 // of them but power_on, and accepts connections again

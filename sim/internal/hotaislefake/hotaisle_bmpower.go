@@ -19,10 +19,11 @@ const (
 	// DefaultHotAisleBareMetalBootTime is how long after the power comes on
 	// (or a warm reboot) the server's sshd accepts connections again.
 	DefaultHotAisleBareMetalBootTime = 3 * time.Minute
-	// DefaultHotAisleACResetTime is how long an AC reset
-	// (POST …/power/ac_reset/) keeps the server's management controller
-	// down: its power reads and power actions answer 500 "Internal Server
-	// Error" meanwhile, and the power comes back "On" at the end.
+	// DefaultHotAisleACResetTime is how long an AC (alternating current, at
+	// the mains) reset (POST …/power/ac_reset/) keeps the server's
+	// management controller down: its power reads and power actions answer
+	// 500 "Internal Server Error" meanwhile, and the power comes back "On"
+	// at the end.
 	DefaultHotAisleACResetTime = 5 * time.Minute
 )
 
