@@ -7,6 +7,7 @@ import (
 
 	"github.com/gpufleet/gpufleet/fleet"
 	"github.com/gpufleet/gpufleet/hotaisle"
+	"github.com/gpufleet/gpufleet/sim"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -84,5 +85,37 @@ func TestProviderPoweredOffReadsAVMState(t *testing.T) {
 		assert.Contains(t, h.Calls()[before].Path, "/virtual_machines/"+inst.ID+"/state/")
 		_, err = p.PoweredOff(t.Context(), "no-such-vm")
 		assert.ErrorIs(t, err, fleet.ErrNotFound)
+	})
+}
+
+// Start on a bare-metal server of the sim halted out of band powers it on
+// (POST of its power/power_on/): Get then sees it on, not Stopped.
+func TestProviderStartPowersAHaltedSimServerOn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h, p := simProvider(t, hotaisle.WithBareMetal(true))
+		offers, err := p.Offers(t.Context())
+		require.NoError(t, err)
+		o := fleet.Filter(offers, fleet.Requirements{BareMetal: fleet.Yes})[0]
+		inst, err := p.Create(t.Context(), fleet.CreateRequest{Offer: o, Label: fleet.Label{Fleet: "bm", RequestID: "0123456789ab"}})
+		require.NoError(t, err)
+		time.Sleep(sim.DefaultHotAisleInstallTime)
+		require.NoError(t, h.HaltOutOfBand(inst.ID))
+		got, err := p.Get(t.Context(), inst.ID)
+		require.NoError(t, err)
+		require.True(t, got.Stopped)
+
+		require.NoError(t, p.Start(t.Context(), inst.ID))
+		got, err = p.Get(t.Context(), inst.ID)
+		require.NoError(t, err)
+		assert.False(t, got.Stopped, "power/ says On again")
+		assert.Equal(t, "installed/On", got.ProviderStatus)
+		n := 0
+		for _, c := range h.Calls() {
+			if c.Route == "POST /api/teams/{team}/bare_metal/{server}/power/power_on/" && c.Status == 204 {
+				n++
+			}
+		}
+		assert.Equal(t, 1, n, "one power_on")
+		assert.ErrorIs(t, p.Start(t.Context(), "enc1-gpu999"), fleet.ErrNotFound)
 	})
 }

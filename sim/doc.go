@@ -115,15 +115,22 @@
 //     InsufficientBalance);
 //   - a gone server: 404 "Not Found: Resource not found"; a key registered
 //     twice: 409 "Conflict - key already registered"; a power operation on a
-//     stopped VM: 400 "Bad Request: virtual machine is not running";
+//     stopped VM: 400 "Bad Request: virtual machine is not running"; a
+//     bare-metal power action refused by the power state or while the
+//     operating system installs: 400 "Bad Request: server is powered off",
+//     "Bad Request: server must be powered off for an AC reset",
+//     "Bad Request: operating system install in progress"; power reads and
+//     actions during an AC (alternating current, at the mains) reset: 500 "Internal Server Error";
 //   - sshd late after "running" (SlowSSH), a blocking DELETE
 //     (SetDeleteDelay).
 //
 // Drift behind the client's back, on both fakes: HaltOutOfBand,
 // RelabelOutOfBand, DestroyOutOfBand, and ReuseReleasedIPs (a new server
 // takes a released address, with a new SSH host key). Hot Aisle also serves
-// the VM power routes (stop, start, shutdown, reboot, hard-reset); Vultr
-// serves halt, start and reboot. Stopped servers keep billing on both.
+// the VM power routes (stop, start, shutdown, reboot, hard-reset) and the
+// bare-metal ones (power_on, graceful_shutdown, force_shutdown,
+// warm_reboot, cold_reboot, ac_reset); Vultr serves halt, start and reboot.
+// Stopped servers keep billing on both.
 //
 // # Chaos mode
 //

@@ -66,6 +66,29 @@ type HotAisleMemoryModule = hotaislefake.HotAisleMemoryModule
 // (POST …/{vm}/shutdown/) shows the state "in shutdown" before "shut off".
 const DefaultHotAisleShutdownTime = hotaislefake.DefaultHotAisleShutdownTime
 
+// Physics of the Hot Aisle bare-metal power routes (the spec gives no
+// durations; these are the fake's).
+const (
+	// DefaultHotAisleBareMetalShutdownTime is how long a graceful shutdown
+	// (POST …/power/graceful_shutdown/) keeps the power "On" while the
+	// operating system halts, before it reads "Off".
+	DefaultHotAisleBareMetalShutdownTime = hotaislefake.DefaultHotAisleBareMetalShutdownTime
+	// DefaultHotAisleBareMetalOffTime is how long a cold reboot
+	// (POST …/power/cold_reboot/) keeps the power "Off" before it is "On"
+	// again.
+	DefaultHotAisleBareMetalOffTime = hotaislefake.DefaultHotAisleBareMetalOffTime
+	// DefaultHotAisleBareMetalBootTime is how long after the power comes on
+	// (or a warm reboot) a bare-metal server's sshd accepts connections
+	// again.
+	DefaultHotAisleBareMetalBootTime = hotaislefake.DefaultHotAisleBareMetalBootTime
+	// DefaultHotAisleACResetTime is how long an AC (alternating current, at
+	// the mains) reset (POST …/power/ac_reset/) keeps the server's
+	// management controller down: its power reads and power actions answer
+	// 500 "Internal Server Error" meanwhile, and the power comes back "On"
+	// at the end.
+	DefaultHotAisleACResetTime = hotaislefake.DefaultHotAisleACResetTime
+)
+
 // Default physics of sim.HotAisle, taken from the published API facts and
 // what users observed; each is adjustable by an option.
 const (

@@ -25,6 +25,9 @@ func TestHotAisleRoutes(t *testing.T) {
 		"POST " + vm + "reboot/", "POST " + vm + "hard-reset/",
 		"GET " + team + "bare_metal/", "POST " + team + "bare_metal/", "GET " + team + "bare_metal/available/",
 		"GET " + bm, "PATCH " + bm, "DELETE " + bm, "GET " + bm + "power/",
+		"POST " + bm + "power/power_on/", "POST " + bm + "power/graceful_shutdown/",
+		"POST " + bm + "power/force_shutdown/", "POST " + bm + "power/warm_reboot/",
+		"POST " + bm + "power/cold_reboot/", "POST " + bm + "power/ac_reset/",
 	}
 	assert.ElementsMatch(t, want, h.Routes())
 	for _, r := range h.Routes() {

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/getkin/kin-openapi/openapi2"
 	"github.com/getkin/kin-openapi/openapi2conv"
@@ -190,6 +191,7 @@ func TestHotAisleConformsToSpec(t *testing.T) {
 		tr.next = ro.Client().Transport
 		ok("POST", haTeamPath+"virtual_machines/", haSpecFullVM, 403)
 		ok("POST", "/api/user/ssh_keys/", map[string]string{"authorized_key": "ssh-ed25519 AAAA x"}, 403)
+		ok("POST", haTeamPath+"bare_metal/enc1-gpu001/power/power_on/", nil, 403)
 	})
 }
 
@@ -272,10 +274,12 @@ func haSpecBareMetal(t *testing.T, h *sim.HotAisle, ok haSpecOK, call haSpecCall
 	ok("GET", p, nil, 200)
 	ok("PATCH", p, map[string]string{"description": "x"}, 204)
 	ok("GET", p+"power/", nil, 200)
+	haSpecBareMetalPower(t, ok, p+"power/")
 	ok("DELETE", p, nil, 400)
 	ok("DELETE", p+"?force=true", nil, 204)
 	ok("GET", p, nil, 404)
 	ok("GET", p+"power/", nil, 404)
+	ok("POST", p+"power/power_on/", nil, 404)
 	ok("DELETE", p, nil, 404)
 	call("POST", bms, tok, map[string]any{"description": "no specs"}, 400, false) // specs is required
 	require.NoError(t, h.SoldOut("bm-mi300x-8"))
@@ -286,4 +290,30 @@ func haSpecBareMetal(t *testing.T, h *sim.HotAisle, ok haSpecOK, call haSpecCall
 	h.SetBareMetalLimit(5)
 	h.InsufficientBalance()
 	ok("POST", bms, reserve, 402)
+}
+
+// haSpecBareMetalPower drives the six power actions of a server whose OS is
+// installing, then installed, through their successes and refusals, and a
+// power read during an AC reset.
+func haSpecBareMetalPower(t *testing.T, ok haSpecOK, p string) {
+	ok("POST", p+"power_on/", nil, 400) // the OS is installing
+	time.Sleep(sim.DefaultHotAisleInstallTime)
+	ok("POST", p+"power_on/", nil, 204) // already on
+	ok("POST", p+"warm_reboot/", nil, 204)
+	ok("POST", p+"cold_reboot/", nil, 204)
+	ok("POST", p+"graceful_shutdown/", nil, 400) // off for the cold reboot
+	time.Sleep(sim.DefaultHotAisleBareMetalOffTime)
+	ok("POST", p+"ac_reset/", nil, 400) // on
+	ok("POST", p+"graceful_shutdown/", nil, 204)
+	time.Sleep(sim.DefaultHotAisleBareMetalShutdownTime)
+	ok("POST", p+"warm_reboot/", nil, 400)
+	ok("POST", p+"power_on/", nil, 204)
+	ok("POST", p+"force_shutdown/", nil, 204)
+	ok("POST", p+"ac_reset/", nil, 204)
+	ok("GET", p, nil, 500)
+	ok("POST", p+"power_on/", nil, 500)
+	time.Sleep(sim.DefaultHotAisleACResetTime)
+	var st struct{ State string }
+	require.NoError(t, json.Unmarshal(ok("GET", p, nil, 200), &st))
+	require.Equal(t, "On", st.State)
 }

@@ -143,6 +143,12 @@ func (h *HotAisle) routesInit() {
 	h.route("PATCH "+bm, h.updateBareMetal)
 	h.route("DELETE "+bm, h.releaseBareMetal)
 	h.route("GET "+bm+"power/", h.bareMetalPower)
+	h.route("POST "+bm+"power/power_on/", h.bmPowerOn)
+	h.route("POST "+bm+"power/graceful_shutdown/", h.bmGracefulShutdown)
+	h.route("POST "+bm+"power/force_shutdown/", h.bmForceShutdown)
+	h.route("POST "+bm+"power/warm_reboot/", h.bmWarmReboot)
+	h.route("POST "+bm+"power/cold_reboot/", h.bmColdReboot)
+	h.route("POST "+bm+"power/ac_reset/", h.bmACReset)
 }
 
 // route registers fn for pattern, which ends in "/" and matches only that

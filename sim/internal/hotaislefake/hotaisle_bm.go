@@ -176,15 +176,23 @@ func (h *HotAisle) getBareMetal(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// bareMetalPower answers GET .../{server}/power/ with {"state": "On"}
-// ("Off" after HaltOutOfBand).
+// bareMetalPower answers GET .../{server}/power/ with {"state": "On"} or
+// {"state": "Off"} (after a shutdown or HaltOutOfBand), and 500 "Internal
+// Server Error" while an AC reset keeps the management controller down.
 func (h *HotAisle) bareMetalPower(w http.ResponseWriter, r *http.Request) {
-	if s := h.bareMetal(w, r, false, ""); s != nil {
-		h.mu.Lock()
-		state := s.power()
-		h.mu.Unlock()
-		core.WriteJSON(w, http.StatusOK, map[string]string{"state": state})
+	s := h.bareMetal(w, r, false, "")
+	if s == nil {
+		return
 	}
+	now := h.clock.Now()
+	h.mu.Lock()
+	state, down := s.power(now), s.bmcDown(now)
+	h.mu.Unlock()
+	if down {
+		haWriteError(w, http.StatusInternalServerError, "")
+		return
+	}
+	core.WriteJSON(w, http.StatusOK, map[string]string{"state": state})
 }
 
 // updateBareMetal answers PATCH .../{server}/ {"description": ...} with 204.

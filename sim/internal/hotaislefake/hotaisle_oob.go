@@ -35,15 +35,16 @@ func (h *HotAisle) DeleteOutOfBand(name string) error { return h.DestroyOutOfBan
 
 // HaltOutOfBand powers a server off behind the client's back (a console
 // user, or the host failing): a VM's state becomes "shut off" (POST
-// …/start/ brings it back), a bare-metal server's power/ says "Off" (it
-// stays off: the fake does not serve the bare-metal power routes). Its SSH
-// hosts go; billing goes on. An unknown name is an error.
+// …/start/ brings it back), a bare-metal server's power/ says "Off" at
+// once, as after POST …/power/force_shutdown/, with any pending power-on
+// cancelled (POST …/power/power_on/ brings it back). Its SSH hosts go;
+// billing goes on. An unknown name is an error.
 func (h *HotAisle) HaltOutOfBand(name string) error {
 	h.mu.Lock()
 	s := h.st.live[name]
 	if s != nil && s.deleting == nil {
 		if s.bare {
-			s.off = true
+			s.haltBareMetal()
 		} else {
 			h.st.power(s, "stop", h.clock.Now())
 		}

@@ -68,7 +68,8 @@ const (
 	haUnchanged haPowerEffect = iota
 	haDown                    // sshd goes away
 	haRestart                 // sshd restarts, up after the SSH delay
-	haRefused                 // the VM is not running
+	haRefused                 // the VM is not running (bare metal: the state refuses the action)
+	haBMCDown                 // bare metal: the management controller is resetting
 )
 
 // power applies op to VM s at now. Callers hold h.mu.

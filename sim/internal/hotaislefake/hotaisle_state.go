@@ -52,7 +52,9 @@ type haServer struct {
 	host        string    // VM: the hypervisor named by state/
 	state       string    // VM: "running" or "shut off"
 	shutdownEnd time.Time // VM: "in shutdown" until then (a graceful shutdown)
-	off         bool      // bare metal: powered off (HaltOutOfBand)
+	off         bool      // bare metal: powered off (until powerAt)
+	powerAt     time.Time // bare metal: when the power flips; zero: no flip pending
+	bmcUntil    time.Time // bare metal: the management controller resets until then
 	row         int       // catalog row the server came from (returned to it on delete)
 	priceCents  int64     // OnDemandPrice at provision
 	minMinutes  int64     // MinimumReservationMinutes at provision
@@ -169,9 +171,9 @@ func (s *haServer) vmState(now time.Time) string {
 	return s.state
 }
 
-// power is the bare-metal power state ("On" or "Off").
-func (s *haServer) power() string {
-	if s.off {
+// power is the bare-metal power state at now ("On" or "Off").
+func (s *haServer) power(now time.Time) string {
+	if s.powerOff(now) {
 		return "Off"
 	}
 	return "On"
@@ -258,7 +260,7 @@ func (s *haServer) resource(now time.Time, install time.Duration) core.Resource 
 	}
 	r.Power = r.State
 	if s.bare {
-		r.Power = s.power()
+		r.Power = s.power(now)
 	}
 	r.State = haLiveState(s.deleted, r.State)
 	return r
