@@ -197,22 +197,9 @@ func (h *HotAisle) bareMetalPower(w http.ResponseWriter, r *http.Request) {
 
 // updateBareMetal answers PATCH .../{server}/ {"description": ...} with 204.
 func (h *HotAisle) updateBareMetal(w http.ResponseWriter, r *http.Request) {
-	s := h.bareMetal(w, r, true, "")
-	if s == nil {
-		return
+	if s := h.bareMetal(w, r, true, ""); s != nil {
+		h.updateDescription(w, r, s)
 	}
-	var req struct {
-		Description *string `json:"description"`
-	}
-	if !haDecode(w, r, &req) {
-		return
-	}
-	if req.Description != nil {
-		h.mu.Lock()
-		s.description = *req.Description
-		h.mu.Unlock()
-	}
-	w.WriteHeader(http.StatusNoContent)
 }
 
 // releaseBareMetal answers DELETE .../{server}/[?force=true]: 204 at once;

@@ -201,10 +201,14 @@ func (h *HotAisle) vmState(w http.ResponseWriter, r *http.Request) {
 
 // updateVM answers PATCH .../{vm}/ {"description": ...} with 204.
 func (h *HotAisle) updateVM(w http.ResponseWriter, r *http.Request) {
-	s := h.vm(w, r, true)
-	if s == nil {
-		return
+	if s := h.vm(w, r, true); s != nil {
+		h.updateDescription(w, r, s)
 	}
+}
+
+// updateDescription applies a PATCH body {"description": ...} to a VM or a
+// bare-metal server and answers 204.
+func (h *HotAisle) updateDescription(w http.ResponseWriter, r *http.Request, s *haServer) {
 	var req struct {
 		Description *string `json:"description"`
 	}
