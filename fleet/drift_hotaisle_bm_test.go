@@ -17,11 +17,7 @@ import (
 func TestHotAisleHaltedBareMetalIsPoweredOnAgain(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newEnv(t, fleet.Policy{OnStopped: fleet.OnStoppedRestart})
-		require.NoError(t, e.m.Apply(t.Context(), spec("f", 1, hotType("bm-mi300x-8"))))
-		require.True(t, e.runUntil(time.Hour, func() bool { return e.only("f").Status == fleet.StatusIdle }))
-		old := e.only("f").ID
-		require.NoError(t, e.hot.HaltOutOfBand(old))
-		require.True(t, e.runUntil(15*time.Minute, func() bool { return e.count(fleet.EventInstanceStopped) > 0 }))
+		old := e.haltedHotAisle("bm-mi300x-8")
 		e.run(time.Hour)
 
 		log := e.hot.Calls()

@@ -127,11 +127,7 @@ func TestHotAislePowerChecksCostSixCallsPerInstanceHour(t *testing.T) {
 func TestHotAisleHaltedWithoutAgentIsRestarted(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newEnv(t, fleet.Policy{OnStopped: fleet.OnStoppedRestart})
-		require.NoError(t, e.m.Apply(t.Context(), spec("f", 1, hotType("vm-mi300x-1"))))
-		require.True(t, e.runUntil(time.Hour, func() bool { return e.only("f").Status == fleet.StatusIdle }))
-		old := e.only("f").ID
-		require.NoError(t, e.hot.HaltOutOfBand(old))
-		require.True(t, e.runUntil(15*time.Minute, func() bool { return e.count(fleet.EventInstanceStopped) > 0 }))
+		old := e.haltedHotAisle("vm-mi300x-1")
 		e.run(time.Minute)
 		assert.Equal(t, 1, calls(e.hot.Calls(), "POST /api/teams/{team}/virtual_machines/{vm}/start/", 204))
 		require.Len(t, activeOf(e.m.Instances("f")), 1, "not replaced")
@@ -149,4 +145,17 @@ func TestHotAisleNoPowerChecksWithAnAgent(t *testing.T) {
 		d.run(time.Hour)
 		assert.Zero(t, calls(d.hot.Calls(), "GET /api/teams/{team}/virtual_machines/{vm}/state/", 0))
 	})
+}
+
+// haltedHotAisle applies a one-node Hot Aisle fleet "f" of typ, halts its
+// instance out of band once idle, and returns the instance's id once the
+// Manager has seen it stopped.
+func (e *env) haltedHotAisle(typ string) string {
+	e.t.Helper()
+	require.NoError(e.t, e.m.Apply(e.t.Context(), spec("f", 1, hotType(typ))))
+	require.True(e.t, e.runUntil(time.Hour, func() bool { return e.only("f").Status == fleet.StatusIdle }))
+	id := e.only("f").ID
+	require.NoError(e.t, e.hot.HaltOutOfBand(id))
+	require.True(e.t, e.runUntil(15*time.Minute, func() bool { return e.count(fleet.EventInstanceStopped) > 0 }))
+	return id
 }
