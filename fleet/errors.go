@@ -58,6 +58,12 @@ var (
 	// ErrUnavailable: a transient server-side failure (HTTP 502, 503, 504, other
 	// 5xx, connection reset) that is safe to retry for idempotent calls.
 	ErrUnavailable = errors.New("gpufleet: provider unavailable")
+	// ErrNotSent: the provider gave up before sending the request (its
+	// context ended while it waited for its turn, or it refuses to send
+	// without a working list), so the call cannot have taken effect. The
+	// Manager takes a create failing with it as a definite failure: it is
+	// not looked up by label, and nothing created by it is waited for.
+	ErrNotSent = errors.New("gpufleet: request not sent")
 )
 
 // classError is a gpufleet error that answers errors.Is for a class

@@ -27,7 +27,7 @@ func backoff(n int, min, max time.Duration) time.Duration {
 // transport failure, timeout) may hide a success.
 func definiteCreateFailure(err error) bool {
 	for _, class := range []error{ErrNoCapacity, ErrInvalidRequest, ErrVPCUnsupported, ErrQuotaExceeded,
-		ErrInsufficientBalance, ErrUnauthorized, ErrForbidden, ErrNotFound, ErrRateLimited} {
+		ErrInsufficientBalance, ErrUnauthorized, ErrForbidden, ErrNotFound, ErrRateLimited, ErrNotSent} {
 		if errors.Is(err, class) {
 			return true
 		}

@@ -30,6 +30,8 @@ const recoverTimeout = time.Minute
 // no telling which one is ours. Provisions run one at a time per Provider,
 // so that two ambiguous failures of one spec cannot leave two candidates,
 // and none is made before some list has worked (it would have no recovery).
+// A create that gives up before its provision is sent (its context ended
+// while an earlier one ran, or no list has worked) wraps fleet.ErrNotSent.
 //
 // A label that cannot be written is reported in the instance's LabelError
 // (the VM is returned all the same: it exists and bills).
@@ -37,13 +39,13 @@ func (p *Provider) createVM(ctx context.Context, req fleet.CreateRequest, specs 
 	select {
 	case p.createSlot <- struct{}{}:
 	case <-ctx.Done():
-		return fleet.Instance{}, fmt.Errorf("hotaisle: waiting for an earlier provision: %w", ctx.Err())
+		return fleet.Instance{}, fmt.Errorf("hotaisle: waiting for an earlier provision: %w (%w)", ctx.Err(), fleet.ErrNotSent)
 	}
 	defer func() { <-p.createSlot }()
 	if !p.ensureSeen(ctx) {
 		// No list ever worked: a provision that failed after committing
 		// could not be recovered, so none is made.
-		return fleet.Instance{}, fmt.Errorf("hotaisle: the team's VMs could not be listed, so no VM is provisioned (one that failed after committing could not be found again): %w", fleet.ErrUnavailable)
+		return fleet.Instance{}, fmt.Errorf("hotaisle: the team's VMs could not be listed, so no VM is provisioned (one that failed after committing could not be found again): %w (%w)", fleet.ErrUnavailable, fleet.ErrNotSent)
 	}
 	vm, err := p.c.ProvisionVM(ctx, VMProvisionRequest{VMSpecs: specs})
 	if err != nil {

@@ -303,3 +303,31 @@ func (c *recordingClock) sleeps() []time.Duration {
 	defer c.mu.Unlock()
 	return append([]time.Duration(nil), c.slept...)
 }
+
+// A create whose context ends while an earlier provision still runs was
+// never sent: its error wraps fleet.ErrNotSent (so the Manager does not look
+// for a VM it cannot have made), and only the first provision reached the API.
+func TestProviderCreateGivenUpBeforeSendingSaysNotSent(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h, p := simProvider(t)
+		o := oneGPUOffer(t, p)
+		h.SetVMLimit(10)
+		require.NoError(t, h.SetQuantity(o.InstanceType, 10))
+		_, err := p.List(t.Context())
+		require.NoError(t, err)
+		require.NoError(t, h.Inject(sim.Fault{Route: routeProvision, Latency: 10 * time.Minute, Times: 1}))
+		first := make(chan error, 1)
+		go func() {
+			_, err := p.Create(t.Context(), fleet.CreateRequest{Offer: o, Label: fleet.Label{Fleet: "a", RequestID: "000000000001"}})
+			first <- err
+		}()
+		synctest.Wait()
+		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+		defer cancel()
+		_, err = p.Create(ctx, fleet.CreateRequest{Offer: o, Label: fleet.Label{Fleet: "a", RequestID: "000000000002"}})
+		require.ErrorIs(t, err, fleet.ErrNotSent)
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+		require.NoError(t, <-first)
+		assert.Equal(t, 1, callsTo(h, routeProvision), "the second never reached the API")
+	})
+}
