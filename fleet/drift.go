@@ -147,7 +147,8 @@ func (m *Manager) labelWrong(r *InstanceRecord, seen Instance) bool {
 	if strings.Contains(r.Instance.RequestID, "-") { // a duplicate's record: its label names another request
 		return false
 	}
-	return seen.RequestID != r.Instance.RequestID || seen.Fleet != r.Instance.Fleet || seen.Owner != m.owner
+	return seen.RequestID != r.Instance.RequestID || seen.Fleet != r.Instance.Fleet || seen.Owner != m.owner ||
+		seen.LabelError != "" // known by other evidence (Vultr's tags) while its label says otherwise
 }
 
 // fixLabels writes the label again on instances whose label was lost, edited

@@ -322,11 +322,13 @@ func (p *Provider) delete(ctx context.Context, id string) error {
 }
 
 // labelTags are the tags a labelled server carries: "gpufleet",
-// "gpufleet-<fleet>" and, in label format 2, "gpufleet-owner-<owner>".
+// "gpufleet-<fleet>" and, in label format 2, "gpufleet-owner-<owner>" and
+// the label itself (so that a server whose label is edited in the console
+// is still known, request id and all).
 func labelTags(l fleet.Label) []string {
 	tags := []string{TagFleet, TagFleet + "-" + l.Fleet}
 	if l.Owner != "" {
-		tags = append(tags, TagFleet+"-owner-"+l.Owner)
+		tags = append(tags, TagFleet+"-owner-"+l.Owner, l.String())
 	}
 	return tags
 }

@@ -14,27 +14,61 @@ const (
 	StatusActive  = "active"
 )
 
-// labelled sets the instance's fleet, owner and request id from its label;
-// when the label is not gpufleet's (edited or removed in the console) the
-// tags written at create (labelTags) still say the owner and the fleet,
-// and those are set with no request id: the Manager adopts it by them and
-// writes the label again.
+// labelled sets the instance's fleet, owner and request id from its label.
+// When the label is not gpufleet's (edited or removed in the console), the
+// tags written at create (labelTags) still say who it is: the label tag
+// gives all three, and the older owner and fleet tags (servers created
+// before the label tag) give the owner and the fleet when they can be read
+// one way only. Either way LabelError says the label must be written again.
 func labelled(inst *fleet.Instance, label string, tags []string) {
 	if l, ok := fleet.ParseLabel(label); ok {
 		inst.Fleet, inst.Owner, inst.RequestID = l.Fleet, l.Owner, l.RequestID
 		return
 	}
-	var owner, name string
 	for _, t := range tags {
-		if o, ok := strings.CutPrefix(t, TagFleet+"-owner-"); ok {
-			owner = o
-		} else if f, ok := strings.CutPrefix(t, TagFleet+"-"); ok {
-			name = f
+		if l, ok := fleet.ParseLabel(t); ok && l.Owner != "" {
+			inst.Fleet, inst.Owner, inst.RequestID = l.Fleet, l.Owner, l.RequestID
+			inst.LabelError = labelFromTags
+			return
 		}
 	}
-	if owner != "" && name != "" {
+	if owner, name, ok := ownerAndFleetTags(tags); ok {
 		inst.Fleet, inst.Owner = name, owner
+		inst.LabelError = labelFromTags
 	}
+}
+
+// labelFromTags is the LabelError of a server known by its tags only.
+const labelFromTags = "the label is not gpufleet's (edited out of band); identified by its tags"
+
+// ownerAndFleetTags reads "gpufleet-owner-<owner>" and "gpufleet-<fleet>"
+// tags. A fleet name may itself start with "owner-", so every owner tag is
+// tried as the owner, the other tags as the fleet; the reading is taken
+// only when exactly one owner leaves exactly one fleet.
+func ownerAndFleetTags(tags []string) (owner, name string, ok bool) {
+	var owners, names []string
+	for _, t := range tags {
+		if n, found := strings.CutPrefix(t, TagFleet+"-"); found && n != "" {
+			names = append(names, n)
+			if o, isOwner := strings.CutPrefix(n, "owner-"); isOwner && fleet.ValidateOwner(o) == nil {
+				owners = append(owners, o)
+			}
+		}
+	}
+	readings := 0
+	for _, o := range owners {
+		var rest []string
+		for _, n := range names {
+			if n != "owner-"+o && fleet.ValidateFleetName(n) == nil {
+				rest = append(rest, n)
+			}
+		}
+		if len(rest) == 1 {
+			owner, name = o, rest[0]
+			readings++
+		}
+	}
+	return owner, name, readings == 1
 }
 
 // vmInstance: running once status is active with an address; the provider
