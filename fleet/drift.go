@@ -62,6 +62,7 @@ func (m *Manager) restarted(reqID string, err error, now time.Time) {
 		return
 	}
 	r.Busy, r.Instance.Ready, r.RunningSince, r.AgentTries = false, time.Time{}, now, 0
+	r.Instance.Stopped = false // powered on: not a stopped member for a scale-down any more
 	m.setStatus(r, StatusBooting, "started again after a stop out of band", now)
 	if m.agentFor(r.Instance.Fleet) == nil {
 		m.markReady(r, now)
