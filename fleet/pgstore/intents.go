@@ -13,7 +13,12 @@ import (
 
 // PutIntent records in (its Spec without the private key; never fenced)
 // and returns its Seq. Seq orders one caller's intents; intents put at
-// once by several callers take the order the database gives them.
+// once by several callers take the order the database gives them. A
+// fleet's intents commit in Seq order (a transaction-scoped advisory lock
+// per fleet is taken before the Seq is drawn): a sequence number is drawn
+// at insert, not at commit, and a reader that saw a later intent commit
+// before an earlier one would acknowledge past the earlier one and never
+// carry it out.
 func (s *Store) PutIntent(ctx context.Context, in fleet.Intent) (int64, error) {
 	if in.Fleet == "" {
 		return 0, errors.New("pgstore: an intent needs a fleet")

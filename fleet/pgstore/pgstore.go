@@ -32,6 +32,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -152,3 +153,6 @@ func (s *Store) bound(ctx context.Context) (context.Context, context.CancelFunc)
 
 // ident quotes a name for SQL.
 func ident(parts ...string) string { return pgx.Identifier(parts).Sanitize() }
+
+// quoteLiteral quotes s as an SQL string literal.
+func quoteLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }

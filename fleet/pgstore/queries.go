@@ -76,7 +76,11 @@ func newQueries(schema string) queries {
 		holder:  fmt.Sprintf(`SELECT holder, expires FROM %s WHERE name = $1`, lt),
 		token:   fmt.Sprintf(`SELECT token FROM %s WHERE name = $1`, lt),
 
-		putIntent: fmt.Sprintf(`INSERT INTO %s (fleet, data) VALUES ($1, $2) RETURNING seq`, it),
+		// The fleet's intent lock is taken before the seq is drawn and held to
+		// the commit, so a fleet's intents commit in Seq order: a reader that
+		// sees one sees every earlier one (see PutIntent).
+		putIntent: fmt.Sprintf(`WITH l AS (SELECT pg_advisory_xact_lock(hashtext(%s), hashtext($1)))
+INSERT INTO %s (fleet, data) SELECT $1, $2 FROM l RETURNING seq`, quoteLiteral(it), it),
 		intents:   fmt.Sprintf(`SELECT seq, data FROM %s ORDER BY seq`, it),
 		intentsF:  fmt.Sprintf(`SELECT seq, data FROM %s WHERE fleet = $1 ORDER BY seq`, it),
 		ack:       fmt.Sprintf(`DELETE FROM %s WHERE fleet = $1 AND seq <= $2`, it),
