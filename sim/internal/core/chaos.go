@@ -99,19 +99,19 @@ func ChaosProfileByName(name string) (ChaosProfile, bool) {
 	return f(), true
 }
 
-// Validate reports an error when a rate is outside 0 to 1, the fault rates
+// Validate reports an error when a rate is outside 0 to 1 (or NaN), the fault rates
 // (all but Slow) add up to more than 1, or a duration is negative or SlowMax
 // is below SlowMin.
 func (p ChaosProfile) Validate() error {
 	sum := 0.0
 	for _, r := range []float64{p.ServerError, p.CommitThenError, p.Reset, p.RateLimitBurst, p.CutBody,
 		p.EmptyBody, p.ErrorBody, p.StaleRead, p.ProviderFault, p.Slow} {
-		if r < 0 || r > 1 {
+		if !(r >= 0 && r <= 1) { // NaN too
 			return fmt.Errorf("sim: chaos profile %q: rates must be from 0 to 1, got %v", p.Name, r)
 		}
 		sum += r
 	}
-	if sum-p.Slow > 1 {
+	if !(sum-p.Slow <= 1) {
 		return fmt.Errorf("sim: chaos profile %q: the fault rates add up to %.3f, over 1", p.Name, sum-p.Slow)
 	}
 	if p.SlowMax < p.SlowMin || p.SlowMin < 0 || p.BurstLength < 0 || p.Lag < 0 {
@@ -141,6 +141,9 @@ func (s *Server) StartChaos(seed uint64, profile ChaosProfile) error {
 	s.mu.Lock()
 	s.chaos = &chaosState{ChaosConfig: ChaosConfig{Seed: seed, Profile: profile}}
 	s.mu.Unlock()
+	if profile.Reset > 0 {
+		s.resets.Store(true)
+	}
 	return nil
 }
 

@@ -96,7 +96,7 @@ func (f *Fault) normalize(fake string, routes *serverRouter) error {
 	switch {
 	case f.Times < 0:
 		return fmt.Errorf("sim: fault Times must be 0 or more, got %d", f.Times)
-	case f.Probability < 0 || f.Probability > 1:
+	case !(f.Probability >= 0 && f.Probability <= 1): // NaN too
 		return fmt.Errorf("sim: fault Probability must be from 0 to 1, got %v", f.Probability)
 	case f.CutAfter < 0:
 		return fmt.Errorf("sim: fault CutAfter must be 0 or more, got %d", f.CutAfter)
@@ -186,6 +186,9 @@ func (s *Server) Inject(f Fault) error {
 	}
 	s.faults = append(s.faults, af)
 	s.mu.Unlock()
+	if f.Reset {
+		s.resets.Store(true)
+	}
 	return nil
 }
 

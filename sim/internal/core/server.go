@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -53,7 +54,8 @@ type Server struct {
 	lag    time.Duration // WithVisibilityLag: every read's lag
 	hk     Hooks
 
-	mu          sync.Mutex // guards faults, faultSeq, fired, chaos, calls, rng, routes' counters
+	resets      atomic.Bool // a reset fault or chaos with resets was ever armed: answers close their connection
+	mu          sync.Mutex  // guards faults, faultSeq, fired, chaos, calls, rng, routes' counters
 	faults      []*activeFault
 	faultSeq    uint64
 	fired       []FiredFault
@@ -76,6 +78,7 @@ func NewServer(name string, cfg Config, hk Hooks) *Server {
 	}
 	if cfg.Chaos != nil {
 		s.chaos = &chaosState{ChaosConfig: *cfg.Chaos}
+		s.resets.Store(cfg.Chaos.Profile.Reset > 0)
 	}
 	return s
 }
@@ -143,6 +146,13 @@ func ResetPipeline(s *Server) {
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	call := Call{Time: s.clock.Now(), Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery}
 	sw := &statusWriter{ResponseWriter: w}
+	if s.resets.Load() {
+		// Once a reset may be drawn, no connection is reused: over TCP, Go's
+		// client sends an idempotent request again, unseen, when a reused
+		// connection drops before the answer, which would shift every later
+		// draw away from what the same calls draw in process.
+		sw.Header().Set("Connection", "close")
+	}
 	defer s.logCall(&call, sw) // also after a dropped connection (a panic): status 0
 	var rt *serverRoute
 	if s.hk.PathOK == nil || s.hk.PathOK(r) {
