@@ -76,7 +76,7 @@ func TestChaosSameFaultsInProcessAndOverTCP(t *testing.T) {
 	assert.True(t, strings.Contains(strings.Join(firedFaults(inproc), ","), "reset"), "the profile reset some calls")
 }
 
-// Issue 13 point 4 (profile checks): a rate that is not a number is not a
+// A rate that is not a number is not a
 // rate from 0 to 1, yet StartChaos accepts it; every fault after it in the
 // draw order then never fires (u - NaN is NaN).
 func TestChaosProfileNaNRateRefused(t *testing.T) {
