@@ -76,9 +76,9 @@ func TestChaosSameFaultsInProcessAndOverTCP(t *testing.T) {
 	assert.True(t, strings.Contains(strings.Join(firedFaults(inproc), ","), "reset"), "the profile reset some calls")
 }
 
-// A rate that is not a number is not a
-// rate from 0 to 1, yet StartChaos accepts it; every fault after it in the
-// draw order then never fires (u - NaN is NaN).
+// A rate that is not a number is not a rate from 0 to 1: StartChaos and
+// WithChaos refuse it (accepted, every fault after it in the draw order
+// would never fire, since u - NaN is NaN).
 func TestChaosProfileNaNRateRefused(t *testing.T) {
 	nan := func() float64 { z := 0.0; return z / z }()
 	v := sim.NewVultr()
