@@ -56,9 +56,13 @@
 // gone.
 //
 // Drift. A machine stopped out of band ([Instance.Stopped],
-// [EventInstanceStopped]) is handled by [Policy.OnStopped]; agents are
+// [EventInstanceStopped]) is handled by [Policy.OnStopped]: Vultr's lists
+// show the power state; Hot Aisle's do not, so without an Agent each of its
+// ready instances gets one power read per [Policy.DriftCheckInterval]
+// ([PowerChecker]), and with one a failed check reads it. Agents are
 // checked every [Policy.AgentCheckInterval] ([EventAgentUnhealthy]); lost
-// labels are written again ([Labeler], [EventLabelRewritten]).
+// or edited labels are written again ([Labeler], [EventLabelRewritten]),
+// Vultr servers being known meanwhile by the tags written at create.
 // Account-level create refusals back the provider off
 // ([EventCreatesRefused]); [Manager.Apply] refuses specs no offer could meet
 // ([ErrInvalidSpec]).

@@ -124,8 +124,9 @@ type Labeler interface {
 }
 
 // Restarter is the optional capability of a provider to power a stopped
-// instance on again (Vultr POST …/start, Hot Aisle POST …/start/), used by
-// Policy.OnStopped = OnStoppedRestart.
+// instance on again (Vultr POST …/start; Hot Aisle POST …/start/ for a VM,
+// …/power/power_on/ for a bare-metal server), used by Policy.OnStopped =
+// OnStoppedRestart.
 type Restarter interface {
 	Start(ctx context.Context, id string) error
 }
