@@ -252,7 +252,11 @@ func (m *Manager) Release(ctx context.Context, instanceID string, opts ...Releas
 		if err != nil {
 			return time.Time{}, err
 		}
-		return m.clock.Now(), m.putIntent(ctx, Intent{Fleet: rec.Instance.Fleet, Kind: IntentRelease, InstanceID: rec.Instance.RequestID, Policy: o.policy},
+		fleetPolicy := m.storedPolicy(ctx, rec.Instance.Fleet)
+		m.mu.Lock()
+		at := m.releaseAt(&rec, fleetPolicy, o.policy, m.clock.Now())
+		m.mu.Unlock()
+		return at, m.putIntent(ctx, Intent{Fleet: rec.Instance.Fleet, Kind: IntentRelease, InstanceID: rec.Instance.RequestID, Policy: o.policy},
 			intent{kind: intentRelease, name: rec.Instance.RequestID, policy: o.policy})
 	}
 	m.mu.Lock()
@@ -261,18 +265,7 @@ func (m *Manager) Release(ctx context.Context, instanceID string, opts ...Releas
 	if r == nil || r.Instance.Status == StatusTerminated {
 		return time.Time{}, classed(ErrNotFound, "instance %q (gone or unknown)", instanceID)
 	}
-	policy := o.policy
-	if policy == "" {
-		policy = m.policyFor(m.fleets[r.Instance.Fleet])
-	}
-	now := m.clock.Now()
-	at := now
-	switch {
-	case r.Termination != nil && !(o.policy == ReleaseNow && !r.Termination.NotBefore.IsZero()):
-		at = maxTime(now, r.Termination.NotBefore)
-	case policy == ReleaseAtReservationEnd:
-		at = maxTime(now, m.reservedUntil(r, now))
-	}
+	at := m.releaseAt(r, m.policyFor(m.fleets[r.Instance.Fleet]), o.policy, m.clock.Now())
 	if m.rep != nil {
 		fleet, reqID := r.Instance.Fleet, r.Instance.RequestID
 		m.mu.Unlock()
@@ -284,6 +277,37 @@ func (m *Manager) Release(ctx context.Context, instanceID string, opts ...Releas
 	m.intents.push(intent{kind: intentRelease, name: r.Instance.RequestID, policy: o.policy})
 	m.wake()
 	return at, nil
+}
+
+// releaseAt is when a release of r asked now will first be attempted: when
+// a release is already decided, its time (unless the caller now asks for
+// ReleaseNow); by the policy asked for, else the fleet's, the end of the
+// reservation window or now. m.mu held.
+func (m *Manager) releaseAt(r *InstanceRecord, fleetPolicy, asked ReleasePolicy, now time.Time) time.Time {
+	policy := asked
+	if policy == "" {
+		policy = fleetPolicy
+	}
+	switch {
+	case r.Termination != nil && !(asked == ReleaseNow && !r.Termination.NotBefore.IsZero()):
+		return maxTime(now, r.Termination.NotBefore).In(now.Location())
+	case policy == ReleaseAtReservationEnd:
+		return maxTime(now, m.reservedUntil(r, now)).In(now.Location()) // a stored record's times come back in another zone
+	}
+	return now
+}
+
+// storedPolicy is the release policy of a fleet as the shared store has it
+// (Policy.Release when the fleet is not found there). Replica mode.
+func (m *Manager) storedPolicy(ctx context.Context, name string) ReleasePolicy {
+	if fleets, err := m.rep.ls.Fleets(ctx); err == nil {
+		for _, f := range fleets {
+			if f.Spec.Name == name {
+				return m.policyFor(&f)
+			}
+		}
+	}
+	return m.pol.Release
 }
 
 // MarkBusy records that a ready instance is busy: it is not released for
