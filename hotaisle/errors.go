@@ -108,8 +108,8 @@ type classRule struct {
 }
 
 // classTable is the only place that reads Hot Aisle error text. The first
-// matching row wins. Sources: swagger responses and descriptions, see
-// the Hot Aisle fact sheet (endpoints and example errors).
+// matching row wins. Sources: the responses and descriptions of Hot Aisle's
+// OpenAPI document, and the error bodies its API was seen to answer.
 var classTable = []classRule{
 	// VM limit answers 401 (sic): "Maximum VMs already provisioned for this team".
 	{401, 401, anyCall, "maximum vms", fleet.ErrQuotaExceeded},

@@ -6,12 +6,12 @@ import (
 	"time"
 )
 
-// DstackDownloadURL is where dstack publishes its binaries (lifecycle notes
-// 5.3): {version} is the release ("0.19.41"), {binary} "dstack-shim" or
+// DstackDownloadURL is where dstack publishes its binaries (dstack's own
+// download location): {version} is the release ("0.19.41"), {binary} "dstack-shim" or
 // "dstack-runner", {arch} "amd64" or "arm64".
 const DstackDownloadURL = "https://dstack-runner-downloads.s3.eu-west-1.amazonaws.com/{version}/binaries/{binary}-linux-{arch}"
 
-// Fixed dstack-shim facts (lifecycle notes 5.2, 5.4, 5.7).
+// Fixed dstack-shim facts, as dstack itself starts the shim on SSH fleets.
 const (
 	DstackShimPort       = 10998                        // shim HTTP API, bound to localhost
 	DstackShimHealthPath = "/api/healthcheck"           // {"service":"dstack-shim","version":"0.x.y"}
@@ -62,7 +62,7 @@ func (c DstackShimConfig) url(tmpl, binary string) string {
 //     --max-time 240 --retry 1 -o /usr/local/bin/dstack-shim.download URL
 //     [&& sha256sum check] && chmod +x && mv -f to /usr/local/bin/dstack-shim
 //
-// and its environment is dstack's (lifecycle notes 5.4): DSTACK_SHIM_HOME,
+// and its environment is the one dstack sets: DSTACK_SHIM_HOME,
 // DSTACK_SHIM_HTTP_PORT, DSTACK_SHIM_LOG_LEVEL, DSTACK_RUNNER_DOWNLOAD_URL,
 // DSTACK_RUNNER_BINARY_PATH, DSTACK_RUNNER_HTTP_PORT, DSTACK_RUNNER_SSH_PORT,
 // DSTACK_RUNNER_LOG_LEVEL, plus c.Env.

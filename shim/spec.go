@@ -110,8 +110,8 @@ func (s AgentSpec) envList() [][2]string {
 func (s AgentSpec) unitName() string { return s.Name + ".service" }
 
 // unitText is Unit, or a generated unit: restarted 3 s after it exits,
-// giving up after about an hour of crash-looping (dstack's SSH-fleet unit,
-// lifecycle notes 5.6), output appended to LogFile.
+// giving up after about an hour of crash-looping (as dstack's SSH-fleet
+// unit does), output appended to LogFile.
 func (s AgentSpec) unitText() string {
 	if s.Unit != "" {
 		return s.Unit

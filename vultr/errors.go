@@ -96,9 +96,10 @@ type rule struct {
 }
 
 // classTable is the only place where Vultr error text is compared. Rows are
-// tried in order; the first match wins. Sources: the Vultr fact sheet's
-// transport, error and example sections (Vultr answers most domain refusals
-// with 500, so message rows come before status rows).
+// tried in order; the first match wins. Sources: Vultr's API reference,
+// the error bodies quoted in public issue threads of its users (dstack,
+// Terraform, Ansible) and the answers of its API as observed (Vultr answers
+// most domain refusals with 500, so message rows come before status rows).
 var classTable = []rule{
 	// "Unable to destroy server: Server is already pending destruction" (400
 	// or 500) on a repeated DELETE; "Server is pending destruction" on a read

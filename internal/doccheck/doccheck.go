@@ -299,14 +299,15 @@ func (c *checker) links(where string, b comment.Block) {
 
 var (
 	mdFile    = regexp.MustCompile(`[\w./-]*\b([\w-]+\.md)\b`)
-	outsideRE = regexp.MustCompile(`§|\.\./shared|/shared/`)
+	outsideRE = regexp.MustCompile(`§|\.\./shared|/shared/|(?i:\bnotes? \d+\.\d+|\bscenarios? S\d+|\bfact sheet)`)
 	wordRE    = regexp.MustCompile(`[A-Za-z_][A-Za-z0-9_]*`)
 	bracketRE = regexp.MustCompile(`(?:^|[^"])\[([A-Za-z_][A-Za-z0-9_]*)\]`) // [name], a doc link go/doc does not make for lower-case names; "[name]" is a quote
 )
 
 // outsideFiles reports citations of files a reader of the module cannot
 // open: sections (§), the project's shared folder, Markdown files that are
-// not in the module.
+// not in the module, numbered notes ("notes 5.2"), scenario ids
+// ("scenario S04") and fact sheets.
 func (c *checker) outsideFiles(where, s string) {
 	for _, m := range outsideRE.FindAllString(s, -1) {
 		c.add(where, "outside-file", m)

@@ -160,7 +160,7 @@ func (h *HotAisle) SetDeleteDelay(d time.Duration) {
 
 // Outage makes every route fail for d of cloud time from now: calls
 // alternate between a dropped connection (a reset) and 503 "Service
-// Unavailable", starting with the reset (scenario S05).
+// Unavailable", starting with the reset.
 func (h *HotAisle) Outage(d time.Duration) {
 	_ = h.Inject(core.Fault{Route: core.AnyRoute, Reset: true, Status: http.StatusServiceUnavailable,
 		Message: "Service Unavailable", Duration: d})

@@ -8,7 +8,7 @@ import (
 )
 
 // DestroyOutOfBand removes the VM or bare-metal server named name at once,
-// as if someone released it behind the client's back (scenario S04): no
+// as if someone released it behind the client's back: no
 // minimum-reservation check, billing ends now, SSH hosts go, the server
 // returns to the pool and the API answers 404 "Not Found: Resource not
 // found" for it. An unknown name is an error.

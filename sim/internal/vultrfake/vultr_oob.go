@@ -22,7 +22,7 @@ const (
 )
 
 // DestroyOutOfBand deletes a server behind the client's back, as a console
-// user would (scenario S04): from now on it is missing from lists and every
+// user would: from now on it is missing from lists and every
 // call naming it answers as answer says (default VultrGoneNotFound),
 // billing stops, the SSH host goes; its VPC attachments linger as after a
 // DELETE. It fails for an unknown or already deleted server.
