@@ -27,6 +27,8 @@ import (
 	"os/signal"
 	"syscall"
 	"time"
+
+	"github.com/gpufleet/gpufleet/fleet/pgstore"
 )
 
 // envDSN names the environment variable holding the connection string.
@@ -71,6 +73,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	switch {
 	case ctx.Err() != nil:
 		return 130
+	case errors.Is(err, pgstore.ErrUnreachable):
+		fmt.Fprintf(stderr, "replicas: %v\nIs PostgreSQL running there? Check -dsn (or %s), or start a local one with eval \"$(bash scripts/pg-local.sh start)\"\n", err, envDSN)
+		return 1
 	case err != nil:
 		fmt.Fprintln(stderr, "replicas:", err)
 		return 1

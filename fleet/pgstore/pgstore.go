@@ -111,9 +111,14 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 	return s, nil
 }
 
+// ErrUnreachable is wrapped by the error of Open and New when no connection
+// to the database could be made (no server at the address, refused
+// credentials, a timeout): nothing was created or migrated.
+var ErrUnreachable = errors.New("pgstore: the database cannot be reached")
+
 // New returns a Store on pool (which the caller keeps and closes), after
-// creating or migrating the schema. Errors: an invalid option, a failed
-// migration.
+// creating or migrating the schema. Errors: an invalid option,
+// ErrUnreachable, a failed migration.
 func New(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Store, error) {
 	o := options{schema: DefaultSchema, timeout: DefaultTimeout}
 	for _, opt := range opts {
@@ -126,6 +131,12 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Store, error
 		return nil, errors.New("pgstore: the timeout must be positive")
 	}
 	s := &Store{pool: pool, schema: o.schema, timeout: o.timeout, q: newQueries(o.schema)}
+	pctx, cancel := s.bound(ctx)
+	err := pool.Ping(pctx)
+	cancel()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrUnreachable, err)
+	}
 	if err := s.migrate(ctx); err != nil {
 		return nil, err
 	}
