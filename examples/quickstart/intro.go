@@ -116,7 +116,11 @@ func (d *driver) noMatch(ctx context.Context, j job) error {
 	}
 	var why []string
 	for _, x := range hint.Relax(r, all) {
-		why = append(why, fmt.Sprintf("%d without %s", x.Matches, x.What))
+		w := fmt.Sprintf("dropping %s would match %d", x.What, x.Matches)
+		if x.What == "the instance type" {
+			w += fmt.Sprintf(": try -%s-plan %s", r.Providers[0], strings.Join(x.Types, " or "))
+		}
+		why = append(why, w)
 	}
 	if len(why) == 0 {
 		why = []string{"no single requirement is to blame"}

@@ -25,7 +25,7 @@ func TestRunCommandLine(t *testing.T) {
 		{[]string{"extra"}, 2, "unexpected arguments"},
 		{[]string{"-real"}, 1, "VULTR_API_KEY"},
 		{[]string{"-vultr-plan", "nope"}, 2, `unknown Vultr plan "nope"; nearest: vc2-1c-1gb, `},
-		{[]string{"-vultr-plan", "vbm-4c-32gb", "-hotaisle-nodes", "0"}, 1, "5 without a VPC (private networking)); skipped"},
+		{[]string{"-vultr-plan", "vbm-4c-32gb", "-hotaisle-nodes", "0"}, 1, "dropping a VPC (private networking) would match 5); skipped"},
 	} {
 		var out, errOut bytes.Buffer
 		assert.Equal(t, tc.code, run(t.Context(), tc.args, noEnv, &out, &errOut), "%v", tc.args)

@@ -121,9 +121,10 @@ func planWord(cloud string) string {
 
 // Relaxation is one filter that, dropped alone, lets offers match.
 type Relaxation struct {
-	Flag    string // the offers program's flag ("max-price")
-	What    string // in words ("the price limit")
-	Matches int    // offers that match without it
+	Flag    string   // the offers program's flag ("max-price")
+	What    string   // in words ("the price limit")
+	Matches int      // offers that match without it
+	Types   []string // up to three instance types among them: nearest the one asked for when it is the type that is dropped, else cheapest first
 }
 
 // Relax returns the filters of r that, each dropped alone, let some of all
@@ -151,10 +152,44 @@ func Relax(r fleet.Requirements, all []fleet.Offer) []Relaxation {
 		}
 		rr := r
 		f.drop(&rr)
-		if n := len(fleet.Filter(all, rr)); n > 0 {
-			out = append(out, Relaxation{Flag: f.flag, What: f.what, Matches: n})
+		if m := fleet.Filter(all, rr); len(m) > 0 {
+			types := someTypes(m, 3)
+			if len(rr.InstanceTypes) == 0 && len(r.InstanceTypes) > 0 { // the type was dropped: those nearest the one asked for
+				types = nearestPlans(r.InstanceTypes[0], someTypes(m, len(m)), 3)
+			}
+			out = append(out, Relaxation{Flag: f.flag, What: f.what, Matches: len(m), Types: types})
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Matches > out[j].Matches })
 	return out
+}
+
+// someTypes returns up to n distinct instance types of offers, cheapest
+// first.
+func someTypes(offers []fleet.Offer, n int) []string {
+	offers = slices.Clone(offers)
+	fleet.SortByPrice(offers)
+	var out []string
+	for _, o := range offers {
+		if len(out) < n && !slices.Contains(out, o.InstanceType) {
+			out = append(out, o.InstanceType)
+		}
+	}
+	return out
+}
+
+// nearestPlans is Nearest, plans of the same family as want ("vbm" in
+// "vbm-4c-32gb") first.
+func nearestPlans(want string, known []string, n int) []string {
+	family := func(p string) string { f, _, _ := strings.Cut(p, "-"); return f }
+	var same, other []string
+	for _, k := range known {
+		if family(k) == family(want) {
+			same = append(same, k)
+		} else {
+			other = append(other, k)
+		}
+	}
+	out := Nearest(want, same, n)
+	return append(out, Nearest(want, other, n-len(out))...)
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/gpufleet/gpufleet/fleet"
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestNearest(t *testing.T) {
@@ -49,6 +50,18 @@ func TestRelaxNamesTheFiltersToDrop(t *testing.T) {
 	assert.Empty(t, fleet.Filter(offers, r))
 	assert.Empty(t, Relax(r, offers), "two filters exclude each offer: none alone helps")
 	r.MaxPricePerHour = 0
-	assert.Equal(t, []Relaxation{{Flag: "region", What: "the region", Matches: 1}, {Flag: "all", What: "hiding sold-out offers", Matches: 1}},
-		Relax(r, offers))
+	got := Relax(r, offers)
+	require.Len(t, got, 2)
+	assert.Equal(t, Relaxation{Flag: "region", What: "the region", Matches: 1, Types: got[0].Types}, got[0])
+	assert.Equal(t, Relaxation{Flag: "all", What: "hiding sold-out offers", Matches: 1, Types: got[1].Types}, got[1])
+	for _, x := range got {
+		require.Len(t, x.Types, 1, "the one matching offer's type")
+		assert.NotEmpty(t, x.Types[0])
+	}
+}
+
+func TestNearestPlansPreferTheSameFamily(t *testing.T) {
+	known := []string{"vc2-4c-32gb", "vbm-24c-256gb-amd", "vbm-112c-2048gb-8-h100-gpu", "vc2-8c-32gb"}
+	assert.Equal(t, []string{"vbm-24c-256gb-amd", "vbm-112c-2048gb-8-h100-gpu", "vc2-4c-32gb"}, nearestPlans("vbm-4c-32gb", known, 3))
+	assert.Empty(t, nearestPlans("vbm-4c-32gb", nil, 3))
 }
