@@ -33,8 +33,8 @@ func (m *Manager) planVPC(f *FleetRecord, now time.Time) {
 		return
 	}
 	first := m.firstVPCMember(f)
-	if first == nil {
-		return
+	if first == nil || m.vpcListed[first.Provider].IsZero() {
+		return // no VPC create before the provider's VPCs were listed: the fleet's may be there (a lost Store)
 	}
 	f.VPC = &VPCRecord{VPC: VPC{Provider: first.Provider, Region: first.Offer.Region, Fleet: f.Spec.Name, Owner: m.owner,
 		RequestID: NewRequestID()}, Pending: true, Since: now}

@@ -120,6 +120,10 @@ var classTable = []rule{
 	// "You have reached the maximum number of active virtual machines for
 	// this account" (create).
 	{0, "maximum number of active", fleet.ErrQuotaExceeded},
+	// "Server add failed: You have reached the maximum monthly fee limit for
+	// this account. To deploy additional services, please request a limit
+	// increase." (create, 400): the account's spending cap.
+	{0, "maximum monthly fee limit", fleet.ErrQuotaExceeded},
 	{0, "invalid server", fleet.ErrNotFound}, // GET gone bare metal
 	{0, "invalid vpc id", fleet.ErrNotFound}, // GET/DELETE unknown VPC
 	{0, "invalid private network id", fleet.ErrNotFound},

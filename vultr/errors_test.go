@@ -45,6 +45,7 @@ var classCases = []struct {
 	{"invalid instance ID 404", 404, `{"error":"Invalid instance ID.","status":404}`, fleet.ErrNotFound},
 	{"instance limit", 400, `{"error":"You have reached the maximum number of active virtual machines for this account. For security reasons, please contact our support team to have the limit raised","status":400}`, fleet.ErrQuotaExceeded},
 	{"server limit 500", 500, `{"error":"Server add failed: You have reached the maximum number of active servers for this account.","status":500}`, fleet.ErrQuotaExceeded},
+	{"monthly fee limit", 400, `{"error":"Server add failed: You have reached the maximum monthly fee limit for this account. To deploy additional services, please request a limit increase.","status":400}`, fleet.ErrQuotaExceeded},
 	{"unknown limit wording falls through", 400, `{"error":"Account limit hit.","status":400}`, fleet.ErrInvalidRequest},
 	{"invalid instance-id", 404, `{"error":"Invalid instance-id.","status":404}`, fleet.ErrNotFound},
 	{"invalid instance-id as 400", 400, `{"error":"Invalid instance-id.","status":400}`, fleet.ErrNotFound},
