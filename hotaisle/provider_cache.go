@@ -71,20 +71,27 @@ func (p *Provider) loadTypes(ctx context.Context, vms []VM, bms []BareMetal) {
 	}
 }
 
-// vmOffers converts and merges VM type rows.
+// vmOffers converts and merges VM type rows. A row without a positive
+// OnDemandPrice (the spec does not require it) is left out: its price is
+// unknown, and an offer at 0 USD per hour would be chosen first.
 func vmOffers(rows []VMType) []fleet.Offer {
 	out := make([]fleet.Offer, 0, len(rows))
 	for _, r := range rows {
-		out = append(out, vmOffer(r))
+		if r.OnDemandPrice > 0 {
+			out = append(out, vmOffer(r))
+		}
 	}
 	return mergeOffers(out)
 }
 
-// bareMetalOffers converts and merges bare-metal type rows.
+// bareMetalOffers converts and merges bare-metal type rows (priced ones
+// only, as vmOffers).
 func bareMetalOffers(rows []BareMetalType) []fleet.Offer {
 	out := make([]fleet.Offer, 0, len(rows))
 	for _, r := range rows {
-		out = append(out, bareMetalOffer(r))
+		if r.OnDemandPrice > 0 {
+			out = append(out, bareMetalOffer(r))
+		}
 	}
 	return mergeOffers(out)
 }

@@ -3,6 +3,7 @@ package vultr
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 
@@ -62,7 +63,9 @@ var (
 func (p *Provider) Name() string { return fleet.ProviderVultr }
 
 // Offers lists one offer per agent-capable plan and region that sells it,
-// marked available when the region's availability lists the plan. The plan
+// marked available when the region's availability lists the plan. A plan
+// listed without a positive hourly_cost is not offered: its price is
+// unknown, and an offer at 0 USD per hour would be chosen first. The plan
 // rows are kept to fill the offers of the instances Create, Get and List
 // return (see provider_catalog.go).
 func (p *Provider) Offers(ctx context.Context) ([]fleet.Offer, error) {
@@ -91,7 +94,7 @@ func (p *Provider) Offers(ctx context.Context) ([]fleet.Offer, error) {
 			offers = append(offers, metalOffer(pl, r, avail[r][pl.ID]))
 		}
 	}
-	return offers, nil
+	return slices.DeleteFunc(offers, func(o fleet.Offer) bool { return !(o.PricePerHour > 0) }), nil
 }
 
 func (p *Provider) locations(plan string, locs []string) []string {

@@ -33,6 +33,7 @@ func (v *Vultr) routesVultr() {
 		v.route("GET "+k.base+"/{id}/user-data", false, on(v.userData))
 		for _, op := range []string{"halt", "start", "reboot"} {
 			v.route("POST "+k.base+"/{id}/"+op, false, func(w http.ResponseWriter, r *http.Request) { v.power(w, r, metal, op) })
+			v.route("POST "+k.base+"/"+op, false, func(w http.ResponseWriter, r *http.Request) { v.massPower(w, r, metal, op) })
 		}
 	}
 

@@ -195,6 +195,49 @@ func (v *Vultr) power(w http.ResponseWriter, r *http.Request, metal bool, op str
 	w.WriteHeader(http.StatusNoContent)
 }
 
+// massPower serves POST /v2/instances/{halt,start,reboot} with
+// {"instance_ids": […]} and POST /v2/bare-metals/{halt,start,reboot} with
+// {"baremetal_ids": […]} (govultr's MassHalt, MassStart, MassReboot): 204
+// when every server named can take the operation, which then applies to
+// all; else nothing changes and the answer is the first server's refusal,
+// as the per-server route gives it (404 for an unknown one, 500 not active
+// or locked). An empty or missing list answers 400.
+func (v *Vultr) massPower(w http.ResponseWriter, r *http.Request, metal bool, op string) {
+	var req struct {
+		InstanceIDs  []string `json:"instance_ids"`
+		BareMetalIDs []string `json:"baremetal_ids"`
+	}
+	if st, msg := core.DecodeJSON(r, &req); st != 0 {
+		writeVultrError(w, st, msg)
+		return
+	}
+	ids, field := req.InstanceIDs, "instance_ids"
+	if metal {
+		ids, field = req.BareMetalIDs, "baremetal_ids"
+	}
+	if len(ids) == 0 {
+		writeVultrError(w, http.StatusBadRequest, "Bad request: "+field+" is required.")
+		return
+	}
+	v.mu.Lock()
+	defer v.unlock()
+	now := v.clock.Now()
+	srvs := make([]*vultrServer, 0, len(ids))
+	for _, id := range ids {
+		r.SetPathValue("id", id)
+		srv := v.lookup(w, r, metal, now, "")
+		if srv == nil || vultrRefuse(w, srv, now, "Unable to "+op+" server", "This subscription is not currently active") {
+			return
+		}
+		srvs = append(srvs, srv)
+	}
+	for _, srv := range srvs {
+		srv.halted = op == "halt"
+		v.registerHost(srv, now)
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
 // userData serves GET …/{id}/user-data: {"user_data":{"data":"<base64>"}}.
 func (v *Vultr) userData(w http.ResponseWriter, r *http.Request, metal bool) {
 	v.mu.Lock()
