@@ -17,11 +17,7 @@ import (
 func TestProviderSeesAHaltedBareMetalServerAsStopped(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h, p := simProvider(t, hotaisle.WithBareMetal(true))
-		offers, err := p.Offers(t.Context())
-		require.NoError(t, err)
-		o := fleet.Filter(offers, fleet.Requirements{BareMetal: fleet.Yes})[0]
-		inst, err := p.Create(t.Context(), fleet.CreateRequest{Offer: o, Label: fleet.Label{Fleet: "bm", RequestID: "0123456789ab"}})
-		require.NoError(t, err)
+		inst := createBareMetal(t, p)
 		time.Sleep(11 * time.Minute) // the OS install
 		got, err := p.Get(t.Context(), inst.ID)
 		require.NoError(t, err)
@@ -50,11 +46,7 @@ func TestProviderSeesAHaltedBareMetalServerAsStopped(t *testing.T) {
 func TestProviderDoesNotReadPowerWhileInstalling(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h, p := simProvider(t, hotaisle.WithBareMetal(true))
-		offers, err := p.Offers(t.Context())
-		require.NoError(t, err)
-		o := fleet.Filter(offers, fleet.Requirements{BareMetal: fleet.Yes})[0]
-		inst, err := p.Create(t.Context(), fleet.CreateRequest{Offer: o, Label: fleet.Label{Fleet: "bm", RequestID: "0123456789ab"}})
-		require.NoError(t, err)
+		inst := createBareMetal(t, p)
 		before := len(h.Calls())
 		got, err := p.Get(t.Context(), inst.ID)
 		require.NoError(t, err)
@@ -93,11 +85,7 @@ func TestProviderPoweredOffReadsAVMState(t *testing.T) {
 func TestProviderStartPowersAHaltedSimServerOn(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h, p := simProvider(t, hotaisle.WithBareMetal(true))
-		offers, err := p.Offers(t.Context())
-		require.NoError(t, err)
-		o := fleet.Filter(offers, fleet.Requirements{BareMetal: fleet.Yes})[0]
-		inst, err := p.Create(t.Context(), fleet.CreateRequest{Offer: o, Label: fleet.Label{Fleet: "bm", RequestID: "0123456789ab"}})
-		require.NoError(t, err)
+		inst := createBareMetal(t, p)
 		time.Sleep(sim.DefaultHotAisleInstallTime)
 		require.NoError(t, h.HaltOutOfBand(inst.ID))
 		got, err := p.Get(t.Context(), inst.ID)
@@ -118,4 +106,15 @@ func TestProviderStartPowersAHaltedSimServerOn(t *testing.T) {
 		assert.Equal(t, 1, n, "one power_on")
 		assert.ErrorIs(t, p.Start(t.Context(), "enc1-gpu999"), fleet.ErrNotFound)
 	})
+}
+
+// createBareMetal reserves the cheapest bare-metal offer as fleet "bm".
+func createBareMetal(t *testing.T, p *hotaisle.Provider) fleet.Instance {
+	t.Helper()
+	offers, err := p.Offers(t.Context())
+	require.NoError(t, err)
+	o := fleet.Filter(offers, fleet.Requirements{BareMetal: fleet.Yes})[0]
+	inst, err := p.Create(t.Context(), fleet.CreateRequest{Offer: o, Label: fleet.Label{Fleet: "bm", RequestID: "0123456789ab"}})
+	require.NoError(t, err)
+	return inst
 }

@@ -119,11 +119,7 @@ func TestProviderVMLifecycleLabelsAndReleasePolicy(t *testing.T) {
 func TestProviderBareMetalIsReachedThroughItsFrontHost(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		_, p := simProvider(t, hotaisle.WithBareMetal(true))
-		offers, err := p.Offers(t.Context())
-		require.NoError(t, err)
-		o := fleet.Filter(offers, fleet.Requirements{BareMetal: fleet.Yes})[0]
-		inst, err := p.Create(t.Context(), fleet.CreateRequest{Offer: o, Label: fleet.Label{Fleet: "bm", RequestID: "0123456789ab"}})
-		require.NoError(t, err)
+		inst := createBareMetal(t, p)
 		assert.Equal(t, "bm", inst.Fleet, "the label is in the reservation")
 		require.NotNil(t, inst.SSH.Jump)
 		assert.Equal(t, "hotaisle", inst.SSH.Jump.User)
