@@ -52,8 +52,8 @@ func (g *gateProvider) Create(ctx context.Context, req fleet.CreateRequest) (fle
 	return inst, nil
 }
 
-// pick5 is the replicas' rendezvous choice (the same hash as the Manager's).
-func pick5(key string, holders []string) string {
+// pickInstance is the replicas' rendezvous choice (the same hash as the Manager's).
+func pickInstance(key string, holders []string) string {
 	best, bestH := "", uint64(0)
 	for _, h := range holders {
 		f := fnv.New64a()
@@ -74,13 +74,13 @@ func pick5(key string, holders []string) string {
 // fleetFor returns a fleet name that falls to holder among holders.
 func fleetFor(holder string, holders []string) string {
 	for i := 0; ; i++ {
-		if n := fmt.Sprintf("g%d", i); pick5(n, holders) == holder {
+		if n := fmt.Sprintf("g%d", i); pickInstance(n, holders) == holder {
 			return n
 		}
 	}
 }
 
-type rep5 struct {
+type replicaUnderTest struct {
 	m *fleet.Manager
 	s *pgstore.Store
 	c *cutStore
@@ -107,17 +107,17 @@ func (c *cutStore) AcquireLease(ctx context.Context, name, holder string, ttl ti
 	return c.Store.AcquireLease(ctx, name, holder, ttl)
 }
 
-func replica5(t *testing.T, w *world, dsn, schema, id string, p fleet.Provider) rep5 {
+func startReplica(t *testing.T, w *world, dsn, schema, id string, p fleet.Provider) replicaUnderTest {
 	t.Helper()
 	s, err := pgstore.Open(t.Context(), dsn, pgstore.WithSchema(schema))
 	require.NoError(t, err)
 	t.Cleanup(s.Close)
 	c := &cutStore{Store: s}
-	m, err := fleet.NewManager(fleet.Config{Providers: []fleet.Provider{p}, Clock: w.clock, Store: c, Owner: "tst5",
+	m, err := fleet.NewManager(fleet.Config{Providers: []fleet.Provider{p}, Clock: w.clock, Store: c, Owner: "tst",
 		ReplicaID: id, Policy: fleet.Policy{Release: fleet.ReleaseNow, LeaseTTL: time.Second}})
 	require.NoError(t, err)
 	t.Cleanup(m.Close)
-	return rep5{m, s, c}
+	return replicaUnderTest{m, s, c}
 }
 
 // liveVultr counts live Vultr servers in the fake.
@@ -172,7 +172,7 @@ func TestReplicaStopsBetweenCreateAndWrite(t *testing.T) {
 			schema := pgtest.Schema(t, dsn)
 			w := newWorld(t, 10)
 			gate := newGate(w.providers[0], how == "close-answer-lost")
-			a := replica5(t, w, dsn, schema, "a", gate)
+			a := startReplica(t, w, dsn, schema, "a", gate)
 			require.NoError(t, a.m.Apply(t.Context(), fleet.Spec{Name: "f", Nodes: 1, Requirements: vultrVMs()}))
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan struct{})
@@ -201,7 +201,7 @@ func TestReplicaStopsBetweenCreateAndWrite(t *testing.T) {
 				a.m.Close()
 				<-done
 			}
-			b := replica5(t, w, dsn, schema, "b", w.providers[0])
+			b := startReplica(t, w, dsn, schema, "b", w.providers[0])
 			ok := until(t, w, 15*time.Second, func() bool {
 				insts := b.m.Instances("f")
 				return len(insts) == 1 && insts[0].Status == fleet.StatusIdle
@@ -226,8 +226,8 @@ func TestDeleteOnOtherReplicaMidCreate(t *testing.T) {
 	schema := pgtest.Schema(t, dsn)
 	w := newWorld(t, 10)
 	gate := newGate(w.providers[0], false)
-	a := replica5(t, w, dsn, schema, "a", gate)
-	b := replica5(t, w, dsn, schema, "b", w.providers[0])
+	a := startReplica(t, w, dsn, schema, "a", gate)
+	b := startReplica(t, w, dsn, schema, "b", w.providers[0])
 	name := fleetFor("a", []string{"a", "b"})
 	// both alive before the fleet exists, so the lease falls to a by rendezvous
 	require.True(t, until(t, w, 5*time.Second, func() bool {
@@ -297,15 +297,15 @@ func TestReleaseOnNonHolder(t *testing.T) {
 	dsn := pgtest.DSN(t)
 	schema := pgtest.Schema(t, dsn)
 	w := newWorld(t, 10)
-	a := replica5(t, w, dsn, schema, "a", w.providers[0])
-	b := replica5(t, w, dsn, schema, "b", w.providers[0])
+	a := startReplica(t, w, dsn, schema, "a", w.providers[0])
+	b := startReplica(t, w, dsn, schema, "b", w.providers[0])
 	name := fleetFor("a", []string{"a", "b"})
 	require.True(t, until(t, w, 5*time.Second, func() bool {
 		ls, _ := a.s.Leases(t.Context())
 		return len(ls) >= 2
 	}, a.m, b.m))
 	require.NoError(t, a.m.Apply(t.Context(), fleet.Spec{Name: name, Nodes: 2, Requirements: vultrVMs()}))
-	require.True(t, until(t, w, 15*time.Second, func() bool { return idle5(a.m, name, 2) }, a.m, b.m))
+	require.True(t, until(t, w, 15*time.Second, func() bool { return idleMembers(a.m, name, 2) }, a.m, b.m))
 	assert.Empty(t, b.m.Instances(name), "b does not hold the fleet")
 	insts := a.m.Instances(name)
 	_, err := b.m.Release(t.Context(), insts[0].ID)
@@ -319,7 +319,7 @@ func TestReleaseOnNonHolder(t *testing.T) {
 				gone++
 			}
 		}
-		return gone == 2 && idle5(a.m, name, 2)
+		return gone == 2 && idleMembers(a.m, name, 2)
 	}, a.m, b.m)
 	live, ever := liveVultr(w)
 	assert.True(t, ok, "both released and replaced: live %d ever %d; a holds %v; a sees %+v; b sees %+v", live, ever,
@@ -330,7 +330,7 @@ func TestReleaseOnNonHolder(t *testing.T) {
 	// Under ReleaseAtReservationEnd the holder waits for the window; the
 	// time the non-holder returns must say so, as Release's doc promises.
 	require.NoError(t, a.m.Apply(t.Context(), fleet.Spec{Name: name, Nodes: 2, Requirements: vultrVMs(), ReleasePolicy: fleet.ReleaseAtReservationEnd}))
-	require.True(t, until(t, w, 5*time.Second, func() bool { return idle5(a.m, name, 2) }, a.m, b.m))
+	require.True(t, until(t, w, 5*time.Second, func() bool { return idleMembers(a.m, name, 2) }, a.m, b.m))
 	var id string
 	for _, i := range a.m.Instances(name) {
 		if i.Status == fleet.StatusIdle {
@@ -353,7 +353,7 @@ func TestLeaseLostMidCreate(t *testing.T) {
 	schema := pgtest.Schema(t, dsn)
 	w := newWorld(t, 10)
 	gate := newGate(w.providers[0], false)
-	a := replica5(t, w, dsn, schema, "a", gate)
+	a := startReplica(t, w, dsn, schema, "a", gate)
 	require.NoError(t, a.m.Apply(t.Context(), fleet.Spec{Name: "f", Nodes: 1, Requirements: vultrVMs()}))
 	aDone := make(chan struct{})
 	go func() {
@@ -366,7 +366,7 @@ func TestLeaseLostMidCreate(t *testing.T) {
 		t.Fatal("no create")
 	}
 	a.c.cut.Store(true) // a can no longer renew: its leases run out
-	b := replica5(t, w, dsn, schema, "b", w.providers[0])
+	b := startReplica(t, w, dsn, schema, "b", w.providers[0])
 	settled := until(t, w, 15*time.Second, func() bool {
 		return holdsLease(t, b.s, "f", "b") && all(b.m, "f", 1, fleet.StatusIdle)
 	}, b.m)
@@ -383,8 +383,8 @@ func TestLeaseLostMidCreate(t *testing.T) {
 	assert.Zero(t, live, "leak after Delete")
 }
 
-// idle5 reports whether fleet has n idle instances (terminated ones aside).
-func idle5(m *fleet.Manager, fleetName string, n int) bool {
+// idleMembers reports whether fleet has n idle instances (terminated ones aside).
+func idleMembers(m *fleet.Manager, fleetName string, n int) bool {
 	k := 0
 	for _, i := range m.Instances(fleetName) {
 		switch i.Status {
