@@ -12,17 +12,17 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// moreRun starts Run in the bubble and returns its stop.
-func moreRun(t *testing.T, m *fleet.Manager) func() {
+// runInBackground starts Run in the bubble and returns its stop.
+func runInBackground(t *testing.T, m *fleet.Manager) func() {
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- m.Run(ctx) }()
 	return func() { cancel(); <-done }
 }
 
-func moreCalls(e *env) int { return len(e.vultr.Calls()) + len(e.hot.Calls()) }
+func callsSoFar(e *env) int { return len(e.vultr.Calls()) + len(e.hot.Calls()) }
 
-func moreAllIdle(m *fleet.Manager, name string, n int) func() bool {
+func allIdle(m *fleet.Manager, name string, n int) func() bool {
 	return func() bool {
 		insts := m.Instances(name)
 		if len(insts) != n {
@@ -37,15 +37,15 @@ func moreAllIdle(m *fleet.Manager, name string, n int) func() bool {
 	}
 }
 
-func moreWait(t *testing.T, limit time.Duration, cond func() bool) {
+func waitUntil(t *testing.T, limit time.Duration, cond func() bool) {
 	t.Helper()
 	for deadline := time.Now().Add(limit); !cond(); time.Sleep(time.Minute) {
 		require.True(t, time.Now().Before(deadline), "condition not reached")
 	}
 }
 
-// moreRoute tallies calls by route, for the log.
-func moreRoute(log []sim.Call, from int) map[string]int {
+// callsByRoute tallies calls by route, for the log.
+func callsByRoute(log []sim.Call, from int) map[string]int {
 	out := map[string]int{}
 	for _, c := range log[from:] {
 		out[c.Route]++
@@ -64,15 +64,15 @@ func TestIdleFleetCallsPerInstanceHour(t *testing.T) {
 		e.m = e.managerWith(fleet.Config{Providers: []fleet.Provider{e.vp, e.hp}, Owner: testOwner, Agent: newSwitchAgent()})
 		e.hot.SetVMLimit(1000)
 		require.NoError(t, e.hot.SetQuantity("vm-mi300x-1", 1000))
-		stop := moreRun(t, e.m)
+		stop := runInBackground(t, e.m)
 		require.NoError(t, e.m.Apply(t.Context(), spec("v", 20, vultrVM("ewr"))))
 		require.NoError(t, e.m.Apply(t.Context(), spec("h", 20, hotType("vm-mi300x-1"))))
-		moreWait(t, time.Hour, func() bool { return moreAllIdle(e.m, "v", 20)() && moreAllIdle(e.m, "h", 20)() })
+		waitUntil(t, time.Hour, func() bool { return allIdle(e.m, "v", 20)() && allIdle(e.m, "h", 20)() })
 		time.Sleep(30 * time.Minute)
 		v0, h0 := len(e.vultr.Calls()), len(e.hot.Calls())
 		time.Sleep(6 * time.Hour)
 		v, h := len(e.vultr.Calls())-v0, len(e.hot.Calls())-h0
-		t.Logf("6 idle hours: vultr %d calls %v; hotaisle %d calls %v", v, moreRoute(e.vultr.Calls(), v0), h, moreRoute(e.hot.Calls(), h0))
+		t.Logf("6 idle hours: vultr %d calls %v; hotaisle %d calls %v", v, callsByRoute(e.vultr.Calls(), v0), h, callsByRoute(e.hot.Calls(), h0))
 		assert.LessOrEqual(t, float64(v)/(20*6), 0.5, "vultr calls per idle instance-hour")
 		assert.LessOrEqual(t, float64(h)/(20*6), 0.5, "hot aisle calls per idle instance-hour")
 		stop()
@@ -90,15 +90,15 @@ func TestDeletingFleetWaitsQuietly(t *testing.T) {
 		e.m = e.managerWith(fleet.Config{Providers: []fleet.Provider{e.vp, e.hp}, Owner: testOwner, Agent: newSwitchAgent()})
 		e.hot.SetVMLimit(1000)
 		require.NoError(t, e.hot.SetQuantity("vm-mi300x-2", 1000))
-		stop := moreRun(t, e.m)
+		stop := runInBackground(t, e.m)
 		require.NoError(t, e.m.Apply(t.Context(), spec("h", 10, hotType("vm-mi300x-2"))))
-		moreWait(t, time.Hour, moreAllIdle(e.m, "h", 10))
+		waitUntil(t, time.Hour, allIdle(e.m, "h", 10))
 		time.Sleep(5 * time.Minute)
 		h0 := len(e.hot.Calls())
 		require.NoError(t, e.m.Delete(t.Context(), "h"))
-		moreWait(t, 3*time.Hour, func() bool { return len(e.m.Fleets()) == 0 })
+		waitUntil(t, 3*time.Hour, func() bool { return len(e.m.Fleets()) == 0 })
 		h := len(e.hot.Calls()) - h0
-		t.Logf("delete to gone: %d calls %v", h, moreRoute(e.hot.Calls(), h0))
+		t.Logf("delete to gone: %d calls %v", h, callsByRoute(e.hot.Calls(), h0))
 		assert.LessOrEqual(t, float64(h)/10, 4.0, "calls per instance while its release waits for the minimum")
 		stop()
 		e.assertNothingLeft()
@@ -111,19 +111,19 @@ func TestDeletingFleetWaitsQuietly(t *testing.T) {
 func TestVultrBareMetalClusterCalls(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newEnv(t, fleet.Policy{})
-		stop := moreRun(t, e.m)
+		stop := runInBackground(t, e.m)
 		time.Sleep(10 * time.Minute)
-		c0 := moreCalls(e)
+		c0 := callsSoFar(e)
 		s := spec("bm", 2, vultrType(mi300x))
 		s.Placement = fleet.PlacementCluster
 		require.NoError(t, e.m.Apply(t.Context(), s))
-		moreWait(t, 3*time.Hour, moreAllIdle(e.m, "bm", 2))
-		boot := moreCalls(e) - c0
+		waitUntil(t, 3*time.Hour, allIdle(e.m, "bm", 2))
+		boot := callsSoFar(e) - c0
 		require.NoError(t, e.m.Delete(t.Context(), "bm"))
-		moreWait(t, 3*time.Hour, func() bool { return len(e.m.Fleets()) == 0 })
+		waitUntil(t, 3*time.Hour, func() bool { return len(e.m.Fleets()) == 0 })
 		time.Sleep(time.Hour)
-		total := moreCalls(e) - c0
-		t.Logf("boot %d, lifecycle %d calls: %v", boot, total, moreRoute(e.vultr.Calls(), 0))
+		total := callsSoFar(e) - c0
+		t.Logf("boot %d, lifecycle %d calls: %v", boot, total, callsByRoute(e.vultr.Calls(), 0))
 		assert.LessOrEqual(t, float64(total)/2, 30.0)
 		stop()
 		e.assertNothingLeft()

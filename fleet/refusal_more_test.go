@@ -13,27 +13,27 @@ import (
 )
 
 const (
-	moreVultrCreate = "POST /v2/instances"
-	moreHotCreate   = "POST /api/teams/{team}/virtual_machines/"
+	routeVultrCreate = "POST /v2/instances"
+	routeHotCreate   = "POST /api/teams/{team}/virtual_machines/"
 )
 
-// moreRefusal is one account-level refusal armed on one cloud; stop ends it.
-type moreRefusal struct {
+// refusalCase is one account-level refusal armed on one cloud; stop ends it.
+type refusalCase struct {
 	name  string
 	cloud string
 	arm   func(e *env)
 	stop  func(e *env)
 }
 
-func moreAccountRefusals() []moreRefusal {
+func accountRefusals() []refusalCase {
 	vultrFault := func(status int, msg string) (func(e *env), func(e *env)) {
 		return func(e *env) {
-				require.NoError(e.t, e.vultr.Inject(sim.Fault{Route: moreVultrCreate, Status: status, Message: msg}))
+				require.NoError(e.t, e.vultr.Inject(sim.Fault{Route: routeVultrCreate, Status: status, Message: msg}))
 			}, func(e *env) {
 				e.vultr.ClearFaults()
 			}
 	}
-	var out []moreRefusal
+	var out []refusalCase
 	for _, c := range []struct {
 		name, msg string
 		status    int
@@ -47,20 +47,20 @@ func moreAccountRefusals() []moreRefusal {
 		{"vultr-max-active-500", "Server add failed: You have reached the maximum number of active virtual machines for this account.", http.StatusInternalServerError},
 	} {
 		arm, stop := vultrFault(c.status, c.msg)
-		out = append(out, moreRefusal{name: c.name, cloud: "vultr", arm: arm, stop: stop})
+		out = append(out, refusalCase{name: c.name, cloud: "vultr", arm: arm, stop: stop})
 	}
 	out = append(out,
-		moreRefusal{name: "hotaisle-401-max-vms", cloud: "hotaisle",
+		refusalCase{name: "hotaisle-401-max-vms", cloud: "hotaisle",
 			arm: func(e *env) { e.hot.SetVMLimit(0) }, stop: func(e *env) { e.hot.SetVMLimit(100) }},
-		moreRefusal{name: "hotaisle-402-balance", cloud: "hotaisle",
+		refusalCase{name: "hotaisle-402-balance", cloud: "hotaisle",
 			arm: func(e *env) { e.hot.InsufficientBalance() }, stop: func(e *env) { e.hot.SetBalance(1 << 40) }},
-		moreRefusal{name: "hotaisle-403-forbidden", cloud: "hotaisle",
+		refusalCase{name: "hotaisle-403-forbidden", cloud: "hotaisle",
 			arm: func(e *env) {
-				require.NoError(e.t, e.hot.Inject(sim.Fault{Route: moreHotCreate, Status: http.StatusForbidden, Message: "You do not have permission to perform this action."}))
+				require.NoError(e.t, e.hot.Inject(sim.Fault{Route: routeHotCreate, Status: http.StatusForbidden, Message: "You do not have permission to perform this action."}))
 			}, stop: func(e *env) { e.hot.ClearFaults() }},
-		moreRefusal{name: "hotaisle-401-unauthorized", cloud: "hotaisle",
+		refusalCase{name: "hotaisle-401-unauthorized", cloud: "hotaisle",
 			arm: func(e *env) {
-				require.NoError(e.t, e.hot.Inject(sim.Fault{Route: moreHotCreate, Status: http.StatusUnauthorized, Message: "Unauthorized"}))
+				require.NoError(e.t, e.hot.Inject(sim.Fault{Route: routeHotCreate, Status: http.StatusUnauthorized, Message: "Unauthorized"}))
 			}, stop: func(e *env) { e.hot.ClearFaults() }},
 	)
 	return out
@@ -72,7 +72,7 @@ func moreAccountRefusals() []moreRefusal {
 // of creates an hour and one CreatesRefused alert; once the refusal stops, a
 // fleet that only that cloud can serve is served within the hour's backoff.
 func TestAccountRefusalLeavesOtherProviderServing(t *testing.T) {
-	for _, c := range moreAccountRefusals() {
+	for _, c := range accountRefusals() {
 		t.Run(c.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				e := newEnv(t, fleet.Policy{})
@@ -86,10 +86,10 @@ func TestAccountRefusalLeavesOtherProviderServing(t *testing.T) {
 				}
 				require.NoError(t, e.m.Apply(t.Context(), spec("both", 3, req)))
 				e.run(time.Hour)
-				refusing, route := e.vultr.Calls(), moreVultrCreate
+				refusing, route := e.vultr.Calls(), routeVultrCreate
 				otherRes := e.hot.Resources()
 				if c.cloud == "hotaisle" {
-					refusing, route = e.hot.Calls(), moreHotCreate
+					refusing, route = e.hot.Calls(), routeHotCreate
 					otherRes = e.vultr.Resources()
 				}
 				attempts := calls(refusing, route, 0)
@@ -125,7 +125,7 @@ func TestRegionRefusalSkipsOnlyThatOffer(t *testing.T) {
 		req.Regions = []string{"ewr", "ord"}
 		require.NoError(t, e.m.Apply(t.Context(), spec("f", 4, req)))
 		e.run(10 * time.Minute)
-		assert.Equal(t, 1, calls(e.vultr.Calls(), moreVultrCreate, http.StatusBadRequest), "refused once")
+		assert.Equal(t, 1, calls(e.vultr.Calls(), routeVultrCreate, http.StatusBadRequest), "refused once")
 		assert.Len(t, activeOf(e.m.Instances("f")), 4)
 		assert.Zero(t, e.count(fleet.EventCreatesRefused), "a region refusal is not an account refusal")
 	})
@@ -138,11 +138,11 @@ func TestRegionRefusalSkipsOnlyThatOffer(t *testing.T) {
 func TestVultrFeeLimitFleetOfOne(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newEnv(t, fleet.Policy{})
-		require.NoError(t, e.vultr.Inject(sim.Fault{Route: moreVultrCreate, Status: http.StatusBadRequest,
+		require.NoError(t, e.vultr.Inject(sim.Fault{Route: routeVultrCreate, Status: http.StatusBadRequest,
 			Message: "Server add failed: You have reached the maximum monthly fee limit for this account. To deploy additional services, please request a limit increase."}))
 		require.NoError(t, e.m.Apply(t.Context(), spec("f", 1, vultrType(vm))))
 		e.run(time.Hour)
-		attempts := calls(e.vultr.Calls(), moreVultrCreate, 0)
+		attempts := calls(e.vultr.Calls(), routeVultrCreate, 0)
 		t.Logf("refused creates in the hour: %d; alerts %d; offer skips %d", attempts, e.count(fleet.EventCreatesRefused), e.count(fleet.EventOfferSkipped))
 		assert.LessOrEqual(t, attempts, 6, "a handful of refused creates an hour")
 		assert.Equal(t, 1, e.count(fleet.EventCreatesRefused), "one alert naming the refusal")

@@ -21,11 +21,11 @@ func TestS07HotAisleCreatesCommittedThen502(t *testing.T) {
 		t.Run(fmt.Sprint(status), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				e := newEnv(t, fleet.Policy{})
-				require.NoError(t, e.hot.Inject(sim.Fault{Route: moreHotCreate, Times: 3, Status: status, AfterCommit: true}))
+				require.NoError(t, e.hot.Inject(sim.Fault{Route: routeHotCreate, Times: 3, Status: status, AfterCommit: true}))
 				require.NoError(t, e.m.Apply(t.Context(), spec("f", 3, hotType("vm-mi300x-1"))))
 				e.run(40 * time.Minute)
 				t.Logf("live VMs %d, provisions %d, unlabelled %d, adopted %d, unresolved %d", e.liveServers(),
-					calls(e.hot.Calls(), moreHotCreate, 0), e.count(fleet.EventUnlabelledFound), e.count(fleet.EventInstanceAdopted),
+					calls(e.hot.Calls(), routeHotCreate, 0), e.count(fleet.EventUnlabelledFound), e.count(fleet.EventInstanceAdopted),
 					e.count(fleet.EventCreateUnresolved))
 				assert.Equal(t, 3, e.liveServers(), "one server per wanted node")
 				assert.Len(t, activeOf(e.m.Instances("f")), 3)

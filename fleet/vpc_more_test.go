@@ -12,13 +12,13 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-const moreVPCCreate = "POST /v2/vpcs"
+const routeVPCCreate = "POST /v2/vpcs"
 
-// moreOneVPC checks that at most one VPC was ever created and every live
+// assertOneVPC checks that at most one VPC was ever created and every live
 // member of the fleet sits in the same live VPC.
-func moreOneVPC(t *testing.T, e *env, fleetName string) {
+func assertOneVPC(t *testing.T, e *env, fleetName string) {
 	t.Helper()
-	assert.Equal(t, 1, calls(e.vultr.Calls(), moreVPCCreate, 0), "one VPC create for the fleet")
+	assert.Equal(t, 1, calls(e.vultr.Calls(), routeVPCCreate, 0), "one VPC create for the fleet")
 	assert.LessOrEqual(t, live(e.vultr.Resources(), "vpc"), 1, "live VPCs")
 	var vpc string
 	for _, inst := range activeOf(e.m.Instances(fleetName)) {
@@ -34,7 +34,7 @@ func moreOneVPC(t *testing.T, e *env, fleetName string) {
 	}
 }
 
-func (e *env) moreTeardown(name string) {
+func (e *env) teardownFleet(name string) {
 	e.t.Helper()
 	require.NoError(e.t, e.m.Delete(e.t.Context(), name))
 	require.True(e.t, e.runUntil(3*time.Hour, func() bool { return len(e.m.Fleets()) == 0 }), "fleet deleted")
@@ -57,9 +57,9 @@ func TestLostStoreWhileVPCListFails(t *testing.T) {
 		e.m = e.manager(fleet.NewMemoryStore())
 		require.NoError(t, e.m.Apply(t.Context(), clusterSpec("mesh", 2)))
 		e.run(30 * time.Minute)
-		t.Logf("VPC creates %d, live VPCs %d, adopted %d", calls(e.vultr.Calls(), moreVPCCreate, 0), live(e.vultr.Resources(), "vpc"), e.count(fleet.EventVPCAdopted))
-		moreOneVPC(t, e, "mesh")
-		e.moreTeardown("mesh")
+		t.Logf("VPC creates %d, live VPCs %d, adopted %d", calls(e.vultr.Calls(), routeVPCCreate, 0), live(e.vultr.Resources(), "vpc"), e.count(fleet.EventVPCAdopted))
+		assertOneVPC(t, e, "mesh")
+		e.teardownFleet("mesh")
 	})
 }
 
@@ -90,8 +90,8 @@ func TestRestartBetweenVPCCreateAndAttach(t *testing.T) {
 				require.NoError(t, e.m.Apply(t.Context(), clusterSpec("mesh", 2)))
 				e.run(30 * time.Minute)
 				assert.Len(t, activeOf(e.m.Instances("mesh")), 2)
-				moreOneVPC(t, e, "mesh")
-				e.moreTeardown("mesh")
+				assertOneVPC(t, e, "mesh")
+				e.teardownFleet("mesh")
 			})
 		})
 	}
@@ -112,8 +112,8 @@ func TestAttachAlwaysFails(t *testing.T) {
 		t.Logf("attach calls: first hour %d, second hour %d; unavailable events %d", first, later, e.count(fleet.EventVPCUnavailable))
 		assert.Zero(t, later, "attach attempts are bounded")
 		assert.Len(t, activeOf(e.m.Instances("mesh")), 3, "members run without the VPC")
-		assert.LessOrEqual(t, calls(e.vultr.Calls(), moreVPCCreate, 0), 1)
-		e.moreTeardown("mesh")
+		assert.LessOrEqual(t, calls(e.vultr.Calls(), routeVPCCreate, 0), 1)
+		e.teardownFleet("mesh")
 	})
 }
 
@@ -172,7 +172,7 @@ func TestTwoClusterFleetsOneRegion(t *testing.T) {
 		require.NoError(t, e.m.Apply(t.Context(), clusterSpec("a", 2)))
 		require.NoError(t, e.m.Apply(t.Context(), clusterSpec("b", 2)))
 		e.run(30 * time.Minute)
-		assert.Equal(t, 2, calls(e.vultr.Calls(), moreVPCCreate, 0), "no VPC created after the lost store")
+		assert.Equal(t, 2, calls(e.vultr.Calls(), routeVPCCreate, 0), "no VPC created after the lost store")
 		assert.Equal(t, a, vpcOf("a"))
 		assert.Equal(t, b, vpcOf("b"))
 		require.NoError(t, e.m.Delete(t.Context(), "a"))
@@ -180,6 +180,6 @@ func TestTwoClusterFleetsOneRegion(t *testing.T) {
 		e.run(30 * time.Minute)
 		assert.Equal(t, 1, live(e.vultr.Resources(), "vpc"), "b's VPC stays")
 		assert.Equal(t, b, vpcOf("b"))
-		e.moreTeardown("b")
+		e.teardownFleet("b")
 	})
 }
