@@ -94,21 +94,32 @@ func (m *Manager) checkAgents(now time.Time) {
 		inst, p := cloneInst(r.Instance), m.providers[r.Instance.Provider]
 		m.launch("check/"+id, taskAgent, m.pol.AgentTimeout, func(ctx context.Context) func(time.Time) {
 			err := agent.Check(ctx, inst)
-			stopped, restartErr := false, error(nil)
+			var c agentCheck
 			if err != nil {
-				if seen, gerr := p.Get(ctx, inst.ID); gerr == nil && seen.Stopped {
-					stopped = true
-				} else if !errors.Is(gerr, ErrNotFound) {
-					restartErr = agent.Start(ctx, inst)
+				switch seen, gerr := p.Get(ctx, inst.ID); {
+				case gerr == nil && seen.Stopped:
+					c.stopped = true
+				case errors.Is(gerr, ErrNotFound):
+					c.gone = true
+				default:
+					c.restarted, c.restartErr = true, agent.Start(ctx, inst)
 				}
 			}
-			return func(now time.Time) { m.agentChecked2(id, err, stopped, restartErr, now) }
+			return func(now time.Time) { m.agentChecked2(id, err, c, now) }
 		})
 	}
 }
 
+// agentCheck is what a failed agent check found out about its instance.
+type agentCheck struct {
+	stopped    bool  // the provider says it is powered off
+	gone       bool  // the provider says it does not exist
+	restarted  bool  // the agent was started again
+	restartErr error // and that failed
+}
+
 // agentChecked2 applies one agent check. m.mu held.
-func (m *Manager) agentChecked2(id string, err error, stopped bool, restartErr error, now time.Time) {
+func (m *Manager) agentChecked2(id string, err error, c agentCheck, now time.Time) {
 	r := m.insts[id]
 	if r == nil || r.Termination != nil || !r.Instance.Running() {
 		return
@@ -120,9 +131,17 @@ func (m *Manager) agentChecked2(id string, err error, stopped bool, restartErr e
 		}
 		return
 	}
-	if stopped {
+	switch {
+	case c.stopped:
 		r.Instance.Stopped = true
 		m.stoppedOutOfBand(r, now)
+		return
+	case c.gone:
+		m.confirmGone(r, now) // a Get that answers not found again (past the visibility grace) closes it
+		return
+	case errors.Is(err, ErrAgentPathDown):
+		m.event(Event{Type: EventAgentUnhealthy, Fleet: r.Instance.Fleet, Provider: r.Instance.Provider, InstanceID: r.Instance.ID,
+			Err: err.Error(), Message: "the agent cannot be reached: a host on the way (a jump host) is down; the instance is not judged by it"})
 		return
 	}
 	r.AgentCheckFails++
@@ -134,10 +153,12 @@ func (m *Manager) agentChecked2(id string, err error, stopped bool, restartErr e
 		m.event(ev)
 		m.requestRelease(r, "agent unhealthy", m.policyFor(m.fleets[r.Instance.Fleet]), now, true)
 		return
-	case restartErr == nil:
+	case c.restarted && c.restartErr == nil:
 		ev.Message = fmt.Sprintf("check %d failed; the agent was started again", r.AgentCheckFails)
+	case c.restarted:
+		ev.Message = fmt.Sprintf("check %d failed; starting the agent again failed too: %v", r.AgentCheckFails, c.restartErr)
 	default:
-		ev.Message = fmt.Sprintf("check %d failed; starting the agent again failed too: %v", r.AgentCheckFails, restartErr)
+		ev.Message = fmt.Sprintf("check %d failed", r.AgentCheckFails)
 	}
 	m.event(ev)
 }

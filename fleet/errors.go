@@ -64,6 +64,11 @@ var (
 	// Manager takes a create failing with it as a definite failure: it is
 	// not looked up by label, and nothing created by it is waited for.
 	ErrNotSent = errors.New("gpufleet: request not sent")
+	// ErrAgentPathDown: an Agent could not reach the instance because a host
+	// on the way failed (a jump host, shared by the instances behind it),
+	// so nothing is known of the instance itself. The Manager reports a
+	// check failing with it but does not count it against the instance.
+	ErrAgentPathDown = errors.New("gpufleet: the way to the agent is down")
 )
 
 // classError is a gpufleet error that answers errors.Is for a class

@@ -13,14 +13,20 @@ const (
 	soldOutPenalty = 10 * time.Minute
 )
 
-// avoidOffer makes fleet skip offer o until until. m.mu held.
-func (m *Manager) avoidOffer(fleet string, o Offer, until time.Time) {
-	m.avoid[fleet+"|"+o.Key()] = until
+// avoidance is why and until when a fleet skips an offer.
+type avoidance struct {
+	until time.Time
+	why   string // "an instance missed its deadline", "sold out"
+}
+
+// avoidOffer makes fleet skip offer o until until, for why. m.mu held.
+func (m *Manager) avoidOffer(fleet string, o Offer, until time.Time, why string) {
+	m.avoid[fleet+"|"+o.Key()] = avoidance{until: until, why: why}
 }
 
 // avoided reports whether fleet skips o now. m.mu held.
 func (m *Manager) avoided(fleet string, o Offer, now time.Time) bool {
-	return now.Before(m.avoid[fleet+"|"+o.Key()])
+	return now.Before(m.avoid[fleet+"|"+o.Key()].until)
 }
 
 func (m *Manager) provisionTimeout(o Offer) time.Duration {
@@ -57,7 +63,7 @@ func (m *Manager) checkDeadlines(now time.Time) {
 		m.event(Event{Type: EventDeadlineMissed, Fleet: r.Instance.Fleet, Provider: r.Instance.Provider, InstanceID: r.Instance.ID,
 			At: deadline, Message: fmt.Sprintf("%s deadline passed; releasing", what)})
 		m.requestRelease(r, what+" deadline", ReleaseNow, now, true)
-		m.avoidOffer(r.Instance.Fleet, r.Instance.Offer, now.Add(offerPenalty))
+		m.avoidOffer(r.Instance.Fleet, r.Instance.Offer, now.Add(offerPenalty), "an instance of it missed its deadline")
 		m.missedDeadline(r.Instance.Fleet, r.Instance.Offer, now)
 	}
 }

@@ -164,7 +164,7 @@ type Manager struct {
 	deletedVPCs    map[string]time.Time // deleted by a fleet; ignored while lists still show them
 	fleetRetry     map[string]time.Time // no create attempt for the fleet before
 	fleetFails     map[string]int
-	avoid          map[string]time.Time // fleet|offer key → skip the offer until
+	avoid          map[string]avoidance // fleet|offer key → skip the offer until, and why
 	agentNext      map[string]time.Time
 	agentCancel    map[string]context.CancelFunc // agent starts under way, by request id
 	keyedAgents    map[string]Agent
@@ -279,7 +279,7 @@ func (m *Manager) initMaps() {
 	m.rescanRetry = map[string]time.Time{}
 	m.vpcListed = map[string]time.Time{}
 	m.reported, m.orphanVPCs, m.deletedVPCs = map[string]bool{}, map[string]*VPCRecord{}, map[string]time.Time{}
-	m.fleetRetry, m.fleetFails, m.avoid = map[string]time.Time{}, map[string]int{}, map[string]time.Time{}
+	m.fleetRetry, m.fleetFails, m.avoid = map[string]time.Time{}, map[string]int{}, map[string]avoidance{}
 	m.agentCancel, m.ownKeys, m.keyObs = map[string]context.CancelFunc{}, map[string]int{}, map[string][]SSHKey{}
 	m.keyRetry, m.keyFails = map[string]time.Time{}, map[string]int{}
 	m.agentChecked, m.relabel, m.labelNext = map[string]time.Time{}, map[string]bool{}, map[string]time.Time{}

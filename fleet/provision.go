@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -217,10 +218,10 @@ func (m *Manager) offersFor(ctx context.Context, f *FleetRecord, now time.Time) 
 	} else if a := m.anchor(f); a != nil {
 		offers = preferType(offers, a.InstanceType)
 	}
-	all := len(offers)
+	matched := offers
 	offers = m.withoutAvoided(f.Spec.Name, offers, now)
 	if len(offers) == 0 {
-		m.noOffers(f, all, err, now)
+		m.noOffers(f, matched, err, now)
 		return nil, false
 	}
 	return offers, true
@@ -277,6 +278,7 @@ func (m *Manager) reclaim(fleet string, n int, now time.Time) int {
 		}
 		r.Termination = nil
 		delete(m.counts, fleet)
+		m.seen[r.Instance.RequestID] = time.Time{} // listed again at once: it may have gone while it waited
 		switch {
 		case !r.Instance.Ready.IsZero():
 			r.IdleSince = now
@@ -346,24 +348,44 @@ func preferType(offers []Offer, typ string) []Offer {
 }
 
 // noOffers backs a fleet's creates off and says why. m.mu held.
-func (m *Manager) noOffers(f *FleetRecord, matched int, err error, now time.Time) {
+func (m *Manager) noOffers(f *FleetRecord, matched []Offer, err error, now time.Time) {
 	fleet := f.Spec.Name
 	m.fleetFails[fleet]++
 	wait := backoff(m.fleetFails[fleet], time.Minute, 10*time.Minute)
 	m.fleetRetry[fleet] = now.Add(wait)
 	all, _ := m.catalog.peek(Requirements{Providers: f.Spec.Requirements.Providers, IncludeSoldOut: true})
 	msg := fmt.Sprintf("0 of %d offers match (%s); retrying later", len(all), whyNoMatch(all, f.Spec.Requirements))
-	if matched > 0 {
-		msg = fmt.Sprintf("all %d matching offers were refused or are skipped for now; retrying later", matched)
-		if last := m.lastRefusal[fleet]; last != "" {
-			msg = fmt.Sprintf("all %d matching offers were refused or are skipped for now (last refusal: %s); retrying later", matched, last)
-		}
+	if len(matched) > 0 {
+		msg = fmt.Sprintf("all %d matching offers are skipped for now (%s); retrying later", len(matched), m.whySkipped(fleet, matched, now))
 	}
 	e := Event{Type: EventNoOffers, Fleet: fleet, At: now.Add(wait), Message: msg}
 	if err != nil {
 		e.Err = err.Error()
 	}
 	m.event(e)
+}
+
+// whySkipped says why a fleet skips each of its matching offers now (at
+// most three named, then how many more), and the last refusal. m.mu held.
+func (m *Manager) whySkipped(fleet string, matched []Offer, now time.Time) string {
+	var parts []string
+	for i, o := range matched {
+		if i == 3 {
+			parts = append(parts, fmt.Sprintf("and %d more", len(matched)-i))
+			break
+		}
+		why := "refused"
+		if a := m.avoid[fleet+"|"+o.Key()]; now.Before(a.until) {
+			why = fmt.Sprintf("%s; skipped until %s", a.why, a.until.UTC().Format("15:04"))
+		} else if h := m.providerHold[o.Provider]; now.Before(h) {
+			why = fmt.Sprintf("provider %s held back until %s", o.Provider, h.UTC().Format("15:04"))
+		}
+		parts = append(parts, o.Key()+": "+why)
+	}
+	if last := m.lastRefusal[fleet]; last != "" {
+		parts = append(parts, "last refusal: "+last)
+	}
+	return strings.Join(parts, ", ")
 }
 
 // newPending records a member before its create call, so that a crash
@@ -493,7 +515,7 @@ func (m *Manager) createResult(reqID string, inst Instance, vpcID string, err er
 		case accountRefusal(err):
 			m.holdProvider(provider, err, now)
 		case !errors.Is(err, ErrRateLimited):
-			m.avoidOffer(fleet, r.Instance.Offer, now.Add(soldOutPenalty))
+			m.avoidOffer(fleet, r.Instance.Offer, now.Add(soldOutPenalty), "sold out")
 			delete(m.offerOK, r.Instance.Offer.Key())
 		}
 		m.dropPending(reqID)

@@ -19,8 +19,9 @@ const (
 // nextCheck is when record r next needs a listing of its provider and
 // kind (zero: none). It follows what is expected of the instance: a new
 // instance is first looked at near its offer's typical boot time and then
-// more often; a running one every Policy.DriftCheckInterval; a release is
-// followed by its own calls, not by listings. m.mu held.
+// more often; a running one every Policy.DriftCheckInterval, and so one
+// whose release waits for its window; a release under way is followed by
+// its own calls, not by listings. m.mu held.
 func (m *Manager) nextCheck(r *InstanceRecord) time.Time {
 	id := r.Instance.RequestID
 	seen := m.seen[id]
@@ -37,8 +38,11 @@ func (m *Manager) nextCheck(r *InstanceRecord) time.Time {
 		}
 		return seen.Add(uncertainCheck)
 	case r.Termination != nil:
-		if r.Termination.Accepted.IsZero() && r.RunningSince.IsZero() && r.Instance.Offer.DeleteNeedsRunning {
+		switch t := r.Termination; {
+		case t.Accepted.IsZero() && r.RunningSince.IsZero() && r.Instance.Offer.DeleteNeedsRunning:
 			return m.bootCheck(r, seen) // the delete waits for running
+		case t.Accepted.IsZero() && t.Attempts == 0:
+			return seen.Add(m.pol.DriftCheckInterval) // waiting for its window: still watched (it may be taken back)
 		}
 		return time.Time{}
 	case r.Instance.Status == StatusPending || r.Instance.Status == StatusProvisioning:

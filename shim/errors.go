@@ -3,6 +3,7 @@ package shim
 import (
 	"errors"
 	"fmt"
+	"github.com/gpufleet/gpufleet/fleet"
 	"strings"
 )
 
@@ -79,9 +80,14 @@ func (e *ConnectError) Error() string {
 	return b.String()
 }
 
-// Unwrap returns the context error (if any) and the last attempt's error.
+// Unwrap returns the context error (if any) and the last attempt's error,
+// and fleet.ErrAgentPathDown when the failing host is the jump host (the
+// instance behind it is not judged by it).
 func (e *ConnectError) Unwrap() []error {
 	var out []error
+	if e.Jump {
+		out = append(out, fleet.ErrAgentPathDown)
+	}
 	if e.Ctx != nil {
 		out = append(out, e.Ctx)
 	}
