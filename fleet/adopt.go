@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"sort"
 	"time"
 )
 
@@ -42,7 +41,6 @@ func (m *Manager) adoptUntracked(provider string, o *observation, now time.Time)
 		}
 	}
 	gc := m.isGC(now)
-	late := m.lateUnlabelled(provider, o, known, now)
 	for _, seen := range o.list {
 		key := provider + "/" + seen.ID
 		if known[seen.ID] || m.abandoned[key] {
@@ -54,9 +52,9 @@ func (m *Manager) adoptUntracked(provider string, o *observation, now time.Time)
 		if seen.RequestID == "" && seen.Owner == m.owner && seen.Fleet != "" {
 			seen.RequestID = tagRequestID(provider, seen.ID) // its label was edited; its tags say it is ours
 		}
-		if r := late[seen.ID]; r != nil && seen.RequestID == "" {
+		if r := o.given[seen.ID]; r != nil && seen.RequestID == "" && r.Instance.ID == "" {
 			m.relabel[r.Instance.RequestID] = true
-			m.readopt(r, seen, "found unlabelled after its create was given up (the only new instance of its offer since); labelling it", now)
+			m.readopt(r, seen, "found unlabelled after its create was given up (a new instance of its type since, no more of them than such creates); labelling it", now)
 			continue
 		}
 		switch {
@@ -169,55 +167,6 @@ func (m *Manager) unlabelledOf(o Offer) []string {
 	return out
 }
 
-// unlabelledMatch finds the instance an uncertain create of an offer with
-// LabelAfterCreate made if its label was never written: a listed unlabelled
-// instance of the same type that was not there before the call and that no
-// record holds. When several such creates are pending and as many such
-// instances are listed, they are paired in order (they are interchangeable:
-// the labels then say which fleet each serves); any other count is
-// ambiguous and none is taken (they are reported as unlabelled). m.mu held.
-func (m *Manager) unlabelledMatch(r *InstanceRecord, o *observation) (Instance, bool) {
-	if !r.Instance.Offer.LabelAfterCreate {
-		return Instance{}, false
-	}
-	known := map[string]bool{}
-	for _, x := range m.insts {
-		if x.Instance.Provider == r.Instance.Provider && x.Instance.ID != "" {
-			known[x.Instance.ID] = true
-		}
-	}
-	var pending []*InstanceRecord
-	for _, x := range m.insts {
-		if x.Instance.ID == "" && x.CreateUncertain && x.Instance.Provider == r.Instance.Provider &&
-			x.Instance.Offer.InstanceType == r.Instance.Offer.InstanceType && !m.busy("create/"+x.Instance.RequestID) {
-			pending = append(pending, x)
-		}
-	}
-	before := map[string]bool{}
-	for _, x := range pending {
-		for _, id := range x.UnlabelledBefore {
-			before[id] = true
-		}
-	}
-	var found []Instance
-	for _, i := range o.list {
-		if i.RequestID == "" && i.Offer.InstanceType == r.Instance.Offer.InstanceType && !known[i.ID] && !before[i.ID] {
-			found = append(found, i)
-		}
-	}
-	if len(found) == 0 || len(found) != len(pending) {
-		return Instance{}, false
-	}
-	sortRecords(pending)
-	sort.Slice(found, func(a, b int) bool { return found[a].ID < found[b].ID })
-	for k, x := range pending {
-		if x == r {
-			return found[k], true
-		}
-	}
-	return Instance{}, false
-}
-
 // readopt tracks again a create that was given up (CreateUnresolved) once
 // its resource shows up under its label: whatever the record said, it is
 // the fleet's again if the fleet wants it, else released. m.mu held.
@@ -252,56 +201,4 @@ func (m *Manager) storedFleetName(fleet string) bool {
 func tagRequestID(provider, id string) string {
 	sum := sha256.Sum256([]byte(provider + "/" + id))
 	return hex.EncodeToString(sum[:6])
-}
-
-// lateCreateWindow is how long after a create of an offer with
-// LabelAfterCreate was given up (CreateUnresolved) a new unlabelled
-// instance of its type is still taken for it: a provision that the API
-// finished after the client's deadline and the lookup grace.
-const lateCreateWindow = time.Hour
-
-// lateUnlabelled pairs the unlabelled instances of a listing that no
-// record holds and that were not there before the call with the creates of
-// the same type given up within lateCreateWindow (an uncertain create that
-// was never resolved), when there are exactly as many of each; any other
-// count is ambiguous and nothing is paired. m.mu held.
-func (m *Manager) lateUnlabelled(provider string, o *observation, known map[string]bool, now time.Time) map[string]*InstanceRecord {
-	given := map[string][]*InstanceRecord{} // instance type → creates given up
-	before, pending := map[string]bool{}, map[string]bool{}
-	for _, r := range m.insts {
-		i := r.Instance
-		if i.Provider == provider && i.ID == "" && r.CreateUncertain {
-			pending[i.Offer.InstanceType] = true // an uncertain create still looked up: that path pairs
-		}
-		if i.Provider != provider || i.ID != "" || i.Status != StatusTerminated || !i.Offer.LabelAfterCreate ||
-			r.CreateUncertainSince.IsZero() || len(i.History) == 0 || now.Sub(i.History[len(i.History)-1].Time) > lateCreateWindow {
-			continue
-		}
-		given[i.Offer.InstanceType] = append(given[i.Offer.InstanceType], r)
-		for _, id := range r.UnlabelledBefore {
-			before[id] = true
-		}
-	}
-	if len(given) == 0 {
-		return nil
-	}
-	found := map[string][]string{}
-	for _, i := range o.list {
-		if i.RequestID == "" && len(given[i.Offer.InstanceType]) > 0 && !known[i.ID] && !before[i.ID] {
-			found[i.Offer.InstanceType] = append(found[i.Offer.InstanceType], i.ID)
-		}
-	}
-	out := map[string]*InstanceRecord{}
-	for typ, rs := range given {
-		ids := found[typ]
-		if len(ids) != len(rs) || pending[typ] {
-			continue
-		}
-		sortRecords(rs)
-		sort.Strings(ids)
-		for k, r := range rs {
-			out[ids[k]] = r
-		}
-	}
-	return out
 }

@@ -77,9 +77,9 @@ func TestGivenUpCreateLandsBesideAHumansVM(t *testing.T) {
 // create, then the fleet grown from 1 to 3). The provider runs one provision
 // at a time, so the second waits behind the first's 12-minute answer and is
 // given up too ("waiting for an earlier provision": it never reached the
-// API); so is the next pair. One VM lands, unlabelled, against four creates
-// given up (two of which never posted): it is never paired ("not created by
-// gpufleet; left alone") and bills forever.
+// API: ErrNotSent); so is the next pair. One VM lands, unlabelled: it is
+// paired with the create that was sent, labelled, and the fleet ends with
+// three, nothing left billing.
 func TestTwoConcurrentCreatesGivenUpOneLands(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newEnv(t, fleet.Policy{Release: fleet.ReleaseNow})
@@ -93,7 +93,7 @@ func TestTwoConcurrentCreatesGivenUpOneLands(t *testing.T) {
 		require.NoError(t, e.m.Apply(t.Context(), spec("f", 3, reqOf("hotaisle"))))
 		time.Sleep(4 * time.Hour)
 		posts := calls(e.hot.Calls(), hotCreate, 0)
-		require.Equal(t, 5, posts, "one first, two given up, two replacements")
+		require.LessOrEqual(t, posts, 5, "one first, two given up, at most two replacements (one when the landed VM is paired first)")
 		t.Logf("creates given up: %d, unlabelled found: %d", e.count(fleet.EventCreateUnresolved), e.count(fleet.EventUnlabelledFound))
 		assert.Len(t, activeOf(e.m.Instances("f")), 3)
 		assert.Equal(t, 3, liveOf(e, "hotaisle"), "the landed VM is collected")
@@ -102,9 +102,9 @@ func TestTwoConcurrentCreatesGivenUpOneLands(t *testing.T) {
 
 // One slow Hot Aisle create (its answer 12 minutes late, no other fault)
 // while a proven fleet grows from 1 to 3: the second create waits behind it
-// in the provider and is given up without ever reaching the API. The slow
-// one lands unlabelled, next to more creates given up than VMs landed, and
-// is never paired: it bills forever, unlabelled.
+// in the provider and is given up without ever reaching the API
+// (ErrNotSent). The slow one lands unlabelled and is paired with its create:
+// nothing bills unlabelled.
 func TestOneSlowCreateWhileGrowingByTwo(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newEnv(t, fleet.Policy{Release: fleet.ReleaseNow})

@@ -352,10 +352,12 @@ func (m *Manager) Fleets() []Spec {
 	for name, f := range m.fleets {
 		byName[name] = f.Spec
 	}
-	m.mu.Unlock()
+	// Read under m.mu: the loop takes an intent from the queue and applies it
+	// under m.mu, so a fleet is always in one of the two here.
 	for _, s := range m.intents.pendingSpecs() {
 		byName[s.Name] = s
 	}
+	m.mu.Unlock()
 	out := make([]Spec, 0, len(byName))
 	for _, s := range byName {
 		s = cloneSpec(s)

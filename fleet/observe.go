@@ -13,6 +13,8 @@ type observation struct {
 	byID  map[string]Instance
 	byReq map[string]Instance // labelled ones, by request id
 	list  []Instance
+	found map[string]Instance        // an uncertain create's request id → its unlabelled instance (pairUnlabelled)
+	given map[string]*InstanceRecord // an unlabelled instance's id → the given-up create it is taken for
 }
 
 // applyList applies one provider listing of the kinds it covered. m.mu held.
@@ -29,6 +31,7 @@ func (m *Manager) applyList(name string, list []Instance, err error, kinds kindS
 		}
 	}
 	m.obs[name] = o
+	m.pairUnlabelled(name, o, now)
 	for _, r := range m.insts {
 		if r.Instance.Provider != name || (r.Instance.Offer.InstanceType != "" && !kinds.covers(r.Instance.Offer)) {
 			continue
@@ -207,9 +210,9 @@ func (m *Manager) resolveUncertain(r *InstanceRecord, o *observation, now time.T
 		m.createResult(r.Instance.RequestID, seen, r.Instance.VPCID, nil, now)
 		return
 	}
-	if seen, ok := m.unlabelledMatch(r, o); ok {
+	if seen, ok := o.found[r.Instance.RequestID]; ok {
 		m.event(Event{Type: EventInstanceAdopted, Fleet: r.Instance.Fleet, Provider: r.Instance.Provider, InstanceID: seen.ID,
-			Message: "found unlabelled after an uncertain create (the only new instance of its offer); labelling it"})
+			Message: "found unlabelled after an uncertain create (a new instance of its type, no more of them than such creates); labelling it"})
 		m.relabel[r.Instance.RequestID] = true
 		m.createResult(r.Instance.RequestID, seen, r.Instance.VPCID, nil, now)
 		return
@@ -224,6 +227,6 @@ func (m *Manager) resolveUncertain(r *InstanceRecord, o *observation, now time.T
 		m.setStatus(r, StatusTerminated, "create failed: nothing carries its label", now)
 		m.event(Event{Type: EventCreateUnresolved, Fleet: r.Instance.Fleet, Provider: r.Instance.Provider,
 			InstanceID: r.Instance.RequestID, Err: r.Instance.LastError,
-			Message: fmt.Sprintf("no resource carries this create's label after %s; taken as not created. If it shows up later under its label (or, for an offer labelled after create, as the one new unlabelled instance of its type within an hour) it is tracked and released when not wanted", m.pol.CreateLookupGrace)})
+			Message: fmt.Sprintf("no resource carries this create's label after %s; taken as not created. If it shows up later under its label (or, for an offer labelled after create, as a new unlabelled instance of its type within an hour) it is tracked and released when not wanted", m.pol.CreateLookupGrace)})
 	}
 }

@@ -365,6 +365,17 @@ func (m *Manager) noOffers(f *FleetRecord, matched []Offer, err error, now time.
 	m.event(e)
 }
 
+// heldByAnother reports whether a live record other than r holds the
+// instance id of r's provider. m.mu held.
+func (m *Manager) heldByAnother(r *InstanceRecord, id string) bool {
+	for _, x := range m.insts {
+		if x != r && x.Instance.ID == id && x.Instance.Provider == r.Instance.Provider && x.Instance.Status != StatusTerminated {
+			return true
+		}
+	}
+	return false
+}
+
 // whySkipped says why a fleet skips each of its matching offers now (at
 // most three named, then how many more), and the last refusal. m.mu held.
 func (m *Manager) whySkipped(fleet string, matched []Offer, now time.Time) string {
@@ -486,6 +497,13 @@ func (m *Manager) createResult(reqID string, inst Instance, vpcID string, err er
 	fleet, provider := r.Instance.Fleet, r.Instance.Provider
 	if f := m.fleets[fleet]; f != nil && len(f.Spec.SSHKeys) > 0 && keyProvider(m.providers[provider]) != nil {
 		m.keysDirty[provider] = true // the call may have registered keys, whatever it answered: list them
+	}
+	if err == nil && inst.ID != "" && r.Instance.Offer.LabelAfterCreate && m.heldByAnother(r, inst.ID) {
+		// The provider took, as this create's, an unlabelled instance that a
+		// listing already matched to an earlier uncertain create: this
+		// create's own instance may still land; it is looked up as uncertain.
+		err = fmt.Errorf("the provider answered with %s, which another create holds: %w", inst.ID, ErrUnavailable)
+		inst = Instance{}
 	}
 	switch {
 	case err == nil && inst.ID != "":

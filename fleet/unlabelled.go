@@ -1,0 +1,89 @@
+package fleet
+
+import (
+	"slices"
+	"sort"
+	"time"
+)
+
+// lateCreateWindow is how long after a create of an offer with
+// LabelAfterCreate was given up (CreateUnresolved) a new unlabelled
+// instance of its type may still be taken for it: a provision the API
+// finished after the client's deadline and the lookup grace.
+const lateCreateWindow = time.Hour
+
+// pairUnlabelled finds, in a listing, the instances that creates of offers
+// with LabelAfterCreate (Hot Aisle VMs: the label is a second call) made
+// but could not label: uncertain creates still looked up, and creates given
+// up within lateCreateWindow. An instance is a candidate when it is
+// unlabelled, of the creates' type, held by no record, and was not listed
+// unlabelled before the call of at least one of them (UnlabelledBefore):
+// one of them can have made it. Per type, when
+// there are no more candidates than such creates, each candidate is given
+// to the oldest create it can belong to; more candidates than creates means
+// some are not the Manager's, and none is taken (they are reported as
+// unlabelled). Taking fewer instances than creates is the common case: a
+// create that failed before committing made none. The pairs are put in
+// o.found (uncertain creates, by request id) and o.given (given-up creates,
+// by instance id). m.mu held.
+func (m *Manager) pairUnlabelled(provider string, o *observation, now time.Time) {
+	creates := map[string][]*InstanceRecord{} // instance type → creates, oldest first
+	known := map[string]bool{}
+	for _, r := range m.insts {
+		i := r.Instance
+		if i.Provider != provider {
+			continue
+		}
+		if i.ID != "" {
+			known[i.ID] = true
+		} else if i.Offer.LabelAfterCreate && m.awaitsUnlabelled(r, now) {
+			creates[i.Offer.InstanceType] = append(creates[i.Offer.InstanceType], r)
+		}
+	}
+	if len(creates) == 0 {
+		return
+	}
+	found := map[string][]string{}
+	for _, i := range o.list {
+		if i.RequestID == "" && i.Owner == "" && !known[i.ID] && slices.ContainsFunc(creates[i.Offer.InstanceType],
+			func(r *InstanceRecord) bool { return !slices.Contains(r.UnlabelledBefore, i.ID) }) {
+			found[i.Offer.InstanceType] = append(found[i.Offer.InstanceType], i.ID)
+		}
+	}
+	o.found, o.given = map[string]Instance{}, map[string]*InstanceRecord{}
+	for typ, rs := range creates {
+		ids := found[typ]
+		if len(ids) == 0 || len(ids) > len(rs) {
+			continue
+		}
+		sortRecords(rs)
+		sort.Strings(ids)
+		taken := make([]bool, len(rs))
+		for _, id := range ids {
+			for k, r := range rs {
+				if taken[k] || slices.Contains(r.UnlabelledBefore, id) {
+					continue
+				}
+				taken[k] = true
+				if r.CreateUncertain {
+					o.found[r.Instance.RequestID] = o.byID[id]
+				} else {
+					o.given[id] = r
+				}
+				break
+			}
+		}
+	}
+}
+
+// awaitsUnlabelled reports whether a create without an instance may still
+// be matched with an unlabelled one: uncertain and not under way, or given
+// up (its uncertainty unresolved) within lateCreateWindow. m.mu held.
+func (m *Manager) awaitsUnlabelled(r *InstanceRecord, now time.Time) bool {
+	if r.CreateUncertain {
+		return !m.busy("create/" + r.Instance.RequestID)
+	}
+	h := r.Instance.History
+	return r.Instance.Status == StatusTerminated && !r.CreateUncertainSince.IsZero() && len(h) > 0 &&
+		now.Sub(h[len(h)-1].Time) <= lateCreateWindow
+}
