@@ -93,7 +93,10 @@ func TestTwoConcurrentCreatesGivenUpOneLands(t *testing.T) {
 		require.NoError(t, e.m.Apply(t.Context(), spec("f", 3, reqOf("hotaisle"))))
 		time.Sleep(4 * time.Hour)
 		posts := calls(e.hot.Calls(), hotCreate, 0)
-		require.LessOrEqual(t, posts, 5, "one first, two given up, at most two replacements (one when the landed VM is paired first)")
+		// One first, two given up, two replacements; when the landed VM is paired
+		// while later creates are still uncertain, it can be released as surplus
+		// and replaced once more: never more than that.
+		require.LessOrEqual(t, posts, 6, "creates stay bounded")
 		t.Logf("creates given up: %d, unlabelled found: %d", e.count(fleet.EventCreateUnresolved), e.count(fleet.EventUnlabelledFound))
 		assert.Len(t, activeOf(e.m.Instances("f")), 3)
 		assert.Equal(t, 3, liveOf(e, "hotaisle"), "the landed VM is collected")

@@ -532,13 +532,28 @@ func (m *Manager) createResult(reqID string, inst Instance, vpcID string, err er
 		switch {
 		case accountRefusal(err):
 			m.holdProvider(provider, err, now)
-		case !errors.Is(err, ErrRateLimited):
-			m.avoidOffer(fleet, r.Instance.Offer, now.Add(soldOutPenalty), "sold out")
+		case !errors.Is(err, ErrRateLimited) && !errors.Is(err, ErrNotSent): // neither says anything of the offer
+			m.avoidOffer(fleet, r.Instance.Offer, now.Add(soldOutPenalty), refusalReason(err))
 			delete(m.offerOK, r.Instance.Offer.Key())
 		}
 		m.dropPending(reqID)
 		m.event(Event{Type: EventOfferSkipped, Fleet: fleet, Provider: provider, Message: r.Instance.Offer.String(), Err: err.Error()})
 	}
+}
+
+// refusalReason says in words why a create of an offer was refused.
+func refusalReason(err error) string {
+	switch {
+	case errors.Is(err, ErrNoCapacity):
+		return "sold out"
+	case errors.Is(err, ErrVPCUnsupported):
+		return "no VPC support"
+	case errors.Is(err, ErrNotFound):
+		return "not found by the provider"
+	case errors.Is(err, ErrInvalidRequest):
+		return "refused as invalid"
+	}
+	return "refused"
 }
 
 // accountRefusal reports whether a create was refused for the whole
