@@ -94,13 +94,17 @@ func (h *HotAisle) provisionVM(w http.ResponseWriter, r *http.Request) {
 	now := h.clock.Now()
 	h.mu.Lock()
 	s, status, msg := h.st.assignVM(req.HotAisleVMSpecs, now)
+	var details haVMDetails
+	if s != nil {
+		details = s.vmDetails() // under the lock: a PATCH may write the description at once
+	}
 	h.mu.Unlock()
 	if s == nil {
 		haWriteError(w, status, msg)
 		return
 	}
 	h.addVMHost(s)
-	core.WriteJSON(w, http.StatusOK, s.vmDetails())
+	core.WriteJSON(w, http.StatusOK, details)
 }
 
 // assignVM takes a VM out of the pool for the team, or says why not.
