@@ -22,7 +22,7 @@ const lateCreateWindow = time.Hour
 // there are no more candidates than such creates, each candidate is given
 // to the oldest create it can belong to; more candidates than creates means
 // some are not the Manager's, and none is taken (they are reported as
-// unlabelled). Taking fewer instances than creates is the common case: a
+// unlabelled). Uncertain creates are served before given-up ones. Taking fewer instances than creates is the common case: a
 // create that failed before committing made none. The pairs are put in
 // o.found (uncertain creates, by request id) and o.given (given-up creates,
 // by instance id). m.mu held.
@@ -57,6 +57,9 @@ func (m *Manager) pairUnlabelled(provider string, o *observation, now time.Time)
 			continue
 		}
 		sortRecords(rs)
+		// Uncertain creates first: a given-up create's instance landing late
+		// is the rarer case, and one of another fleet may be waiting for it.
+		sort.SliceStable(rs, func(a, b int) bool { return rs[a].CreateUncertain && !rs[b].CreateUncertain })
 		sort.Strings(ids)
 		taken := make([]bool, len(rs))
 		for _, id := range ids {

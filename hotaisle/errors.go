@@ -237,3 +237,14 @@ func secretPart(key string) string {
 	}
 	return ""
 }
+
+// notSentError is an error of a call given up before its request was
+// sent: it answers errors.Is for fleet.ErrNotSent without repeating the
+// "gpufleet: " prefix in its text.
+type notSentError struct{ err error }
+
+func (e *notSentError) Error() string   { return e.err.Error() + " (request not sent)" }
+func (e *notSentError) Unwrap() []error { return []error{e.err, fleet.ErrNotSent} }
+
+// notSent marks err as that of a request never sent (fleet.ErrNotSent).
+func notSent(err error) error { return &notSentError{err: err} }

@@ -90,12 +90,15 @@ func (p *Provider) Offers(ctx context.Context) ([]fleet.Offer, error) {
 // could not be written is still returned, with LabelError saying why: the
 // Manager tracks it by name and writes the label again later. The instance
 // returned always has an ID. Errors: those of ProvisionVM and
-// ReserveBareMetal; fleet.ErrInvalidRequest for a bare-metal offer without
+// ReserveBareMetal; those of AddSSHKey, wrapping fleet.ErrNotSent (the key
+// is registered before the provision, which is then not sent);
+// fleet.ErrInvalidRequest for a bare-metal offer without
 // WithBareMetal or an offer of another provider.
 func (p *Provider) Create(ctx context.Context, req fleet.CreateRequest) (fleet.Instance, error) {
 	for _, k := range req.SSHKeys {
 		if _, _, err := p.c.AddSSHKey(ctx, labelledKey(k, req.Label)); err != nil {
-			return fleet.Instance{}, err // POST /user/ssh_keys/ in its text says which call
+			// POST /user/ssh_keys/ in its text says which call; no provision was sent.
+			return fleet.Instance{}, notSent(err)
 		}
 	}
 	switch specs := req.Offer.ProviderData.(type) {

@@ -39,13 +39,13 @@ func (p *Provider) createVM(ctx context.Context, req fleet.CreateRequest, specs 
 	select {
 	case p.createSlot <- struct{}{}:
 	case <-ctx.Done():
-		return fleet.Instance{}, fmt.Errorf("hotaisle: waiting for an earlier provision: %w (%w)", ctx.Err(), fleet.ErrNotSent)
+		return fleet.Instance{}, notSent(fmt.Errorf("hotaisle: waiting for an earlier provision: %w", ctx.Err()))
 	}
 	defer func() { <-p.createSlot }()
 	if !p.ensureSeen(ctx) {
 		// No list ever worked: a provision that failed after committing
 		// could not be recovered, so none is made.
-		return fleet.Instance{}, fmt.Errorf("hotaisle: the team's VMs could not be listed, so no VM is provisioned (one that failed after committing could not be found again): %w (%w)", fleet.ErrUnavailable, fleet.ErrNotSent)
+		return fleet.Instance{}, notSent(fmt.Errorf("hotaisle: the team's VMs could not be listed, so no VM is provisioned (one that failed after committing could not be found again): %w", fleet.ErrUnavailable))
 	}
 	vm, err := p.c.ProvisionVM(ctx, VMProvisionRequest{VMSpecs: specs})
 	if err != nil {
