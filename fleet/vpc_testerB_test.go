@@ -108,3 +108,36 @@ func TestTesterBClusterFleetNeverGrowsOutsideItsRegions(t *testing.T) {
 		e.teardownFleet("mesh")
 	})
 }
+
+// "5xx after commit" on a VPC attach (Vultr attached the server, then
+// answered 500): the next attempt is refused with 400 "The VPC network is
+// already attached to this server." A user expects the member counted as
+// attached (its VPC listing says so: the Manager confirms attaches by
+// listing the server's VPCs) and attach calls to stop, not one a minute for
+// ever. Today the listing is read only after an attach answered 2xx, the
+// 400 is neither success nor ErrAttachFailed (so VPCAttachAttempts never
+// ends it), and each member gets about 73 attach calls an hour, for ever,
+// with no VPCAttached event.
+func TestTesterBAttachCommittedThen500IsConfirmed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t, fleet.Policy{})
+		require.NoError(t, e.m.Apply(t.Context(), clusterSpec("mesh", 2)))
+		// Vultr refuses attaches ("Server is not active yet") for the first
+		// minutes; from 6:00 every attach takes effect and answers 500 for 3
+		// minutes.
+		e.run(6 * time.Minute)
+		require.Zero(t, e.count(fleet.EventVPCAttached), "no member attached before the fault")
+		require.NoError(t, e.vultr.Inject(sim.Fault{Route: routeAttach, Status: 500, AfterCommit: true, Duration: 3 * time.Minute}))
+		e.run(54 * time.Minute)
+		before := calls(e.vultr.Calls(), routeAttach, 0)
+		e.run(time.Hour)
+		later := calls(e.vultr.Calls(), routeAttach, 0) - before
+		t.Logf("attach calls: first hour %d, second hour %d; attached events %d", before, later, e.count(fleet.EventVPCAttached))
+		assert.Zero(t, later, "attach attempts stop once the member is attached")
+		assert.Equal(t, 2, e.count(fleet.EventVPCAttached), "both members confirmed attached")
+		for id, vpcs := range e.vpcMembers("mesh") {
+			assert.Len(t, vpcs, 1, "member %s in exactly one VPC", id)
+		}
+		e.teardownFleet("mesh")
+	})
+}
