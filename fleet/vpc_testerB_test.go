@@ -1,6 +1,7 @@
 package fleet_test
 
 import (
+	"context"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -135,6 +136,60 @@ func TestTesterBAttachCommittedThen500IsConfirmed(t *testing.T) {
 		t.Logf("attach calls: first hour %d, second hour %d; attached events %d", before, later, e.count(fleet.EventVPCAttached))
 		assert.Zero(t, later, "attach attempts stop once the member is attached")
 		assert.Equal(t, 2, e.count(fleet.EventVPCAttached), "both members confirmed attached")
+		for id, vpcs := range e.vpcMembers("mesh") {
+			assert.Len(t, vpcs, 1, "member %s in exactly one VPC", id)
+		}
+		e.teardownFleet("mesh")
+	})
+}
+
+// frozenStore stops persisting writes once frozen (they return nil): what
+// it holds is the Store as of a crash at the moment it was frozen.
+type frozenStore struct {
+	*fleet.MemoryStore
+	frozen bool // set between passes only
+}
+
+func (s *frozenStore) PutFleet(ctx context.Context, f fleet.FleetRecord) error {
+	if s.frozen {
+		return nil
+	}
+	return s.MemoryStore.PutFleet(ctx, f)
+}
+
+func (s *frozenStore) PutInstance(ctx context.Context, r fleet.InstanceRecord) error {
+	if s.frozen {
+		return nil
+	}
+	return s.MemoryStore.PutInstance(ctx, r)
+}
+
+// The same kind across a crash: members are attached, and the process dies
+// before the Store learns it (a crash between the attach and the store
+// write). Restarted with that Store, the Manager attaches again and Vultr
+// answers 400 "already attached". A user expects the attachment confirmed
+// from the server's VPC listing and attach calls to stop.
+func TestTesterBCrashBetweenAttachAndStoreWrite(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t, fleet.Policy{})
+		fs := &frozenStore{MemoryStore: fleet.NewMemoryStore()}
+		e.m.Close()
+		e.m = e.manager(fs)
+		require.NoError(t, e.m.Apply(t.Context(), clusterSpec("mesh", 2)))
+		require.True(t, e.runUntil(30*time.Minute, func() bool { return e.count(fleet.EventVPCCreated) == 1 }))
+		require.Zero(t, e.count(fleet.EventVPCAttached))
+		fs.frozen = true
+		require.True(t, e.runUntil(30*time.Minute, func() bool { return e.count(fleet.EventVPCAttached) == 2 }))
+		e.m.Close()
+		fs.frozen = false
+
+		e.m = e.manager(fs)
+		e.run(time.Hour)
+		before := calls(e.vultr.Calls(), routeAttach, 0)
+		e.run(time.Hour)
+		later := calls(e.vultr.Calls(), routeAttach, 0) - before
+		t.Logf("attach calls in the second hour after the restart: %d", later)
+		assert.LessOrEqual(t, later, 2, "attach attempts stop: the members are attached")
 		for id, vpcs := range e.vpcMembers("mesh") {
 			assert.Len(t, vpcs, 1, "member %s in exactly one VPC", id)
 		}
