@@ -154,3 +154,33 @@ func TestAcquireRacingDeleteUnderRunTesterA(t *testing.T) {
 		assert.Empty(t, late, "nodes handed out by Acquires that began after Delete returned")
 	})
 }
+
+// An hourly-billed offer whose minimum reservation is two hours (a
+// provider may report any minimum; Offer.MinimumReservation is
+// provider-neutral): the first two hours are paid whatever happens, so the
+// next billing unit starts at 2:00 and an idle node's last safe moment is
+// 2:00 less HourlyReleaseMargin (acceptance 1). Release already defers to
+// that moment (Instance.ReservedUntil says 1:50); the idle release must not
+// throw the paid second hour away at 0:50, and Acquire must count it as
+// paid time left.
+func TestHourlyOfferWithALongerMinimumTesterA(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		o := vmOffer("vultr", 1, 2*time.Hour)
+		o.BillingGranularity = time.Hour
+		p := newFakeProvider("vultr", o)
+		m, _ := newTestManager(t, Config{Providers: []Provider{p}})
+		require.NoError(t, m.Apply(t.Context(), Spec{Name: "f", Nodes: 1, IdleTimeout: time.Minute}))
+		passes(t, m, 5*time.Minute)
+		in := m.Instances("f")[0]
+		require.Equal(t, StatusIdle, in.Status)
+		assert.Equal(t, in.Created.Add(110*time.Minute), in.ReservedUntil, "the window covers the paid minimum")
+		m.mu.Lock()
+		left := m.paidUntil(m.insts[in.RequestID], time.Now()).Sub(time.Now())
+		m.mu.Unlock()
+		assert.Greater(t, left, time.Hour, "Acquire's paid time left counts the minimum")
+		passes(t, m, time.Until(in.Created.Add(100*time.Minute)))
+		assert.Equal(t, 1, p.live(), "released inside its paid minimum (status %s)", m.Instances("f")[0].Status)
+		passes(t, m, 20*time.Minute)
+		assert.Zero(t, p.live(), "released before the third hour")
+	})
+}

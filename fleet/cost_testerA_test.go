@@ -172,3 +172,32 @@ func TestIdleReleaseWakesTheLoopTesterA(t *testing.T) {
 		assert.Equal(t, 30*time.Minute, c.Billed, "Interval %v: billed %v (%s)", iv, c.Billed, c.Description)
 	}
 }
+
+// Hot Aisle plans with other minimums (0, 1, 45, 60 and 120 minutes; the
+// fake's ledger charges per started minute, never less than the minimum):
+// a 10-minute job with a 1-minute IdleTimeout costs the minimum, or the
+// job's minutes plus at most two when the minimum is shorter.
+func TestHotAisleOtherMinimumsTesterA(t *testing.T) {
+	for _, minutes := range []int64{0, 1, 45, 60, 120} {
+		t.Run(fmt.Sprint(minutes), func(t *testing.T) {
+			c, _ := oneJobA{req: hotType("vm-mi300x-1"), idle: time.Minute, busyUntil: 10 * time.Minute, horizon: 4 * time.Hour,
+				setup: func(_ *sim.Vultr, h *sim.HotAisle) {
+					require.NoError(t, h.SetMinimumReservation("vm-mi300x-1", minutes))
+				}}.play(t)
+			assert.False(t, c.Live, "still billing")
+			want := max(time.Duration(minutes)*time.Minute, 12*time.Minute)
+			assert.LessOrEqual(t, c.Billed, want, "billed %v (%s)", c.Billed, c.Description)
+			assert.GreaterOrEqual(t, c.Billed, time.Duration(minutes)*time.Minute)
+		})
+	}
+}
+
+// Vultr bare metal (pending 40 minutes, billed per started hour): a job
+// ending 1:15 after billing started, IdleTimeout 1 minute: kept to the
+// second hour's last safe moment and billed two hours.
+func TestVultrBareMetalBilledTwoHoursTesterA(t *testing.T) {
+	c, _ := oneJobA{req: vultrType(mi300x), idle: time.Minute, busyUntil: 75 * time.Minute, horizon: 5 * time.Hour}.play(t)
+	assert.False(t, c.Live, "still billing")
+	assert.Equal(t, 2*time.Hour, c.Billed, "billed %v (%s)", c.Billed, c.Description)
+	assert.Greater(t, c.To.Sub(c.From), time.Hour+45*time.Minute, "the second hour is paid anyway: kept for reuse until its last safe moment")
+}
