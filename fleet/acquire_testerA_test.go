@@ -142,7 +142,7 @@ func TestAcquireRacingDeleteUnderRunTesterA(t *testing.T) {
 		}
 		wg.Go(func() {
 			time.Sleep(20 * time.Second)
-			require.NoError(t, m.Delete(t.Context(), "f"))
+			assert.NoError(t, m.Delete(t.Context(), "f"))
 			mu.Lock()
 			deleted = true
 			mu.Unlock()
