@@ -3,6 +3,7 @@ package fleet
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -15,7 +16,13 @@ var ErrNoIdle = errors.New("gpufleet: no idle instance")
 // whose release is decided — marks it busy at once (no other Acquire gets
 // it) and returns it. Give it back with MarkIdle, or Release it. This is how
 // an orchestrator places jobs without stranding paid time. Errors:
-// ErrNotFound for an unknown fleet, ErrNoIdle when none is idle, ErrClosed.
+// ErrNotFound for an unknown fleet or one whose Delete is recorded, ErrNoIdle
+// when none is idle (a node whose Release or MarkBusy is recorded but not
+// yet carried out counts as taken), ErrClosed. With replicas, only the
+// replica holding the fleet's lease hands out its nodes (so that none is
+// handed out twice); another replica answers ErrNoIdle wrapping a
+// *LeaseHeldError that names the holder (errors.As), or ErrNoIdle alone
+// while no replica holds it.
 func (m *Manager) Acquire(ctx context.Context, fleet string) (Instance, error) {
 	if m.closed.Load() {
 		return Instance{}, ErrClosed
@@ -23,13 +30,17 @@ func (m *Manager) Acquire(ctx context.Context, fleet string) (Instance, error) {
 	if err := ctx.Err(); err != nil {
 		return Instance{}, err
 	}
+	if m.rep != nil && !m.holdsNow(fleet) {
+		return Instance{}, m.acquireElsewhere(ctx, fleet)
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if _, ok := m.fleets[fleet]; !ok {
-		m.intents.mu.Lock()
-		applied, _ := m.intents.fleetState(fleet)
-		m.intents.mu.Unlock()
-		if applied {
+	m.intents.mu.Lock()
+	applied, deleted := m.intents.fleetState(fleet)
+	taken := m.intents.takenInstances()
+	m.intents.mu.Unlock()
+	if _, ok := m.fleets[fleet]; !ok || deleted {
+		if applied && !deleted {
 			return Instance{}, classed(ErrNoIdle, "fleet %s (just applied)", fleet)
 		}
 		return Instance{}, classed(ErrNotFound, "fleet %s", fleet)
@@ -38,7 +49,8 @@ func (m *Manager) Acquire(ctx context.Context, fleet string) (Instance, error) {
 	var best *InstanceRecord
 	var bestLeft time.Duration
 	for _, r := range m.byFleet[fleet] {
-		if r.Instance.Status != StatusIdle || r.Busy || r.Termination != nil || m.acquired[r.Instance.RequestID] {
+		id := r.Instance.RequestID
+		if r.Instance.Status != StatusIdle || r.Busy || r.Termination != nil || m.acquired[id] || taken[id] {
 			continue
 		}
 		left := m.paidUntil(r, now).Sub(now)
@@ -58,15 +70,44 @@ func (m *Manager) Acquire(ctx context.Context, fleet string) (Instance, error) {
 	return inst, nil
 }
 
-// paidUntil is the end of what r has paid for: its billed hour (hourly),
-// or its minimum reservation (per minute; now once it is over). m.mu held.
+// paidUntil is the end of what r has paid for: its billed hour or its
+// minimum reservation, the later (hourly), or its minimum reservation (per minute; now once it is over). m.mu held.
 func (m *Manager) paidUntil(r *InstanceRecord, now time.Time) time.Time {
 	o, c := r.Instance.Offer, r.Instance.Created
 	if c.IsZero() || r.CreatedUnknown {
 		return now
 	}
 	if g := o.BillingGranularity; g >= time.Hour {
-		return c.Add(time.Duration(int64(now.Sub(c)/g)+1) * g)
+		return maxTime(c.Add(time.Duration(int64(now.Sub(c)/g)+1)*g), c.Add(o.MinimumReservation))
 	}
 	return maxTime(now, c.Add(o.MinimumReservation))
+}
+
+// holdsNow reports whether this replica may act on fleet now.
+func (m *Manager) holdsNow(fleet string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.holds(fleet, m.clock.Now())
+}
+
+// acquireElsewhere is Acquire's answer on a replica that does not hold
+// fleet: ErrNotFound when the shared store has no such fleet, else ErrNoIdle
+// with the holder's lease when there is one.
+func (m *Manager) acquireElsewhere(ctx context.Context, fleet string) error {
+	ctx, cancel := context.WithTimeout(ctx, m.pol.CallTimeout)
+	defer cancel()
+	if !m.storedFleet(ctx, fleet) {
+		return classed(ErrNotFound, "fleet %s", fleet)
+	}
+	leases, err := m.rep.ls.Leases(ctx)
+	if err != nil {
+		return fmt.Errorf("gpufleet: fleet %s: %w (reading its lease: %v)", fleet, ErrNoIdle, err)
+	}
+	for _, l := range leases {
+		if l.Name == FleetLease(fleet) {
+			return fmt.Errorf("gpufleet: fleet %s: %w here: %w", fleet, ErrNoIdle,
+				&LeaseHeldError{Name: l.Name, Holder: l.Holder, Expires: l.Expires})
+		}
+	}
+	return fmt.Errorf("gpufleet: fleet %s: %w (no replica holds it yet)", fleet, ErrNoIdle)
 }

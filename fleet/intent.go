@@ -83,6 +83,23 @@ func (q *intentQueue) fleetState(name string) (applied, deleted bool) {
 	return applied, deleted
 }
 
+// takenInstances returns the request ids a queued intent releases or marks
+// busy (the last mark wins), which Acquire must not hand out. q.mu held.
+func (q *intentQueue) takenInstances() map[string]bool {
+	taken := map[string]bool{}
+	for _, op := range q.ops {
+		switch op.kind {
+		case intentRelease, intentBusy:
+			taken[op.name] = true
+		case intentIdle:
+			if taken[op.name] {
+				delete(taken, op.name)
+			}
+		}
+	}
+	return taken
+}
+
 // wake tells the loop that something is waiting for it.
 func (m *Manager) wake() {
 	select {

@@ -83,38 +83,49 @@ func (m *Manager) releaseIdle(now time.Time) {
 			r.Instance.ReservedUntil = rt
 			m.dirtyI[r.Instance.RequestID] = true
 		}
-		f := m.fleets[r.Instance.Fleet]
-		if r.Instance.Status != StatusIdle || r.Busy || f == nil || f.Spec.IdleTimeout <= 0 || f.Spec.Nodes <= f.Spec.MinNodes {
-			continue // never idle below the fleet's minimum size
-		}
-		policy := m.policyFor(f)
-		if policy == ReleaseNow {
-			if now.Sub(r.IdleSince) < f.Spec.IdleTimeout {
-				continue
-			}
-		} else if now.Before(m.idleReleaseAt(r, f.Spec.IdleTimeout, keep[r], hold[f.Spec.Name], now)) {
+		if at := m.idleReleaseDue(r, keep, hold, now); at.IsZero() || now.Before(at) {
 			continue
 		}
+		f := m.fleets[r.Instance.Fleet]
 		f.Spec.Nodes--
 		m.dirtyF[f.Spec.Name] = true
 		m.requestRelease(r, "idle", ReleaseNow, now, true)
 	}
 }
 
+// idleReleaseDue is when releaseIdle releases r (see idleReleaseAt; with
+// the ReleaseNow policy once idle for IdleTimeout), zero when it does not:
+// not idle, busy, no IdleTimeout, or its fleet at its minimum size. keep
+// and hold are the re-buy hold's (see held). m.mu held.
+func (m *Manager) idleReleaseDue(r *InstanceRecord, keep map[*InstanceRecord]bool, hold map[string]time.Duration, now time.Time) time.Time {
+	f := m.fleets[r.Instance.Fleet]
+	if r.Instance.Status != StatusIdle || r.Busy || r.Termination != nil || f == nil || f.Spec.IdleTimeout <= 0 || f.Spec.Nodes <= f.Spec.MinNodes {
+		return time.Time{}
+	}
+	if m.policyFor(f) == ReleaseNow {
+		return r.IdleSince.Add(f.Spec.IdleTimeout)
+	}
+	return m.idleReleaseAt(r, f.Spec.IdleTimeout, keep[r], hold[f.Spec.Name], now)
+}
+
 // idleReleaseAt is when an idle instance is released so that no billing
 // unit nobody uses is bought:
 //
 //   - hourly billing (Vultr): at the last safe moment of the billed hour it
-//     is in (the hour's end less Policy.HourlyReleaseMargin) — the hour is
+//     is in, or of its minimum reservation when that is longer (the end
+//     less Policy.HourlyReleaseMargin) — the hour is
 //     paid anyway, and keeping it longer buys the next one, which costs as
 //     much as buying a new machine later. An instance that goes idle after
 //     that moment is released at once: a delete that lands before the hour
 //     ends saves the next hour, one that lands after costs no more than
 //     keeping it. IdleTimeout plays no part: releasing earlier inside a paid
 //     hour saves nothing.
-//   - per-minute billing with a minimum (Hot Aisle): not before the minimum
-//     ends (less Policy.MinuteReleaseMargin; paid anyway); after it, each
-//     idle minute costs. The re-buy hold (see held and bestRebuy) keeps the
+//   - per-minute billing with a minimum (Hot Aisle): an instance whose job
+//     ended before its minimum ends is released when it ends (less
+//     Policy.MinuteReleaseMargin; paid anyway) — IdleTimeout does not carry
+//     it past; one idle after that, or never used yet, is released
+//     IdleTimeout after it went idle, not before the minimum ends (less
+//     the margin); each idle minute past the minimum costs. The re-buy hold (see held and bestRebuy) keeps the
 //     first few idle nodes in Acquire's order for a while past their
 //     minimum, as many and as long as would have cost least on the fleet's
 //     recent jobs (when that saves at least a minimum), never longer than
@@ -129,14 +140,24 @@ func (m *Manager) idleReleaseAt(r *InstanceRecord, idleTimeout time.Duration, sp
 		return r.IdleSince.Add(idleTimeout)
 	}
 	if g := o.BillingGranularity; g >= time.Hour {
-		end := c.Add(time.Duration(int64(now.Sub(c)/g)+1) * g)
-		return maxTime(now, end.Add(-m.pol.HourlyReleaseMargin))
+		return maxTime(now, m.paidUntil(r, now).Add(-m.pol.HourlyReleaseMargin))
 	}
 	minEnd := c.Add(o.MinimumReservation)
+	// A job ended inside the minimum: no idle timer carries the node past it.
+	// A node never used yet keeps IdleTimeout (a short minimum may end
+	// before a job could take it).
+	inside := r.IdleSince.Before(minEnd) && r.IdleSince.After(r.Instance.Ready)
 	if m.pol.RebuyHoldOff || !spare {
-		return maxTime(minEnd.Add(-min(m.pol.MinuteReleaseMargin, o.MinimumReservation)), r.IdleSince.Add(idleTimeout))
+		safe := minEnd.Add(-min(m.pol.MinuteReleaseMargin, o.MinimumReservation))
+		if inside {
+			return maxTime(now, safe)
+		}
+		return maxTime(safe, r.IdleSince.Add(idleTimeout))
 	}
-	return maxTime(minEnd, r.IdleSince).Add(max(idleTimeout, hold))
+	if inside {
+		return minEnd.Add(hold)
+	}
+	return r.IdleSince.Add(max(idleTimeout, hold))
 }
 
 // missedDeadline counts a fleet's consecutive deadline misses; after

@@ -200,6 +200,10 @@ func (m *Manager) untilNext() time.Duration {
 	}
 	early(m.nextDue())
 	early(m.nextKeyRetry(now))
+	keep, hold := m.held(now)
+	for _, r := range m.insts {
+		early(m.idleReleaseDue(r, keep, hold, now))
+	}
 	for _, name := range m.order {
 		early(m.rescanDue(name))
 		if now.Before(m.suspect[name].Add(suspectFor)) {
