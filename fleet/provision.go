@@ -199,6 +199,10 @@ func (m *Manager) offersFor(ctx context.Context, f *FleetRecord, now time.Time) 
 	if f.Spec.Placement == PlacementCluster {
 		req.Cluster = true
 		if a := m.anchor(f); a != nil {
+			if outside(req.Providers, a.Provider) || outside(req.Regions, a.Region) {
+				m.clusterOutside(f, a, now)
+				return nil, false
+			}
 			req.Providers, req.Regions = []string{a.Provider}, []string{a.Region}
 		}
 	}
@@ -225,6 +229,21 @@ func (m *Manager) offersFor(ctx context.Context, f *FleetRecord, now time.Time) 
 		return nil, false
 	}
 	return offers, true
+}
+
+// outside reports whether a non-empty allow-list leaves v out.
+func outside(allowed []string, v string) bool { return len(allowed) > 0 && !containsFold(allowed, v) }
+
+// clusterOutside reports that a cluster fleet, which stays where its members
+// and VPC are, cannot grow there because its requirements now exclude that
+// provider or region; nothing is created. m.mu held.
+func (m *Manager) clusterOutside(f *FleetRecord, a *Offer, now time.Time) {
+	m.fleetFails[f.Spec.Name]++
+	wait := backoff(m.fleetFails[f.Spec.Name], time.Minute, 10*time.Minute)
+	m.fleetRetry[f.Spec.Name] = now.Add(wait)
+	m.event(Event{Type: EventNoOffers, Fleet: f.Spec.Name, At: now.Add(wait), Message: fmt.Sprintf(
+		"the cluster lives on %s in %s (its members and VPC), which its requirements now exclude: nothing is created there; "+
+			"release its members to move it, or allow %s %s again", a.Provider, a.Region, a.Provider, a.Region)})
 }
 
 // providersInUse names the providers some fleet may create on. m.mu held.

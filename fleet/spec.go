@@ -17,7 +17,10 @@ const (
 	// PlacementAny lets every instance land on any matching offer.
 	PlacementAny Placement = "any"
 	// PlacementCluster puts every instance on one provider, in one region,
-	// in one VPC; offers without private networking are excluded.
+	// in one VPC; offers without private networking are excluded. The
+	// cluster stays where its first member (or its VPC) is: requirements
+	// applied later that exclude that provider or region stop its growth
+	// (EventNoOffers says why) instead of moving or splitting it.
 	PlacementCluster Placement = "cluster"
 )
 
