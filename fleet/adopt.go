@@ -54,6 +54,7 @@ func (m *Manager) adoptUntracked(provider string, o *observation, now time.Time)
 		}
 		if r := o.given[seen.ID]; r != nil && seen.RequestID == "" && r.Instance.ID == "" {
 			m.relabel[r.Instance.RequestID] = true
+			r.Inferred = true
 			m.readopt(r, seen, "found unlabelled after its create was given up (a new instance of its type since, no more of them than such creates); labelling it", now)
 			continue
 		}

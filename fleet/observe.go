@@ -94,6 +94,10 @@ func (m *Manager) confirmGone(r *InstanceRecord, now time.Time) {
 // observeInstance updates r from the provider's view; the record is dirty
 // only when something changed. m.mu held.
 func (m *Manager) observeInstance(r *InstanceRecord, seen Instance, now time.Time) {
+	if r.Inferred && seen.RequestID != "" && !m.owns(seen.Owner, seen.RequestID) {
+		m.yieldInferred(r, seen, now)
+		return
+	}
 	inst := &r.Instance
 	changed := false
 	set := func(dst *string, v string) {
@@ -175,6 +179,24 @@ func (m *Manager) markGone(r *InstanceRecord, now time.Time) {
 	m.event(Event{Type: typ, Fleet: r.Instance.Fleet, Provider: r.Instance.Provider, InstanceID: idOf(r), Message: msg})
 }
 
+// yieldInferred gives up an instance taken for a create only because it
+// appeared unlabelled (Inferred), now that another owner's label is on it:
+// that owner's create answered with it, this one only inferred. The record
+// closes without a release (the fleet gets another instance), and the
+// instance is not taken for this create again. m.mu held.
+func (m *Manager) yieldInferred(r *InstanceRecord, seen Instance, now time.Time) {
+	m.event(Event{Type: EventForeignFound, Fleet: r.Instance.Fleet, Provider: r.Instance.Provider, InstanceID: seen.ID,
+		Message: "taken for an uncertain create because it appeared unlabelled; " + foreignMessage(seen.Owner) + " (its owner labelled it since)"})
+	id := r.Instance.RequestID
+	delete(m.relabel, id)
+	m.cancelAgent(id)
+	r.Busy, r.Inferred, r.Termination = false, false, nil
+	r.UnlabelledBefore = append(r.UnlabelledBefore, seen.ID)
+	r.Instance.ID = ""
+	m.setStatus(r, StatusTerminated, "another owner labelled it: not this create's", now)
+	m.dirtyI[id] = true
+}
+
 // reopen tracks again an instance whose record was closed but which a list
 // shows: a vanished one that came back, or one confirmed gone that is
 // still listed past Policy.VisibilityGrace (its release is retried). m.mu held.
@@ -214,6 +236,7 @@ func (m *Manager) resolveUncertain(r *InstanceRecord, o *observation, now time.T
 		m.event(Event{Type: EventInstanceAdopted, Fleet: r.Instance.Fleet, Provider: r.Instance.Provider, InstanceID: seen.ID,
 			Message: "found unlabelled after an uncertain create (a new instance of its type, no more of them than such creates); labelling it"})
 		m.relabel[r.Instance.RequestID] = true
+		r.Inferred = true
 		m.createResult(r.Instance.RequestID, seen, r.Instance.VPCID, nil, now)
 		return
 	}

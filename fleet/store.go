@@ -73,6 +73,11 @@ type InstanceRecord struct {
 	// type seen before the create call (offers with LabelAfterCreate): an
 	// instance not in it that appears unlabelled is this create's.
 	UnlabelledBefore []string
+	// Inferred is set for an instance taken for this create only because it
+	// appeared unlabelled (offers with LabelAfterCreate): when another
+	// owner's label shows up on it, that owner's create answered with it,
+	// and it is left to them.
+	Inferred bool
 
 	Busy         bool
 	RunningSince time.Time // the provider first said running
