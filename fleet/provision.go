@@ -316,8 +316,9 @@ func (m *Manager) reclaim(fleet string, n int, now time.Time) int {
 
 // shrink releases n members: stopped ones first (they would be replaced),
 // then creates under way (released as soon as they answer), then
-// provisioning, booting and idle ones, newest first; never busy ones.
-// m.mu held.
+// provisioning and booting ones, newest first, then idle ones with the
+// least paid time left first (Acquire's order reversed: the ones kept have
+// the most paid time to serve jobs); never busy ones. m.mu held.
 func (m *Manager) shrink(live []*InstanceRecord, n int, f *FleetRecord, now time.Time) {
 	for _, stopped := range []bool{true, false} {
 		for _, want := range []Status{StatusPending, StatusProvisioning, StatusBooting, StatusIdle} {
@@ -327,16 +328,23 @@ func (m *Manager) shrink(live []*InstanceRecord, n int, f *FleetRecord, now time
 }
 
 // shrinkOf releases up to n members of one status (stopped ones only, or
-// any), newest first, and returns how many are still to release. m.mu held.
+// any) in shrink's order, and returns how many are still to release. m.mu
+// held.
 func (m *Manager) shrinkOf(live []*InstanceRecord, n int, want Status, stopped bool, f *FleetRecord, now time.Time) int {
-	for i := len(live) - 1; i >= 0 && n > 0; i-- {
+	var cands []*InstanceRecord
+	for i := len(live) - 1; i >= 0; i-- {
 		r := live[i]
 		if r.Instance.Status == want && r.Termination == nil && !r.Busy && (r.Instance.Stopped || !stopped) {
-			m.requestRelease(r, "scale down", m.policyFor(f), now, true)
-			n--
+			cands = append(cands, r)
 		}
 	}
-	return n
+	if want == StatusIdle {
+		slices.SortStableFunc(cands, func(a, b *InstanceRecord) int { return m.paidUntil(a, now).Compare(m.paidUntil(b, now)) })
+	}
+	for _, r := range cands[:min(n, len(cands))] {
+		m.requestRelease(r, "scale down", m.policyFor(f), now, true)
+	}
+	return n - min(n, len(cands))
 }
 
 // withoutAvoided drops the offers the fleet skips for now. m.mu held.

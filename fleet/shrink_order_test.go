@@ -1,0 +1,52 @@
+package fleet
+
+import (
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// A scale-down releases the idle node with the least paid time left and
+// keeps the one whose minimum reservation runs longest (it can still serve
+// jobs for what it has paid), whichever is newer.
+func TestScaleDownReleasesTheIdleNodeWithTheLeastPaidTimeLeft(t *testing.T) {
+	for _, newerFirst := range []bool{false, true} {
+		synctest.Test(t, func(t *testing.T) {
+			p := newFakeProvider("hotaisle", vmOffer("hotaisle", 2.99, 60*time.Minute))
+			m, _ := newTestManager(t, Config{Providers: []Provider{p}, Policy: Policy{Release: ReleaseNow}})
+			require.NoError(t, m.Apply(t.Context(), Spec{Name: "f", Nodes: 1}))
+			passes(t, m, 20*time.Minute)
+			require.NoError(t, m.Apply(t.Context(), Spec{Name: "f", Nodes: 2}))
+			passes(t, m, 5*time.Minute)
+			insts := m.Instances("f")
+			require.Len(t, insts, 2)
+			require.Equal(t, 2, statuses(insts)[StatusIdle])
+			older, newer := insts[0], insts[1]
+			if newer.Created.Before(older.Created) {
+				older, newer = newer, older
+			}
+			if newerFirst { // the older one's minimum extended: it has more paid time left
+				m.mu.Lock()
+				m.insts[older.RequestID].Instance.Offer.MinimumReservation = 3 * time.Hour
+				m.mu.Unlock()
+			}
+			require.NoError(t, m.Apply(t.Context(), Spec{Name: "f", Nodes: 1}))
+			passes(t, m, time.Minute)
+			gone, kept := older, newer
+			if newerFirst {
+				gone, kept = newer, older
+			}
+			for _, in := range m.Instances("f") {
+				switch in.RequestID {
+				case gone.RequestID:
+					assert.Contains(t, []Status{StatusTerminating, StatusTerminated}, in.Status, "least paid time left: released")
+				case kept.RequestID:
+					assert.Equal(t, StatusIdle, in.Status, "most paid time left: kept")
+				}
+			}
+		})
+	}
+}
