@@ -128,37 +128,6 @@ func TestVultrJobEndingOnTheHourBilledThreeHoursTesterA(t *testing.T) {
 	assert.Greater(t, c.To.Sub(c.From), 2*time.Hour+40*time.Minute, "kept while the third hour is paid anyway (events %d)", len(evs))
 }
 
-// Vultr refuses the delete ("Server is currently locked") for a while near
-// the hour's end: the lock lifts 58:30 after billing started; the idle
-// release asked at 50:00 is refused until then. The hour has 90 seconds
-// left when deleting becomes possible; a Manager that weighs billing units
-// retries before the next hour starts (it knows when that is), instead of
-// letting a randomised exponential backoff carry the retry past the hour:
-// billed one hour, not two. Played ten times (the backoff's jitter is not
-// seeded): every play must bill one hour.
-func TestVultrDeleteLockedNearTheHourEndTesterA(t *testing.T) {
-	tm := sim.DefaultVultrVMTiming()
-	tm.Lock = 57 * time.Minute // active at 1:30, locked until 58:30
-	var late []string
-	for range 10 {
-		c, evs := oneJobA{req: vultrType("vcg-a100-12c-120g-80vram"), idle: time.Minute,
-			busyUntil: 20 * time.Minute, horizon: 4 * time.Hour,
-			simOpts: []sim.Option{sim.WithVultrTiming("vcg-*", tm)}}.play(t)
-		assert.False(t, c.Live, "still billing")
-		if c.Billed != time.Hour {
-			var retries []string
-			for _, ev := range evs {
-				if ev.Type == fleet.EventTerminationRetry {
-					retries = append(retries, ev.At.Sub(c.From).Round(time.Second).String())
-				}
-			}
-			late = append(late, fmt.Sprintf("billed %v: delete at %v; retries planned at %v", c.Billed,
-				c.To.Sub(c.From).Round(time.Second), retries))
-		}
-	}
-	assert.Empty(t, late, "plays that paid a second hour for a node idle since 20:00")
-}
-
 // A Manager whose loop wakes rarely (Config.Interval 20 minutes: "the
 // longest pause between two loop steps") must still wake for an idle
 // node's release at the last safe moment of its window: untilNext should

@@ -87,7 +87,14 @@
 // does, and that release is forced so no extra minute is billed. A release is
 // retried with backoff between [Policy.TerminationMinBackoff] and
 // [Policy.TerminationMaxBackoff] ([EventTerminationRetry]) until the
-// provider confirms the instance gone ([EventInstanceTerminated]); after
+// provider confirms the instance gone ([EventInstanceTerminated]). Before
+// the next billing boundary (the end of the billed hour; the end of a
+// per-minute offer's minimum reservation) the backoff never carries an
+// attempt past the start of that boundary's release margin, inside the
+// margin attempts are at most 30 seconds apart, and the last is planned 10
+// seconds before the boundary, so a delete the provider accepts again just
+// before a new billing unit starts lands in time (a Retry-After is always
+// honoured). Past the boundary the backoff alone decides again; after
 // [Policy.TerminationAlertAfter] an alert is raised
 // ([EventTerminationStuck]) and retrying goes on. [WithReleasePolicy]
 // overrides the policy for one [Manager.Release].

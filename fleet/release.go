@@ -89,12 +89,20 @@ func (m *Manager) reservedUntil(r *InstanceRecord, now time.Time) time.Time {
 		}
 		return c.Add(o.MinimumReservation - min(m.pol.MinuteReleaseMargin, o.MinimumReservation))
 	}
+	// Inside the margin (now after the result) a release is due at once.
+	return billedUnitEnd(c, o, now).Add(-m.pol.HourlyReleaseMargin)
+}
+
+// billedUnitEnd is, for an offer billed per started unit of
+// o.BillingGranularity (an hour) from c, the end of the unit now is in, at
+// least the end of the minimum reservation.
+func billedUnitEnd(c time.Time, o Offer, now time.Time) time.Time {
+	g := o.BillingGranularity
 	k := int64(now.Sub(c)/g) + 1
 	if minK := int64((o.MinimumReservation + g - 1) / g); k < minK {
 		k = minK
 	}
-	// Inside the margin (now after the result) a release is due at once.
-	return c.Add(time.Duration(k)*g - m.pol.HourlyReleaseMargin)
+	return c.Add(time.Duration(k) * g)
 }
 
 func maxTime(a, b time.Time) time.Time {

@@ -197,7 +197,9 @@ type Policy struct {
 	// the provider says running (15 min).
 	AgentTimeout time.Duration
 	// TerminationMinBackoff and TerminationMaxBackoff bound the capped,
-	// jittered exponential backoff between release attempts (10 s, 5 min).
+	// jittered exponential backoff between release attempts (10 s, 5 min);
+	// near a billing boundary attempts come sooner (see the package
+	// documentation, "Releases and reservation windows").
 	TerminationMinBackoff time.Duration
 	TerminationMaxBackoff time.Duration
 	// TerminationAlertAfter raises a TerminationStuck alert once a release has

@@ -134,10 +134,7 @@ func (m *Manager) releaseResult(r *InstanceRecord, err error, goneNow bool, now 
 		return
 	}
 	wait := backoff(t.Attempts, m.pol.TerminationMinBackoff, m.pol.TerminationMaxBackoff)
-	if ra := retryAfter(err); ra > wait {
-		wait = ra
-	}
-	t.NextAttempt = now.Add(wait)
+	t.NextAttempt = m.retryAt(r, now, wait, retryAfter(err))
 	m.event(Event{Type: EventTerminationRetry, Fleet: r.Instance.Fleet, Provider: r.Instance.Provider, InstanceID: r.Instance.ID,
 		Err: err.Error(), At: t.NextAttempt, Message: fmt.Sprintf("release attempt %d refused; retrying", t.Attempts)})
 	if !t.Alerted && now.Sub(t.FirstFailure) >= m.pol.TerminationAlertAfter {
@@ -145,6 +142,64 @@ func (m *Manager) releaseResult(r *InstanceRecord, err error, goneNow bool, now 
 		m.event(Event{Type: EventTerminationStuck, Fleet: r.Instance.Fleet, Provider: r.Instance.Provider, InstanceID: r.Instance.ID,
 			Err: err.Error(), Message: fmt.Sprintf("release has failed for %s; still retrying — the instance may be billing", now.Sub(t.FirstFailure).Round(time.Second))})
 	}
+}
+
+// The retry schedule of a refused release near a billing boundary: the
+// backoff alone could carry the next attempt past the moment a new billing
+// unit starts (an hour on Vultr) although the provider would accept the
+// delete a little before it.
+const (
+	// boundaryRetryEvery is the longest pause between two attempts inside
+	// the last release margin before a boundary: two calls a minute.
+	boundaryRetryEvery = 30 * time.Second
+	// boundarySlack: the last attempt before a boundary is planned this long
+	// before it (call latency; the provider's creation time is rounded to
+	// the second).
+	boundarySlack = 10 * time.Second
+	// boundaryMinGap: two planned attempts are never closer than this.
+	boundaryMinGap = 5 * time.Second
+)
+
+// retryAt is when a refused release of r is attempted again: wait (the
+// backoff) from now, but not after the next billing boundary less
+// boundarySlack; inside the last release margin before that boundary not
+// later than boundaryRetryEvery from now; and never before a Retry-After of
+// ra. Once the boundary is too close to reach, the backoff alone decides
+// (the next boundary is a billing unit away). m.mu held.
+func (m *Manager) retryAt(r *InstanceRecord, now time.Time, wait, ra time.Duration) time.Time {
+	at := now.Add(wait)
+	if b, margin := m.nextBillingBoundary(r, now); !b.IsZero() && now.Before(b.Add(-boundarySlack)) {
+		by := b.Add(-boundarySlack)
+		if w := b.Add(-max(margin, boundaryRetryEvery)); now.Before(w) {
+			by = w // before the last margin: at its start
+		} else if e := now.Add(boundaryRetryEvery); e.Before(by) {
+			by = e
+		}
+		if by = maxTime(by, now.Add(boundaryMinGap)); by.Before(at) {
+			at = by
+		}
+	}
+	return maxTime(at, now.Add(ra))
+}
+
+// nextBillingBoundary is the next moment after now at which keeping r buys
+// a new billing unit, with the release margin of its billing kind: for
+// hourly billing the end of the billed hour (at least the minimum's end)
+// and Policy.HourlyReleaseMargin; for per-minute billing with a minimum the
+// minimum's end, while ahead, and Policy.MinuteReleaseMargin. Zero when
+// there is none (creation time unknown; per-minute billing past its
+// minimum).
+func (m *Manager) nextBillingBoundary(r *InstanceRecord, now time.Time) (time.Time, time.Duration) {
+	o, c := r.Instance.Offer, r.Instance.Created
+	switch {
+	case c.IsZero() || r.CreatedUnknown:
+		return time.Time{}, 0
+	case o.BillingGranularity >= time.Hour:
+		return billedUnitEnd(c, o, now), m.pol.HourlyReleaseMargin
+	case o.MinimumReservation > 0 && now.Before(c.Add(o.MinimumReservation)):
+		return c.Add(o.MinimumReservation), m.pol.MinuteReleaseMargin
+	}
+	return time.Time{}, 0
 }
 
 // untrack gives up on a release (ReleaseCompat only) and says so loudly. m.mu held.
