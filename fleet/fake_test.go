@@ -22,6 +22,7 @@ type fakeProvider struct {
 	vpcs        map[string]VPC
 	calls       map[string]int
 	deleteErr   []error // returned by successive Delete calls, then nil
+	forced      []bool  // DeleteOptions.Force of each Delete call
 	createErr   []error // returned by successive Create calls, then nil
 	commitErr   bool    // a createErr entry still creates the instance
 	attachErr   []error
@@ -132,10 +133,11 @@ func (p *fakeProvider) List(context.Context) ([]Instance, error) {
 	return out, nil
 }
 
-func (p *fakeProvider) Delete(_ context.Context, id string, _ DeleteOptions) error {
+func (p *fakeProvider) Delete(_ context.Context, id string, o DeleteOptions) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.calls["delete"]++
+	p.forced = append(p.forced, o.Force)
 	if len(p.deleteErr) > 0 {
 		err := p.deleteErr[0]
 		p.deleteErr = p.deleteErr[1:]

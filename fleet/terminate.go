@@ -133,6 +133,15 @@ func (m *Manager) releaseResult(r *InstanceRecord, err error, goneNow bool, now 
 		m.untrack(r)
 		return
 	}
+	if o := r.Instance.Offer; errors.Is(err, ErrMinReservation) && !t.Force && !t.Compat && o.BillingGranularity < time.Hour {
+		// The minimum is not over after all (its start was unknown or
+		// misread): it is charged whole either way, so waiting for it
+		// only adds billed time after it. Forced at once.
+		t.Force, t.NextAttempt = true, now
+		m.event(Event{Type: EventReleaseForced, Fleet: r.Instance.Fleet, Provider: r.Instance.Provider, InstanceID: r.Instance.ID,
+			Err: err.Error(), Message: "the provider refused the release inside the minimum reservation; forced (the minimum is charged whole either way)"})
+		return
+	}
 	wait := backoff(t.Attempts, m.pol.TerminationMinBackoff, m.pol.TerminationMaxBackoff)
 	t.NextAttempt = m.retryAt(r, now, wait, retryAfter(err))
 	m.event(Event{Type: EventTerminationRetry, Fleet: r.Instance.Fleet, Provider: r.Instance.Provider, InstanceID: r.Instance.ID,
