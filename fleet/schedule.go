@@ -160,12 +160,12 @@ func (m *Manager) listDue(now time.Time) {
 		vms, metal := due[name].vms, due[name].metal
 		rescan := false
 		if vms && metal {
-			m.lastFull[name] = now
-			at := m.rescanDue(name)
+			at := m.rescanDue(name) // before lastFull moves: a sweep after start is a rescan
 			rescan = !at.IsZero() && !now.Before(at)
+			m.lastFull[name] = now
 		}
 		suspect := now.Before(m.suspect[name].Add(suspectFor)) && vms && metal
-		wantVPCs := vp != nil && (first || suspect || m.vpcUncertain(name))
+		wantVPCs := vp != nil && (first || rescan || suspect || m.vpcUncertain(name))
 		wantKeys := kp != nil && (first || suspect || m.keysDirty[name])
 		if first {
 			vms, metal = true, true
