@@ -47,6 +47,11 @@ var (
 	ErrVPCInUse = errors.New("gpufleet: VPC in use")
 	// ErrAttachFailed: Vultr "Unable to attach VPC" (HTTP 500), intermittent.
 	ErrAttachFailed = errors.New("gpufleet: VPC attach failed")
+	// ErrAlreadyAttached: the server is already in the VPC an attach names
+	// (Vultr HTTP 400 "The VPC network is already attached to this server",
+	// for example after an attach that took effect but answered 500): the
+	// attach is done.
+	ErrAlreadyAttached = errors.New("gpufleet: VPC already attached")
 	// ErrInsufficientBalance: the account cannot pay (Hot Aisle HTTP 402).
 	ErrInsufficientBalance = errors.New("gpufleet: insufficient balance")
 	// ErrQuotaExceeded: an account limit was reached (Hot Aisle "Maximum VMs

@@ -66,7 +66,9 @@ type VPCProvider interface {
 	CreateVPC(ctx context.Context, region string, label Label) (VPC, error)
 	// AttachVPC attaches an instance to a VPC (a single try: callers retry
 	// and confirm with InstanceVPCs). ErrVPCUnsupported for plans without
-	// private networking, ErrAttachFailed for the intermittent failure.
+	// private networking, ErrAttachFailed for the intermittent failure;
+	// an instance already in the VPC answers nil or ErrAlreadyAttached
+	// (the Manager takes either as attached).
 	AttachVPC(ctx context.Context, instanceID, vpcID string) error
 	// InstanceVPCs lists the VPC ids an instance is attached to.
 	InstanceVPCs(ctx context.Context, instanceID string) ([]string, error)

@@ -146,7 +146,9 @@ func (m *Manager) nextDue() time.Time {
 // record's check (by kind, one list serving all), an uncertain VPC create,
 // SSH keys registered since the last listing, or the first listing after
 // start, which reads every kind (so that a Manager with an empty Store
-// finds what its owner left). m.mu held.
+// finds what its owner left). The sweeps of the first hour after start and
+// of a suspect provider list its VPCs too (a VPC create sent just before a
+// crash may land minutes later). m.mu held.
 func (m *Manager) listDue(now time.Time) {
 	due := m.dueKinds(now)
 	for _, name := range m.order {
@@ -160,12 +162,12 @@ func (m *Manager) listDue(now time.Time) {
 		vms, metal := due[name].vms, due[name].metal
 		rescan := false
 		if vms && metal {
-			m.lastFull[name] = now
-			at := m.rescanDue(name)
+			at := m.rescanDue(name) // before lastFull moves: a sweep after start is a rescan
 			rescan = !at.IsZero() && !now.Before(at)
+			m.lastFull[name] = now
 		}
 		suspect := now.Before(m.suspect[name].Add(suspectFor)) && vms && metal
-		wantVPCs := vp != nil && (first || suspect || m.vpcUncertain(name))
+		wantVPCs := vp != nil && (first || rescan || suspect || m.vpcUncertain(name))
 		wantKeys := kp != nil && (first || suspect || m.keysDirty[name])
 		if first {
 			vms, metal = true, true

@@ -227,8 +227,14 @@ type Policy struct {
 	// CreateTimeout bounds one create call, which runs detached from the
 	// caller's context so that a cancellation cannot lose its answer (5 min).
 	CreateTimeout time.Duration
-	// VPCAttachAttempts bounds the attach retries of "Unable to attach VPC"
-	// before the instance goes on without the VPC, with a warning (10).
+	// VPCAttachAttempts bounds the failed VPC attaches of one instance,
+	// whatever the error (an attach the instance's VPC listing does not show
+	// counts too), before it goes on without the VPC, with a warning (10).
+	// Refusals that ask to wait (the server locked, HTTP 429) do not count
+	// but all attempts together stop at three times this number. After an
+	// attempt that was not confirmed the instance's VPCs are listed before
+	// the next attach; an instance the provider reports already attached is
+	// attached.
 	VPCAttachAttempts int
 	// Parallelism bounds the provider calls under way at once besides
 	// creates, lists and agent starts (8).

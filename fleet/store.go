@@ -85,8 +85,8 @@ type InstanceRecord struct {
 	AgentTries   int
 	// AgentCheckFails counts failed agent checks in a row after ready.
 	AgentCheckFails int
-	VPCTries        int       // "Unable to attach VPC" failures (bounded by VPCAttachAttempts)
-	VPCAttempts     int       // every attach attempt, for the backoff
+	VPCTries        int       // failed attaches, any error (bounded by VPCAttachAttempts)
+	VPCAttempts     int       // every unconfirmed attach attempt, for the backoff (and bounded too)
 	VPCNext         time.Time // no attach attempt before this
 	VPCDone         bool      // attached and confirmed, or given up with a warning
 	Orphan          bool      // labelled, but no fleet claims it

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 )
 
@@ -156,55 +155,6 @@ func (m *Manager) firstVPCMember(f *FleetRecord) *Instance {
 		}
 	}
 	return nil
-}
-
-// attachMember attaches one member (unless it was attached at create) and
-// confirms it by listing the member's VPCs. m.mu held.
-func (m *Manager) attachMember(vp VPCProvider, r *InstanceRecord, vpcID string) {
-	reqID, id, attached := r.Instance.RequestID, r.Instance.ID, r.Instance.VPCID == vpcID
-	m.launch("attach/"+reqID, taskCall, m.pol.CallTimeout, func(ctx context.Context) func(time.Time) {
-		var err error
-		if !attached {
-			err = vp.AttachVPC(ctx, id, vpcID)
-		}
-		confirmed := false
-		if err == nil {
-			ids, lerr := vp.InstanceVPCs(ctx, id)
-			confirmed = lerr == nil && slices.Contains(ids, vpcID)
-		}
-		return func(now time.Time) { m.attached(reqID, vpcID, confirmed, err, now) }
-	})
-}
-
-// attached applies an attach outcome. m.mu held.
-func (m *Manager) attached(reqID, vpcID string, confirmed bool, err error, now time.Time) {
-	rec := m.insts[reqID]
-	if rec == nil || rec.VPCDone {
-		return
-	}
-	m.dirtyI[reqID] = true
-	if !confirmed {
-		rec.VPCAttempts++
-		rec.VPCNext = now.Add(backoff(rec.VPCAttempts, 15*time.Second, time.Minute))
-	}
-	ev := Event{Fleet: rec.Instance.Fleet, Provider: rec.Instance.Provider, InstanceID: rec.Instance.ID}
-	switch {
-	case confirmed:
-		rec.VPCDone, rec.Instance.VPCID = true, vpcID
-		ev.Type, ev.Message = EventVPCAttached, vpcID
-	case errors.Is(err, ErrVPCUnsupported):
-		rec.VPCDone = true
-		ev.Type, ev.Err, ev.Message = EventVPCUnavailable, err.Error(), "the plan has no private networking; running without the VPC"
-	case errors.Is(err, ErrAttachFailed):
-		rec.VPCTries++
-		if rec.VPCTries >= m.pol.VPCAttachAttempts {
-			rec.VPCDone = true
-			ev.Type, ev.Err, ev.Message = EventVPCUnavailable, err.Error(), fmt.Sprintf("attach failed %d times; running without the VPC", rec.VPCTries)
-		}
-	}
-	if ev.Type != "" {
-		m.event(ev)
-	}
 }
 
 // deleteFleetVPC deletes the fleet's VPC, retrying while the provider

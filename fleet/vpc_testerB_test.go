@@ -33,11 +33,11 @@ func (e *env) vpcMembers(fleetName string) map[string][]string {
 // with an empty one, and run for an hour: the fleet's members share one
 // VPC, at most one VPC is live, and Delete leaves nothing (issue 10 point
 // 5: everything the Manager creates is collected, after a restart with the
-// same Store and with an empty one). The same-store case holds. With an
-// empty Store the restarted Manager lists VPCs once at start (before the
-// late VPC exists), creates the fleet's VPC, and never lists VPCs again:
-// the crashed process's labelled VPC stays for ever.
-func TestTesterBVPCCreateLandingLateAfterACrash(t *testing.T) {
+// same Store and with an empty one). With an empty Store the restarted
+// Manager creates the fleet's VPC before the late one exists; the sweeps
+// of its first hour list VPCs too, find the late one and collect it as an
+// orphan.
+func TestVPCCreateLandingLateAfterACrash(t *testing.T) {
 	for _, lost := range []bool{false, true} {
 		name := map[bool]string{false: "same-store", true: "empty-store"}[lost]
 		t.Run(name, func(t *testing.T) {
@@ -113,13 +113,10 @@ func TestTesterBClusterFleetNeverGrowsOutsideItsRegions(t *testing.T) {
 // "5xx after commit" on a VPC attach (Vultr attached the server, then
 // answered 500): the next attempt is refused with 400 "The VPC network is
 // already attached to this server." A user expects the member counted as
-// attached (its VPC listing says so: the Manager confirms attaches by
-// listing the server's VPCs) and attach calls to stop, not one a minute for
-// ever. Today the listing is read only after an attach answered 2xx, the
-// 400 is neither success nor ErrAttachFailed (so VPCAttachAttempts never
-// ends it), and each member gets about 73 attach calls an hour, for ever,
-// with no VPCAttached event.
-func TestTesterBAttachCommittedThen500IsConfirmed(t *testing.T) {
+// attached (its VPC listing says so: the Manager lists the server's VPCs
+// after every attach, and before attaching again) and attach calls to
+// stop, not one a minute for ever.
+func TestAttachCommittedThen500IsConfirmed(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newEnv(t, fleet.Policy{})
 		require.NoError(t, e.m.Apply(t.Context(), clusterSpec("mesh", 2)))
@@ -169,7 +166,7 @@ func (s *frozenStore) PutInstance(ctx context.Context, r fleet.InstanceRecord) e
 // write). Restarted with that Store, the Manager attaches again and Vultr
 // answers 400 "already attached". A user expects the attachment confirmed
 // from the server's VPC listing and attach calls to stop.
-func TestTesterBCrashBetweenAttachAndStoreWrite(t *testing.T) {
+func TestCrashBetweenAttachAndStoreWrite(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newEnv(t, fleet.Policy{})
 		fs := &frozenStore{MemoryStore: fleet.NewMemoryStore()}

@@ -108,9 +108,13 @@ var classTable = []rule{
 	{0, "server is currently locked", fleet.ErrLocked},                  // DELETE/reinstall, 500
 	{0, "not currently active", fleet.ErrNotActive},                     // DELETE while pending, 500
 	{0, "does not support private networking", fleet.ErrVPCUnsupported}, // attach on vbm-4c-32gb
-	{0, "attached to this vpc network", fleet.ErrVPCInUse},              // DELETE /vpcs/{id}, 400
-	{0, "unable to attach vpc", fleet.ErrAttachFailed},                  // attach flake, 500
-	{0, "not available in the selected region", fleet.ErrNoCapacity},    // create, 400
+	// "The VPC network is already attached to this server." (attach, 400):
+	// before the in-use row, which a wording ending "to this VPC network"
+	// would also match.
+	{0, "already attached to this", fleet.ErrAlreadyAttached},
+	{0, "attached to this vpc network", fleet.ErrVPCInUse},           // DELETE /vpcs/{id}, 400
+	{0, "unable to attach vpc", fleet.ErrAttachFailed},               // attach flake, 500
+	{0, "not available in the selected region", fleet.ErrNoCapacity}, // create, 400
 	{0, "sold out", fleet.ErrNoCapacity},
 	{0, "out of stock", fleet.ErrNoCapacity},
 	{0, "insufficient capacity", fleet.ErrNoCapacity},

@@ -16,7 +16,7 @@ var allClasses = []error{fleet.ErrNotFound, fleet.ErrUnauthorized, fleet.ErrForb
 	fleet.ErrRateLimited, fleet.ErrLocked, fleet.ErrNotActive, fleet.ErrMinReservation,
 	fleet.ErrNoCapacity, fleet.ErrVPCUnsupported, fleet.ErrVPCInUse, fleet.ErrAttachFailed,
 	fleet.ErrInsufficientBalance, fleet.ErrQuotaExceeded, fleet.ErrInvalidRequest, fleet.ErrUnavailable,
-	fleet.ErrDeletePending}
+	fleet.ErrDeletePending, fleet.ErrAlreadyAttached}
 
 // Real error bodies from /shared/api/vultr.md §1, §4 and §7.10 (statuses as
 // recorded there; where the status is unknown, the one the sim uses).
@@ -32,6 +32,9 @@ var classCases = []struct {
 	{"vpc unsupported", 400, `{"error":"This plan does not support private networking.","status":400}`, fleet.ErrVPCUnsupported},
 	{"vpc unsupported lower", 500, `{"error":"plan does not support private networking","status":500}`, fleet.ErrVPCUnsupported},
 	{"vpc in use", 400, `{"error":"The following servers are attached to this VPC network: b3e1c0a2-5d4f-4e21-8c77-2f0a9d6e4b11","status":400}`, fleet.ErrVPCInUse},
+	{"already attached", 400, `{"error":"The VPC network is already attached to this server.","status":400}`, fleet.ErrAlreadyAttached},
+	{"already attached, VPC wording", 400, `{"error":"Server is already attached to this VPC network.","status":400}`, fleet.ErrAlreadyAttached},
+	{"floating IP on another server", 400, `{"error":"Floating IPv4 address is already attached to another server","status":400}`, fleet.ErrInvalidRequest},
 	{"attach flake", 500, `{"error":"Unable to attach VPC","status":500}`, fleet.ErrAttachFailed},
 	{"no capacity sim", 400, `{"error":"Plan is not available in the selected region.","status":400}`, fleet.ErrNoCapacity},
 	{"sold out", 400, `{"error":"This plan is sold out in the selected location.","status":400}`, fleet.ErrNoCapacity},

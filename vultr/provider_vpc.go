@@ -2,6 +2,7 @@ package vultr
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -139,13 +140,19 @@ func neutralVPC(v VPC) fleet.VPC {
 
 // AttachVPC attaches an instance or bare-metal server to a VPC, once: the
 // caller confirms with InstanceVPCs and retries fleet.ErrAttachFailed and
-// fleet.ErrLocked; fleet.ErrVPCUnsupported is final for the plan.
+// fleet.ErrLocked; fleet.ErrVPCUnsupported is final for the plan. A server
+// already in the VPC (Vultr answers 400 "The VPC network is already
+// attached to this server", for example after an attach that took effect
+// but answered 500) is a success: the call is idempotent.
 func (p *Provider) AttachVPC(ctx context.Context, id, vpcID string) error {
 	var err error
 	if metal, _ := p.isMetal(id); metal {
 		err = p.c.AttachBareMetalVPC(ctx, id, vpcID)
 	} else {
 		err = p.c.AttachInstanceVPC(ctx, id, vpcID)
+	}
+	if errors.Is(err, fleet.ErrAlreadyAttached) {
+		err = nil
 	}
 	if err == nil {
 		p.markMember(id, vpcID)

@@ -119,7 +119,8 @@ func (c *Client) ListInstanceVPCs(ctx context.Context, instanceID string) iter.S
 // AttachInstanceVPC attaches a VPC to a VM (POST …/vpcs/attach → 204), never
 // retried. Errors: fleet.ErrAttachFailed (intermittent "Unable to attach
 // VPC": confirm with ListInstanceVPCs, then retry), fleet.ErrVPCUnsupported,
-// fleet.ErrLocked, fleet.ErrNotFound. A 204 does not mean the attachment is
+// fleet.ErrLocked, fleet.ErrNotFound, fleet.ErrAlreadyAttached (400 "The VPC
+// network is already attached to this server": the server is in the VPC). A 204 does not mean the attachment is
 // visible yet: confirm with ListInstanceVPCs.
 func (c *Client) AttachInstanceVPC(ctx context.Context, instanceID, vpcID string) error {
 	return c.serverVPCAction(ctx, "instance", "/v2/instances/", instanceID, "attach", vpcID)
