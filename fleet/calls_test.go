@@ -25,7 +25,7 @@ func lifecycleCalls(t *testing.T, req fleet.Requirements, n int, policy fleet.Po
 		ctx, cancel := context.WithCancel(t.Context())
 		done := make(chan error, 1)
 		go func() { done <- e.m.Run(ctx) }()
-		time.Sleep(10 * time.Minute) // the Manager's start: its first listing and the one VisibilityGrace later
+		time.Sleep(70 * time.Minute) // the Manager's start: its listings of the first hour
 		before := len(e.vultr.Calls()) + len(e.hot.Calls())
 		require.NoError(t, e.m.Apply(t.Context(), spec("f", n, req)))
 		ready := func() bool {

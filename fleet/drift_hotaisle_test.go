@@ -77,6 +77,7 @@ func powerCheckCost(t *testing.T, typ, powerRoute string, n int) (all, power flo
 		ctx, cancel := context.WithCancel(t.Context())
 		done := make(chan error, 1)
 		go func() { done <- e.m.Run(ctx) }()
+		time.Sleep(time.Hour) // past the sweeps of the Manager's first hour
 		require.NoError(t, e.m.Apply(t.Context(), spec("f", n, hotType(typ))))
 		for deadline := time.Now().Add(time.Hour); ; time.Sleep(time.Minute) {
 			idle := 0

@@ -67,11 +67,11 @@ func (m *Manager) bootCheck(r *InstanceRecord, seen time.Time) time.Time {
 // Policy.DriftCheckInterval although nothing of it is due — after
 // something there may have been missed: a create whose answer was lost or
 // ambiguous, a server that vanished. A server that lists did not show yet
-// is then found (and collected or reported). Besides, every provider is
-// listed whole once more VisibilityGrace after the Manager starts (a
-// server a crashed process created just before may have been invisible to
-// the first listing). Otherwise a Manager with nothing to watch makes no
-// calls.
+// is then found (and collected or reported). Besides, every provider's
+// servers are listed whole VisibilityGrace after the Manager starts and
+// then every DriftCheckInterval for suspectFor (a server a crashed process
+// created just before may be invisible to the first listings). Otherwise a
+// Manager with nothing to watch makes no calls.
 const suspectFor = time.Hour
 
 // sweepDue marks the providers due for a sweep listing. m.mu held.
@@ -86,14 +86,20 @@ func (m *Manager) sweepDue(due map[string]kindSet, now time.Time) {
 	}
 }
 
-// rescanDue is when provider's listing of every kind after start is due
-// (VisibilityGrace and 30 s after start; a minute after a failed one), zero
-// once one has succeeded. m.mu held.
+// rescanDue is when provider's next listing of every kind after start is
+// due: VisibilityGrace and 30 s after start (a minute after a failed one),
+// then every DriftCheckInterval until suspectFor after start; zero after
+// that. A server a crashed process created just before may stay out of
+// lists longer than VisibilityGrace, and a Manager without its Store has
+// no record that would list it. m.mu held.
 func (m *Manager) rescanDue(provider string) time.Time {
-	if m.rescanned[provider] {
-		return time.Time{}
-	}
 	at := m.startedAt.Add(m.pol.VisibilityGrace + 30*time.Second)
+	if m.rescanned[provider] {
+		at = m.lastFull[provider].Add(m.pol.DriftCheckInterval)
+		if at.After(m.startedAt.Add(suspectFor)) {
+			return time.Time{}
+		}
+	}
 	if r := m.rescanRetry[provider]; r.After(at) {
 		at = r
 	}
