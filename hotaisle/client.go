@@ -153,6 +153,7 @@ func New(apiKey, team string, opts ...Option) *Client {
 		Limiter:    lim,
 		Retry:      api.RetryPolicy(o.retry),
 		Clock:      o.clock,
+		Secrets:    hotaisleSecrets(apiKey),
 		Authorize:  func(h http.Header) { h.Set("Authorization", auth) },
 		ParseError: func(r *api.Response) error { return parseError(r, apiKey) },
 		Logger:     o.logger,

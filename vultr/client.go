@@ -143,6 +143,7 @@ func New(apiKey string, opts ...Option) *Client {
 			Limiter:    lim,
 			Retry:      api.RetryPolicy(s.retry),
 			Clock:      s.clock,
+			Secrets:    api.Secrets(apiKey),
 			Authorize:  bearer(apiKey),
 			ParseError: func(r *api.Response) error { return parseError(r, apiKey) },
 			Logger:     s.logger,

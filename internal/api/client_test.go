@@ -32,8 +32,9 @@ func answer(status int, body string, hdr ...string) *http.Response {
 }
 
 type testErr struct {
-	status int
-	after  time.Duration
+	status   int
+	after    time.Duration
+	redirect *RedirectError
 }
 
 func (e *testErr) Error() string                     { return fmt.Sprintf("status %d", e.status) }
