@@ -87,6 +87,12 @@ type DecodeError = api.DecodeError
 // reset, DNS, TLS, timeout); it answers errors.Is(err, fleet.ErrUnavailable).
 type TransportError = api.TransportError
 
+// KeyError is a call refused before sending because the API key (trimmed)
+// is empty or holds a character no header can carry, such as a line break
+// inside it. It answers errors.Is for fleet.ErrUnauthorized and
+// fleet.ErrNotSent and never quotes the key.
+type KeyError = api.KeyError
+
 // RedirectError is a 3xx answer, which the client never follows (the API
 // does not redirect): it names the status and the location (the API key cut
 // out), and nothing was sent there. The *APIError of a 3xx answer unwraps

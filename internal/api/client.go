@@ -41,6 +41,9 @@ type Config struct {
 	// Secrets are the forms of the API key cut out of every error built
 	// from an answer (see Secrets).
 	Secrets []string
+	// KeyProblem, when not "", is why the API key cannot be sent: every
+	// call then fails with a *KeyError before sending anything.
+	KeyProblem string
 	// Authorize sets the auth header on a request. The key lives only in this
 	// closure: it never reaches logs or errors.
 	Authorize func(h http.Header)
@@ -128,8 +131,13 @@ var errEmptyBody = errors.New("the answer has no body")
 // req.OptionalBody) or one that does not decode is a *DecodeError. A non-2xx
 // answer (3xx included: redirects are never followed) is returned as
 // cfg.ParseError's error; a failure to reach the API as a *TransportError; a
-// cancelled ctx as ctx.Err() wrapped.
+// key that cannot be sent as a *KeyError; a cancelled ctx as ctx.Err()
+// wrapped.
 func (c *Client) Do(ctx context.Context, req Request, out any) (*Response, error) {
+	if c.cfg.KeyProblem != "" {
+		return nil, &KeyError{Provider: c.cfg.Provider, Method: req.Method,
+			Path: RedactString(req.Path, c.secrets()), Reason: c.cfg.KeyProblem}
+	}
 	var body []byte
 	if req.Body != nil {
 		b, err := json.Marshal(req.Body)
