@@ -180,10 +180,18 @@ func (c *Client) Do(ctx context.Context, req Request, out any) (*Response, error
 }
 
 // DecodeError returns the *DecodeError of a 2xx answer to method and path
-// whose body is not what the endpoint promises (cause says why).
+// whose body is not what the endpoint promises (cause says why). A cause
+// whose text quotes a secret (a decoder naming the value it could not read)
+// is replaced by its redacted text; so is such a path.
 func (c *Client) DecodeError(method, path string, cause error) *DecodeError {
-	return &DecodeError{Provider: c.cfg.Provider, Method: method, Path: path, Err: cause}
+	keys := c.secrets()
+	return &DecodeError{Provider: c.cfg.Provider, Method: method, Path: RedactString(path, keys),
+		Err: RedactError(cause, keys)}
 }
+
+// Redact cuts every secret of the Client out of s (see RedactString): for
+// the errors a client builds from the values of an answer.
+func (c *Client) Redact(s string) string { return RedactString(s, c.secrets()) }
 
 // ctxError names a call that ctx cut short, keeping its last error
 // (unless that was the cut itself).
@@ -221,7 +229,7 @@ func (c *Client) once(ctx context.Context, req Request, body []byte) (*Response,
 		if cerr := ctx.Err(); cerr != nil {
 			return nil, c.ctxError(req, cerr, nil)
 		}
-		return nil, &TransportError{Provider: c.cfg.Provider, Method: req.Method, Path: req.Path, Err: scrub(err)}
+		return nil, c.transportError(req, err)
 	}
 	c.log(req, hresp.StatusCode, start)
 	resp := &Response{Status: hresp.StatusCode, Header: hresp.Header, Body: data,
@@ -231,6 +239,7 @@ func (c *Client) once(ctx context.Context, req Request, body []byte) (*Response,
 		resp.Redirect = c.redirectOf(req, hresp)
 	}
 	if resp.Status < 200 || resp.Status > 299 {
+		resp = c.redactAnswer(resp)
 		return resp, c.cfg.ParseError(resp)
 	}
 	return resp, nil
@@ -270,7 +279,15 @@ func (c *Client) sendError(ctx context.Context, req Request, err error, start ti
 		return c.ctxError(req, cerr, nil)
 	}
 	c.log(req, 0, start)
-	return &TransportError{Provider: c.cfg.Provider, Method: req.Method, Path: req.Path, Err: scrub(err)}
+	return c.transportError(req, err)
+}
+
+// transportError is the *TransportError of err, its text and the path
+// redacted.
+func (c *Client) transportError(req Request, err error) *TransportError {
+	keys := c.secrets()
+	return &TransportError{Provider: c.cfg.Provider, Method: req.Method, Path: RedactString(req.Path, keys),
+		Err: RedactError(scrub(err), keys)}
 }
 
 // wait takes one token of the limiter, sleeping on the clock until it is due.
