@@ -35,7 +35,8 @@ type APIError struct {
 	Body []byte
 	// RetryAfter is the parsed Retry-After header, 0 when absent.
 	RetryAfter time.Duration
-	// RequestID is the X-Request-Id (or Request-Id, or Cloudflare's CF-Ray) header when sent.
+	// RequestID is the X-Request-Id (or Request-Id, or Cloudflare's CF-Ray)
+	// header when sent, the API key cut out should it echo it.
 	RequestID string
 	// Method and Path are the call, Path relative to the base URL
 	// ("/teams/acme/virtual_machines/"), without the query.
@@ -205,7 +206,7 @@ func parseError(r *api.Response, key string) error {
 	}
 	return &APIError{
 		Status: r.Status, Message: msg, Body: body, RetryAfter: r.RetryAfter,
-		RequestID: requestID(r.Header), Method: r.Method, Path: r.Path,
+		RequestID: api.RequestID(r.Header, hotaisleSecrets(key)), Method: r.Method, Path: r.Path,
 		class: classify(r.Status, msg, kindOf(r.Method, r.Path)), redirect: r.Redirect,
 	}
 }
@@ -230,15 +231,6 @@ func decodeMessage(body []byte, status int) string {
 		text = strings.ToValidUTF8(text[:maxMessage], "") + "…"
 	}
 	return text
-}
-
-func requestID(h http.Header) string {
-	for _, k := range []string{"X-Request-Id", "Request-Id", "Cf-Ray"} {
-		if v := h.Get(k); v != "" {
-			return v
-		}
-	}
-	return ""
 }
 
 // redact replaces every occurrence of the key (and of its secret part after

@@ -46,7 +46,7 @@ type APIError struct {
 	Message    string        // the "error" attribute, or the raw text
 	Body       []byte        // the raw response body (at most 16 MiB)
 	RetryAfter time.Duration // the Retry-After header, 0 when absent
-	RequestID  string        // the X-Request-Id header, when the API sent one
+	RequestID  string        // X-Request-Id (or Request-Id, or CF-Ray) header, key cut out
 	Method     string        // request method
 	Path       string        // request path, without query
 
@@ -173,12 +173,13 @@ func classify(status int, msg string) error {
 
 // parseError turns a non-2xx answer into an *APIError, with every form of
 // key (the API key) cut out of Body, Message, RequestID and Path first (see
-// api.RedactBody; keys under api.MinRedactLen bytes are not searched).
+// api.RedactBody and api.RequestID; keys under api.MinRedactLen bytes are
+// not searched).
 func parseError(r *api.Response, key string) error {
 	keys := api.Secrets(key)
 	body := api.RedactBody(r.Body, keys)
 	e := &APIError{Status: r.Status, Body: body, RetryAfter: r.RetryAfter,
-		RequestID: api.RedactString(r.Header.Get("X-Request-Id"), keys), Method: r.Method,
+		RequestID: api.RequestID(r.Header, keys), Method: r.Method,
 		Path: api.RedactString(r.Path, keys)}
 	var msg struct {
 		Error *string `json:"error"`
