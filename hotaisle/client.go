@@ -123,9 +123,17 @@ func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l 
 // New returns a Client that authenticates with apiKey ("Authorization: Token
 // <key>", as the swagger securityDefinitions say) and works on the team with
 // handle team. Surrounding white space and a "Token " prefix are dropped
-// from apiKey. It makes no call; use Check to validate the key and team.
+// from apiKey. A key that is then empty (every call of the API needs one)
+// or holds a control character (a line break inside it) makes every call
+// fail before sending with a *KeyError (fleet.ErrUnauthorized,
+// fleet.ErrNotSent). It makes no call; use Check to validate the key and
+// team.
 func New(apiKey, team string, opts ...Option) *Client {
 	apiKey = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(apiKey), "Token "))
+	keyProblem := api.CheckKey(apiKey)
+	if apiKey == "" {
+		keyProblem = "the API key is empty"
+	}
 	o := options{baseURL: DefaultBaseURL, userAgent: DefaultUserAgent,
 		rps: DefaultRateLimit, burst: DefaultBurst}
 	for _, opt := range opts {
@@ -153,6 +161,8 @@ func New(apiKey, team string, opts ...Option) *Client {
 		Limiter:    lim,
 		Retry:      api.RetryPolicy(o.retry),
 		Clock:      o.clock,
+		Secrets:    hotaisleSecrets(apiKey),
+		KeyProblem: keyProblem,
 		Authorize:  func(h http.Header) { h.Set("Authorization", auth) },
 		ParseError: func(r *api.Response) error { return parseError(r, apiKey) },
 		Logger:     o.logger,

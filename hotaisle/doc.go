@@ -63,6 +63,7 @@
 //
 // The API key lives only in the closure that sets the Authorization header:
 // it never appears in a log line, an error, or the String, GoString or %v
-// output of a Client. A redirect to another scheme, host or port is followed
-// without it, and a redirect from https to http is refused (*[RedirectError]).
+// output of a Client. No redirect is followed (the API sends none): a 3xx
+// answer is an *[APIError] of class fleet.ErrInvalidRequest that unwraps to a
+// *[RedirectError], and nothing is sent to the location.
 package hotaisle

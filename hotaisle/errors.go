@@ -20,6 +20,11 @@ import (
 // error table assigns to (status, message, call kind), for example fleet.ErrNotFound for
 // a 404. The API key never appears in any field: it is cut out of the body
 // should the server ever echo it.
+//
+// A 3xx answer is an APIError too: the API never redirects, so the client
+// follows no redirect (a DELETE re-sent as a GET would pass for success).
+// Its Message says where it pointed, its class is fleet.ErrInvalidRequest
+// and it unwraps to a *RedirectError.
 type APIError struct {
 	// Status is the HTTP status code.
 	Status int
@@ -30,13 +35,23 @@ type APIError struct {
 	Body []byte
 	// RetryAfter is the parsed Retry-After header, 0 when absent.
 	RetryAfter time.Duration
-	// RequestID is the X-Request-Id (or Request-Id, or Cloudflare's CF-Ray) header when sent.
+	// RequestID is the X-Request-Id (or Request-Id, or Cloudflare's CF-Ray)
+	// header when sent, the API key cut out should it echo it.
 	RequestID string
 	// Method and Path are the call, Path relative to the base URL
 	// ("/teams/acme/virtual_machines/"), without the query.
 	Method, Path string
 
-	class error
+	class    error
+	redirect *RedirectError
+}
+
+// Unwrap returns the *RedirectError of a 3xx answer, else nil.
+func (e *APIError) Unwrap() error {
+	if e.redirect == nil {
+		return nil
+	}
+	return e.redirect
 }
 
 // Error returns "hotaisle: METHOD PATH: STATUS: MESSAGE", followed by
@@ -73,9 +88,16 @@ type DecodeError = api.DecodeError
 // reset, DNS, TLS, timeout); it answers errors.Is(err, fleet.ErrUnavailable).
 type TransportError = api.TransportError
 
-// RedirectError is a redirect from https to plain http that the client
-// refused to follow (the key would travel in clear); nothing was sent to the
-// new location. A redirect to another origin is followed without the key.
+// KeyError is a call refused before sending because the API key (trimmed)
+// is empty or holds a character no header can carry, such as a line break
+// inside it. It answers errors.Is for fleet.ErrUnauthorized and
+// fleet.ErrNotSent and never quotes the key.
+type KeyError = api.KeyError
+
+// RedirectError is a 3xx answer, which the client never follows (the API
+// does not redirect): it names the status and the location (the API key cut
+// out), and nothing was sent there. The *APIError of a 3xx answer unwraps
+// to it.
 type RedirectError = api.RedirectError
 
 // Is reports whether target is the fleet class of e.
@@ -111,6 +133,9 @@ type classRule struct {
 // matching row wins. Sources: the responses and descriptions of Hot Aisle's
 // OpenAPI document, and the error bodies its API was seen to answer.
 var classTable = []classRule{
+	// A redirect: the API never sends one, so the request cannot succeed
+	// as sent (a wrong base URL, a proxy); repeating it cannot help.
+	{300, 399, anyCall, "", fleet.ErrInvalidRequest},
 	// VM limit answers 401 (sic): "Maximum VMs already provisioned for this team".
 	{401, 401, anyCall, "maximum vms", fleet.ErrQuotaExceeded},
 	{401, 401, anyCall, "", fleet.ErrUnauthorized},
@@ -176,10 +201,13 @@ const maxMessage = 1024
 func parseError(r *api.Response, key string) error {
 	body := redact(r.Body, key)
 	msg := decodeMessage(body, r.Status)
+	if r.Redirect != nil {
+		msg = r.Redirect.Reason()
+	}
 	return &APIError{
 		Status: r.Status, Message: msg, Body: body, RetryAfter: r.RetryAfter,
-		RequestID: requestID(r.Header), Method: r.Method, Path: r.Path,
-		class: classify(r.Status, msg, kindOf(r.Method, r.Path)),
+		RequestID: api.RequestID(r.Header, hotaisleSecrets(key)), Method: r.Method, Path: r.Path,
+		class: classify(r.Status, msg, kindOf(r.Method, r.Path)), redirect: r.Redirect,
 	}
 }
 
@@ -203,15 +231,6 @@ func decodeMessage(body []byte, status int) string {
 		text = strings.ToValidUTF8(text[:maxMessage], "") + "…"
 	}
 	return text
-}
-
-func requestID(h http.Header) string {
-	for _, k := range []string{"X-Request-Id", "Request-Id", "Cf-Ray"} {
-		if v := h.Get(k); v != "" {
-			return v
-		}
-	}
-	return ""
 }
 
 // redact replaces every occurrence of the key (and of its secret part after

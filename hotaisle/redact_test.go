@@ -70,3 +70,23 @@ func TestRedactIgnoresShortOrEmptyKeys(t *testing.T) {
 	assert.Equal(t, []byte("a.b"), redact([]byte("a.b"), "a.b"), "keys under 8 bytes are not searched")
 	assert.Equal(t, "x [redacted] y", string(redact([]byte("x prefix12.secret-part-long y"), "prefix12.secret-part-long")))
 }
+
+// Check builds its errors from a 2xx answer: team handles and roles that
+// echo the key reach UnknownTeamError and MissingRoleError redacted.
+func TestCheckErrorsCarryNoEchoedKey(t *testing.T) {
+	secret := testKey[strings.IndexByte(testKey, '.')+1:]
+	var unknown *UnknownTeamError
+	var missing *MissingRoleError
+	for team, want := range map[string]any{"nope": &unknown, "acme": &missing} {
+		c, m := newMock(t)
+		c.team = team
+		m.on("GET", "/user/", 200, `{"user": {"name": "J", "email": "j@x"},
+			"teams": [{"handle": "acme", "name": "A", "roles": ["user"], "effective_roles": ["user-`+secret+`"]},
+			          {"handle": "h-`+testKey+`", "name": "B", "roles": [], "effective_roles": []}]}`)
+		_, err := c.Check(context.Background(), RoleOperator)
+		require.ErrorAs(t, err, want, team)
+		text := fmt.Sprintf("%v %+v %#v", err, err, err)
+		assert.NotContains(t, text, secret, team)
+		assert.Contains(t, text, "[redacted]", team)
+	}
+}

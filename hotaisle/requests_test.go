@@ -3,6 +3,8 @@ package hotaisle
 import (
 	"context"
 	"crypto/ed25519"
+	"errors"
+	"fmt"
 	"net/http"
 	"testing"
 
@@ -220,4 +222,27 @@ func TestKeyIsTrimmed(t *testing.T) {
 	_, err := c.ListSSHKeys(context.Background())
 	require.NoError(t, err)
 	assert.Equal(t, "Token "+testKey, m.last(t).Header.Get("Authorization"))
+}
+
+// A key that is empty once trimmed, or that holds a control character
+// inside it, is refused at call time with a *KeyError (a wrong key, nothing
+// sent), not sent and retried as a transport failure; the error never
+// quotes the key.
+func TestUnsendableKeyIsRefusedBeforeSending(t *testing.T) {
+	for _, given := range []string{"", " \n", "\t \r\n", "6ddfaa4539b4c7e0\n46fe4b94.ee7003caf1bca1c01bb37b7a",
+		"6ddfaa4539b4c7e046fe4b94.ee7003caf1\x00bca1c01bb37b7a", "6ddfaa4539b4c7e046fe4b94\t.ee7003caf1bca1c01bb37b7a"} {
+		t.Run(fmt.Sprintf("%q", given), func(t *testing.T) {
+			m := &mock{MockTransport: httpmock.NewMockTransport()}
+			c := New(given, "acme", WithBaseURL(testBase), WithHTTPClient(&http.Client{Transport: m}), WithRateLimit(0, 0))
+			_, err := c.ListVMs(context.Background())
+			var ke *KeyError
+			require.ErrorAs(t, err, &ke)
+			assert.Equal(t, "hotaisle", ke.Provider)
+			assert.True(t, errors.Is(err, fleet.ErrUnauthorized))
+			assert.True(t, errors.Is(err, fleet.ErrNotSent))
+			assert.False(t, errors.Is(err, fleet.ErrUnavailable))
+			assert.Zero(t, m.GetTotalCallCount(), "nothing sent")
+			assert.NotContains(t, fmt.Sprintf("%v %+v %#v", err, err, err), "ee7003caf1")
+		})
+	}
 }

@@ -120,7 +120,8 @@ type UserInfo struct {
 type UnknownTeamError struct {
 	// Team is the handle the Client was built with.
 	Team string
-	// Known are the handles the key can use.
+	// Known are the handles the key can use (the API key cut out, should
+	// the answer echo it).
 	Known []string
 	// Invitation is true when Team is an invitation not accepted yet.
 	Invitation bool
@@ -142,7 +143,8 @@ type MissingRoleError struct {
 	Team string
 	// Missing are the required roles the key does not have.
 	Missing []string
-	// Have are the key's effective roles on the team.
+	// Have are the key's effective roles on the team (the API key cut out,
+	// should the answer echo it).
 	Have []string
 }
 
@@ -199,7 +201,7 @@ func (c *Client) Check(ctx context.Context, required ...string) (*Team, error) {
 		t := &info.Teams[i]
 		if t.Handle != c.team {
 			if !t.Invitation {
-				known = append(known, t.Handle)
+				known = append(known, c.api.Redact(t.Handle))
 			}
 			continue
 		}
@@ -213,7 +215,11 @@ func (c *Client) Check(ctx context.Context, required ...string) (*Team, error) {
 			}
 		}
 		if len(missing) > 0 {
-			return t, &MissingRoleError{Team: c.team, Missing: missing, Have: t.EffectiveRoles}
+			have := make([]string, len(t.EffectiveRoles))
+			for i, r := range t.EffectiveRoles {
+				have[i] = c.api.Redact(r)
+			}
+			return t, &MissingRoleError{Team: c.team, Missing: missing, Have: have}
 		}
 		return t, nil
 	}

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/gpufleet/gpufleet/internal/api"
@@ -119,8 +120,13 @@ func WithPerPage(n int) Option { return func(s *settings) { s.perPage = min(max(
 
 // New returns a Client that authenticates with apiKey (sent as
 // "Authorization: Bearer <apiKey>"; an empty key sends no header, enough for
-// the public plan and region lists).
+// the public plan and region lists). Surrounding white space (the line
+// break of a key read from a file) and a "Bearer " prefix are dropped from
+// apiKey. A key that still holds a control character makes every call fail
+// before sending with a *KeyError (fleet.ErrUnauthorized, fleet.ErrNotSent).
+// It makes no call.
 func New(apiKey string, opts ...Option) *Client {
+	apiKey = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(apiKey), "Bearer "))
 	s := settings{baseURL: DefaultBaseURL, userAgent: DefaultUserAgent,
 		rps: DefaultRateLimit, burst: 1, perPage: DefaultPerPage}
 	for _, o := range opts {
@@ -143,6 +149,8 @@ func New(apiKey string, opts ...Option) *Client {
 			Limiter:    lim,
 			Retry:      api.RetryPolicy(s.retry),
 			Clock:      s.clock,
+			Secrets:    api.Secrets(apiKey),
+			KeyProblem: api.CheckKey(apiKey),
 			Authorize:  bearer(apiKey),
 			ParseError: func(r *api.Response) error { return parseError(r, apiKey) },
 			Logger:     s.logger,

@@ -30,6 +30,11 @@ var ErrRepeatedCursor = fmt.Errorf("%w: cursor repeated", ErrEndlessList)
 // {"error":"<message>","status":<code>}; a body that is not that JSON is kept
 // whole (trimmed) as Message.
 //
+// A 3xx answer is an APIError too: the API never redirects, so the client
+// follows no redirect (a DELETE re-sent as a GET would pass for success).
+// Its Message says where it pointed, its class is fleet.ErrInvalidRequest
+// and it unwraps to a *RedirectError.
+//
 // errors.Is(err, class) is true for exactly one class of package fleet,
 // chosen by the classification table of this file (see Class).
 //
@@ -41,11 +46,20 @@ type APIError struct {
 	Message    string        // the "error" attribute, or the raw text
 	Body       []byte        // the raw response body (at most 16 MiB)
 	RetryAfter time.Duration // the Retry-After header, 0 when absent
-	RequestID  string        // the X-Request-Id header, when the API sent one
+	RequestID  string        // X-Request-Id (or Request-Id, or CF-Ray) header, key cut out
 	Method     string        // request method
 	Path       string        // request path, without query
 
-	class error
+	class    error
+	redirect *RedirectError
+}
+
+// Unwrap returns the *RedirectError of a 3xx answer, else nil.
+func (e *APIError) Unwrap() error {
+	if e.redirect == nil {
+		return nil
+	}
+	return e.redirect
 }
 
 // Error shows method, path, status and message, then the request id when
@@ -140,10 +154,15 @@ var classTable = []rule{
 	{http.StatusTooManyRequests, "", fleet.ErrRateLimited},
 }
 
-// classify picks the fleet class of a (status, message) answer: the first
+// classify picks the fleet class of a (status, message) answer:
+// ErrInvalidRequest for a 3xx (a redirect, which the API never sends: the
+// request cannot succeed as sent, whatever the body says), else the first
 // matching row of classTable, else ErrInvalidRequest for any other 4xx and
 // ErrUnavailable for any other status (5xx without a domain message).
 func classify(status int, msg string) error {
+	if api.IsRedirect(status) {
+		return fleet.ErrInvalidRequest
+	}
 	lower := strings.ToLower(msg)
 	for _, r := range classTable {
 		if (r.status == 0 || r.status == status) && strings.Contains(lower, r.contains) {
@@ -158,12 +177,13 @@ func classify(status int, msg string) error {
 
 // parseError turns a non-2xx answer into an *APIError, with every form of
 // key (the API key) cut out of Body, Message, RequestID and Path first (see
-// api.RedactBody; keys under api.MinRedactLen bytes are not searched).
+// api.RedactBody and api.RequestID; keys under api.MinRedactLen bytes are
+// not searched).
 func parseError(r *api.Response, key string) error {
 	keys := api.Secrets(key)
 	body := api.RedactBody(r.Body, keys)
 	e := &APIError{Status: r.Status, Body: body, RetryAfter: r.RetryAfter,
-		RequestID: api.RedactString(r.Header.Get("X-Request-Id"), keys), Method: r.Method,
+		RequestID: api.RequestID(r.Header, keys), Method: r.Method,
 		Path: api.RedactString(r.Path, keys)}
 	var msg struct {
 		Error *string `json:"error"`
@@ -174,6 +194,9 @@ func parseError(r *api.Response, key string) error {
 		e.Message = strings.TrimSpace(string(body))
 	}
 	e.Message = api.RedactString(e.Message, keys)
+	if r.Redirect != nil {
+		e.redirect, e.Message = r.Redirect, r.Redirect.Reason()
+	}
 	e.class = classify(e.Status, e.Message)
 	return e
 }
@@ -209,7 +232,14 @@ type DecodeError = api.DecodeError
 // reset, DNS, TLS, timeout); it answers errors.Is(err, fleet.ErrUnavailable).
 type TransportError = api.TransportError
 
-// RedirectError is a redirect from https to plain http that the client
-// refused to follow (the key would travel in clear); nothing was sent to the
-// new location. A redirect to another origin is followed without the key.
+// KeyError is a call refused before sending because the API key (trimmed)
+// holds a character no header can carry, such as a line break inside it.
+// It answers errors.Is for fleet.ErrUnauthorized and fleet.ErrNotSent and
+// never quotes the key.
+type KeyError = api.KeyError
+
+// RedirectError is a 3xx answer, which the client never follows (the API
+// does not redirect): it names the status and the location (the API key cut
+// out), and nothing was sent there. The *APIError of a 3xx answer unwraps
+// to it.
 type RedirectError = api.RedirectError

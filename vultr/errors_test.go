@@ -1,13 +1,16 @@
 package vultr
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/gpufleet/gpufleet/fleet"
 	"github.com/gpufleet/gpufleet/internal/api"
+	"github.com/jarcoal/httpmock"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -71,6 +74,12 @@ var classCases = []struct {
 	{"unavailable", 503, `{"error":"Service Unavailable","status":503}`, fleet.ErrUnavailable},
 	{"gateway timeout empty", 504, ``, fleet.ErrUnavailable},
 	{"other 500", 500, `{"error":"Unable to destroy server: internal error","status":500}`, fleet.ErrUnavailable},
+	// Redirects: the API never sends one, whatever the body says.
+	{"redirect html", 302, `<a href="/v2/instances/x/">Found</a>.`, fleet.ErrInvalidRequest},
+	{"redirect with a domain message", 301, `{"error":"Server is currently locked","status":301}`, fleet.ErrInvalidRequest},
+	{"see other empty", 303, ``, fleet.ErrInvalidRequest},
+	{"temporary redirect not found", 307, `{"error":"Not found.","status":307}`, fleet.ErrInvalidRequest},
+	{"permanent redirect", 308, ``, fleet.ErrInvalidRequest},
 }
 
 func TestClassificationTable(t *testing.T) {
@@ -161,4 +170,36 @@ func TestLocalValidationIsInvalidRequest(t *testing.T) {
 func TestHandBuiltAPIErrorIsClassified(t *testing.T) {
 	err := error(&APIError{Status: 500, Message: "Server is currently locked"})
 	assert.ErrorIs(t, err, fleet.ErrLocked)
+}
+
+// The request id is read from X-Request-Id, Request-Id or CF-Ray (the
+// same helper as the Hot Aisle client's), the key cut out.
+func TestParseErrorRedactsTheRequestID(t *testing.T) {
+	for _, hdr := range []string{"X-Request-Id", "Request-Id", "Cf-Ray"} {
+		h := http.Header{}
+		h.Set(hdr, "id-Bearer "+testKey)
+		err := parseError(&api.Response{Status: 502, Header: h, Method: "GET", Path: "/v2/plans"}, testKey)
+		var ae *APIError
+		require.ErrorAs(t, err, &ae)
+		assert.Equal(t, "id-Bearer "+api.Redacted, ae.RequestID, hdr)
+		assert.NotContains(t, fmt.Sprintf("%v %+v %#v", err, err, err), testKey)
+	}
+}
+
+// Through a real call: a request id echoing the key reaches no form of the
+// error.
+func TestRequestIDEchoingTheKeyThroughACall(t *testing.T) {
+	for _, hdr := range []string{"X-Request-Id", "Request-Id", "Cf-Ray"} {
+		c, mt := mockClient(t, WithRetry(1, 0, 0))
+		mt.RegisterResponder("GET", testBase+"/v2/instances/i1", func(r *http.Request) (*http.Response, error) {
+			resp := httpmock.NewStringResponse(500, `{"error":"boom","status":500}`)
+			resp.Header.Set(hdr, "req-"+r.Header.Get("Authorization"))
+			return resp, nil
+		})
+		_, err := c.GetInstance(context.Background(), "i1")
+		var ae *APIError
+		require.ErrorAs(t, err, &ae)
+		assert.Equal(t, "req-Bearer "+api.Redacted, ae.RequestID, hdr)
+		assert.NotContains(t, fmt.Sprintf("%v %+v %#v", err, err, err), testKey)
+	}
 }

@@ -60,7 +60,7 @@ func list[T any, P interface {
 }, E any](ctx context.Context, c *Client, path string, q url.Values) iter.Seq2[T, error] {
 	return func(yield func(T, error) bool) {
 		var zero T
-		w := pageWalk{path: path, pageSize: c.perPage, seen: map[string]bool{}}
+		w := pageWalk{path: path, pageSize: c.perPage, seen: map[string]bool{}, redact: c.api.Redact}
 		cursor := ""
 		for {
 			page := P(new(E))
@@ -113,6 +113,7 @@ type pageWalk struct {
 	items    int             // items read
 	total    int             // the largest meta.total seen
 	seen     map[string]bool // cursors followed
+	redact   func(string) string
 }
 
 // next records a page of n items with meta.total total, and checks whether
@@ -124,7 +125,7 @@ func (w *pageWalk) next(n, total int, cursor string) error {
 	w.pageSize = max(w.pageSize, n)
 	switch {
 	case w.seen[cursor]:
-		return fmt.Errorf("%w: GET %s: cursor %q", ErrRepeatedCursor, w.path, cursor)
+		return fmt.Errorf("%w: GET %s: cursor %s", ErrRepeatedCursor, w.path, w.quote(cursor))
 	case n == 0:
 		return fmt.Errorf("%w: GET %s: empty page %d with a next cursor", ErrEndlessList, w.path, w.pages)
 	case w.total > 0 && w.items > w.total+w.pageSize:
@@ -134,6 +135,16 @@ func (w *pageWalk) next(n, total int, cursor string) error {
 	}
 	w.seen[cursor] = true
 	return nil
+}
+
+// quote is cursor quoted, any secret cut out (the cursor comes from the
+// answer, which may echo the key).
+func (w *pageWalk) quote(cursor string) string {
+	q := strconv.Quote(cursor)
+	if w.redact != nil {
+		q = w.redact(q)
+	}
+	return q
 }
 
 // Collect drains a list iterator into a slice. It stops at the first error

@@ -26,8 +26,8 @@ type Config struct {
 	// BaseURL is prefixed to every request path, e.g. "https://api.vultr.com".
 	BaseURL string
 	// HTTPClient sends the requests (default: a client with a 60 s timeout).
-	// The Client uses a copy whose redirects never carry the key elsewhere
-	// (see secureRedirects); HTTPClient itself is not changed.
+	// The Client uses a copy that follows no redirect (see noRedirects);
+	// HTTPClient itself is not changed.
 	HTTPClient *http.Client
 	// UserAgent is sent as the User-Agent header.
 	UserAgent string
@@ -38,10 +38,17 @@ type Config struct {
 	Clock Clock
 	// Retry bounds the retries of idempotent calls.
 	Retry RetryPolicy
+	// Secrets are the forms of the API key cut out of every error built
+	// from an answer (see Secrets).
+	Secrets []string
+	// KeyProblem, when not "", is why the API key cannot be sent: every
+	// call then fails with a *KeyError before sending anything.
+	KeyProblem string
 	// Authorize sets the auth header on a request. The key lives only in this
 	// closure: it never reaches logs or errors.
 	Authorize func(h http.Header)
-	// ParseError turns a non-2xx answer into the client's typed error.
+	// ParseError turns a non-2xx answer into the client's typed error; a
+	// 3xx answer comes with Response.Redirect set.
 	ParseError func(r *Response) error
 	// Logger receives one debug line per attempt (method, path, status,
 	// attempt, duration); never headers or bodies. Default: discard.
@@ -49,14 +56,19 @@ type Config struct {
 }
 
 // Client sends JSON requests to one API.
-type Client struct{ cfg Config }
+type Client struct {
+	cfg Config // Secrets nil: the key forms live only in secrets
+	// secrets returns Config.Secrets: a closure, so that no formatted form
+	// of a Client reaches them.
+	secrets func() []string
+}
 
 // New returns a Client for cfg, filling in defaults.
 func New(cfg Config) *Client {
 	if cfg.HTTPClient == nil {
 		cfg.HTTPClient = &http.Client{Timeout: 60 * time.Second}
 	}
-	cfg.HTTPClient = secureRedirects(cfg.HTTPClient)
+	cfg.HTTPClient = noRedirects(cfg.HTTPClient)
 	if cfg.Clock == nil {
 		cfg.Clock = RealClock()
 	}
@@ -71,7 +83,9 @@ func New(cfg Config) *Client {
 	}
 	cfg.BaseURL = strings.TrimRight(cfg.BaseURL, "/")
 	cfg.Retry = cfg.Retry.withDefaults()
-	return &Client{cfg: cfg}
+	keys := cfg.Secrets
+	cfg.Secrets = nil
+	return &Client{cfg: cfg, secrets: func() []string { return keys }}
 }
 
 // Request is one API call.
@@ -93,6 +107,8 @@ type Response struct {
 	RetryAfter time.Duration // parsed Retry-After header, 0 when absent
 	Method     string
 	Path       string
+	// Redirect describes a 3xx answer (never followed); nil otherwise.
+	Redirect *RedirectError
 }
 
 // Idempotent reports whether a method is retried on 429 and transient
@@ -113,10 +129,15 @@ var errEmptyBody = errors.New("the answer has no body")
 // Do sends req (retrying it when idempotent) and, when out is non-nil,
 // decodes the 2xx JSON body into out: an empty body (unless
 // req.OptionalBody) or one that does not decode is a *DecodeError. A non-2xx
-// answer is returned as cfg.ParseError's error; a failure to reach the API as
-// a *TransportError; a refused redirect as a *RedirectError; a cancelled ctx
-// as ctx.Err() wrapped.
+// answer (3xx included: redirects are never followed) is returned as
+// cfg.ParseError's error; a failure to reach the API as a *TransportError; a
+// key that cannot be sent as a *KeyError; a cancelled ctx as ctx.Err()
+// wrapped.
 func (c *Client) Do(ctx context.Context, req Request, out any) (*Response, error) {
+	if c.cfg.KeyProblem != "" {
+		return nil, &KeyError{Provider: c.cfg.Provider, Method: req.Method,
+			Path: RedactString(req.Path, c.secrets()), Reason: c.cfg.KeyProblem}
+	}
 	var body []byte
 	if req.Body != nil {
 		b, err := json.Marshal(req.Body)
@@ -159,10 +180,18 @@ func (c *Client) Do(ctx context.Context, req Request, out any) (*Response, error
 }
 
 // DecodeError returns the *DecodeError of a 2xx answer to method and path
-// whose body is not what the endpoint promises (cause says why).
+// whose body is not what the endpoint promises (cause says why). A cause
+// whose text quotes a secret (a decoder naming the value it could not read)
+// is replaced by its redacted text; so is such a path.
 func (c *Client) DecodeError(method, path string, cause error) *DecodeError {
-	return &DecodeError{Provider: c.cfg.Provider, Method: method, Path: path, Err: cause}
+	keys := c.secrets()
+	return &DecodeError{Provider: c.cfg.Provider, Method: method, Path: RedactString(path, keys),
+		Err: RedactError(cause, keys)}
 }
+
+// Redact cuts every secret of the Client out of s (see RedactString): for
+// the errors a client builds from the values of an answer.
+func (c *Client) Redact(s string) string { return RedactString(s, c.secrets()) }
 
 // ctxError names a call that ctx cut short, keeping its last error
 // (unless that was the cut itself).
@@ -200,13 +229,17 @@ func (c *Client) once(ctx context.Context, req Request, body []byte) (*Response,
 		if cerr := ctx.Err(); cerr != nil {
 			return nil, c.ctxError(req, cerr, nil)
 		}
-		return nil, &TransportError{Provider: c.cfg.Provider, Method: req.Method, Path: req.Path, Err: scrub(err)}
+		return nil, c.transportError(req, err)
 	}
 	c.log(req, hresp.StatusCode, start)
 	resp := &Response{Status: hresp.StatusCode, Header: hresp.Header, Body: data,
 		RetryAfter: parseRetryAfter(hresp.Header.Get("Retry-After"), c.cfg.Clock.Now()),
 		Method:     req.Method, Path: req.Path}
+	if IsRedirect(resp.Status) {
+		resp.Redirect = c.redirectOf(req, hresp)
+	}
 	if resp.Status < 200 || resp.Status > 299 {
+		resp = c.redactAnswer(resp)
 		return resp, c.cfg.ParseError(resp)
 	}
 	return resp, nil
@@ -239,23 +272,22 @@ func (c *Client) build(ctx context.Context, req Request, body []byte) (*http.Req
 	return hreq, nil
 }
 
-// sendError classifies a failure of HTTPClient.Do: the caller's ctx, a
-// refused redirect, or a transport failure.
+// sendError classifies a failure of HTTPClient.Do: the caller's ctx, or a
+// transport failure.
 func (c *Client) sendError(ctx context.Context, req Request, err error, start time.Time) error {
 	if cerr := ctx.Err(); cerr != nil {
 		return c.ctxError(req, cerr, nil)
 	}
 	c.log(req, 0, start)
-	if errors.Is(err, errDowngrade) {
-		to := ""
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			to = originOf(ue.URL)
-		}
-		return &RedirectError{Provider: c.cfg.Provider, Method: req.Method, Path: req.Path,
-			From: originOf(c.cfg.BaseURL), To: to}
-	}
-	return &TransportError{Provider: c.cfg.Provider, Method: req.Method, Path: req.Path, Err: scrub(err)}
+	return c.transportError(req, err)
+}
+
+// transportError is the *TransportError of err, its text and the path
+// redacted.
+func (c *Client) transportError(req Request, err error) *TransportError {
+	keys := c.secrets()
+	return &TransportError{Provider: c.cfg.Provider, Method: req.Method, Path: RedactString(req.Path, keys),
+		Err: RedactError(scrub(err), keys)}
 }
 
 // wait takes one token of the limiter, sleeping on the clock until it is due.

@@ -32,8 +32,9 @@ func answer(status int, body string, hdr ...string) *http.Response {
 }
 
 type testErr struct {
-	status int
-	after  time.Duration
+	status   int
+	after    time.Duration
+	redirect *RedirectError
 }
 
 func (e *testErr) Error() string                     { return fmt.Sprintf("status %d", e.status) }
@@ -166,4 +167,32 @@ func TestParseRetryAfter(t *testing.T) {
 	assert.Equal(t, 90*time.Second, parseRetryAfter(now.Add(90*time.Second).Format(http.TimeFormat), now))
 	assert.Zero(t, parseRetryAfter("soon", now))
 	assert.Zero(t, parseRetryAfter("", now))
+}
+
+func TestCheckKey(t *testing.T) {
+	assert.Empty(t, CheckKey(""))
+	assert.Empty(t, CheckKey("abc.DEF-123_~+/= é"))
+	for _, k := range []string{"a\nb", "a\rb", "\x00", "a\tb", "a\x7f", "\x1b"} {
+		assert.Contains(t, CheckKey(k), "control character", "%q", k)
+	}
+	assert.NotContains(t, CheckKey("secret\nkey"), "secret")
+}
+
+// A key problem fails every call before anything is sent, as a *KeyError
+// of classes fleet.ErrUnauthorized and fleet.ErrNotSent, never retried.
+func TestKeyProblemRefusesEveryCall(t *testing.T) {
+	var calls atomic.Int32
+	rt := rtFunc(func(*http.Request) (*http.Response, error) { calls.Add(1); return nil, errors.New("sent") })
+	c := New(Config{Provider: "test", BaseURL: "https://api.example.test", HTTPClient: &http.Client{Transport: rt},
+		KeyProblem: "the API key is empty"})
+	for _, m := range []string{"GET", "DELETE", "POST"} {
+		_, err := c.Do(context.Background(), Request{Method: m, Path: "/x"}, nil)
+		var ke *KeyError
+		require.ErrorAs(t, err, &ke)
+		assert.Equal(t, "test: "+m+" /x: the API key is empty (request not sent)", err.Error())
+		assert.True(t, errors.Is(err, fleet.ErrUnauthorized))
+		assert.True(t, errors.Is(err, fleet.ErrNotSent))
+		assert.False(t, Transient(err))
+	}
+	assert.Zero(t, calls.Load())
 }

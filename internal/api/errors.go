@@ -90,3 +90,37 @@ func (e *contextError) Unwrap() []error {
 	}
 	return []error{e.err, e.last}
 }
+
+// KeyError is a call refused before sending because the API key, once
+// trimmed of surrounding white space, cannot be sent: it is empty where the
+// API needs one, or it holds a character no header can carry (a line break
+// or another control character inside it). It answers errors.Is for
+// fleet.ErrUnauthorized (the key is wrong) and fleet.ErrNotSent (nothing was
+// sent, so nothing happened), and is not retried. It never quotes the key.
+type KeyError struct {
+	Provider     string // "vultr", "hotaisle"
+	Method, Path string
+	Reason       string // "the API key is empty", ...
+}
+
+func (e *KeyError) Error() string {
+	return fmt.Sprintf("%s: %s %s: %s (request not sent)", e.Provider, e.Method, e.Path, e.Reason)
+}
+
+// Is makes a KeyError match fleet.ErrUnauthorized and fleet.ErrNotSent.
+func (e *KeyError) Is(target error) bool {
+	return target == fleet.ErrUnauthorized || target == fleet.ErrNotSent
+}
+
+// CheckKey returns why key cannot be sent in a header ("" when it can): a
+// byte below 0x20 or 0x7f (a line break, a tab, NUL...). Empty is accepted
+// here; a client whose API has no call without a key refuses it itself.
+func CheckKey(key string) string {
+	for i := 0; i < len(key); i++ {
+		if b := key[i]; b < 0x20 || b == 0x7f {
+			return fmt.Sprintf("the API key holds a control character (byte %d of %d is 0x%02x), which no header can carry",
+				i+1, len(key), b)
+		}
+	}
+	return ""
+}

@@ -1,80 +1,75 @@
 package api
 
 import (
-	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
-	"strings"
 )
 
-// maxRedirects is how many redirects one request follows (net/http's default).
-const maxRedirects = 10
-
-// RedirectError is a redirect the client refused to follow: from https to
-// plain http, where the API key and the body would travel in clear. Nothing
-// was sent to the new location. It answers no fleet error class and is not
+// RedirectError is a 3xx answer, which the client never follows: neither
+// API redirects, and following one would turn a DELETE, PATCH or POST into
+// a GET (301, 302, 303) whose 2xx answer would pass for success, or carry
+// the key and the body to a place the caller did not name. Nothing was sent
+// to the new location. The client's typed status error of a 3xx answer
+// unwraps to it; it answers no fleet error class by itself and is not
 // retried.
 type RedirectError struct {
 	Provider     string // "vultr", "hotaisle"
 	Method, Path string // the request, path relative to the base URL
-	From, To     string // origins ("https://api.example.com", "http://...")
+	Status       int    // the 3xx status code
+	// Location is the Location header resolved against the request URL,
+	// with the API key cut out; "" when the answer named none.
+	Location string
+	// From and To are the origins ("https://api.example.com") of the
+	// request and of Location (To is "" without a Location).
+	From, To string
 }
 
 func (e *RedirectError) Error() string {
-	return fmt.Sprintf("%s: %s %s: refused a redirect from %s to %s (https to http)",
-		e.Provider, e.Method, e.Path, e.From, e.To)
+	return fmt.Sprintf("%s: %s %s: %d: %s", e.Provider, e.Method, e.Path, e.Status, e.Reason())
 }
 
-// errDowngrade is what CheckRedirect returns; once turns it into a
-// *RedirectError with the request's names.
-var errDowngrade = errors.New("redirect from https to http")
-
-// secureRedirects returns a copy of hc (hc itself is not changed) whose
-// redirects never carry the API key to another origin: Authorization is
-// dropped on a redirect that changes the scheme, host or port of the first
-// request (net/http drops it only when the host name changes), and a
-// redirect from https to http is refused. hc's own CheckRedirect, if any, is
-// then asked as usual; without one, at most maxRedirects are followed.
-func secureRedirects(hc *http.Client) *http.Client {
-	c := *hc
-	next := hc.CheckRedirect
-	c.CheckRedirect = func(req *http.Request, via []*http.Request) error {
-		if len(via) > 0 {
-			if via[len(via)-1].URL.Scheme == "https" && req.URL.Scheme != "https" {
-				return errDowngrade
-			}
-			if origin(req.URL) != origin(via[0].URL) {
-				req.Header.Del("Authorization")
-			}
-		}
-		if next != nil {
-			return next(req, via)
-		}
-		if len(via) >= maxRedirects {
-			return fmt.Errorf("stopped after %d redirects", maxRedirects)
-		}
-		return nil
+// Reason says what happened without naming the call: "redirect to
+// <location> not followed (the API does not redirect: check the base URL)".
+func (e *RedirectError) Reason() string {
+	to := "redirect without a location"
+	if e.Location != "" {
+		to = "redirect to " + e.Location
 	}
+	return to + " not followed (the API does not redirect: check the base URL)"
+}
+
+// IsRedirect reports whether status is a 3xx status.
+func IsRedirect(status int) bool { return status >= 300 && status <= 399 }
+
+// noRedirects returns a copy of hc (hc itself is not changed) that never
+// follows a redirect: the 3xx answer itself is returned, so no request is
+// re-sent as a GET or carries the key elsewhere. hc's own CheckRedirect is
+// not asked.
+func noRedirects(hc *http.Client) *http.Client {
+	c := *hc
+	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	return &c
 }
 
-// origin is "scheme://host:port" with the default port made explicit.
-func origin(u *url.URL) string {
-	scheme := strings.ToLower(u.Scheme)
-	port := u.Port()
-	if port == "" {
-		switch scheme {
-		case "https":
-			port = "443"
-		case "http":
-			port = "80"
-		}
+// redirectOf describes the 3xx answer hresp to req, the key cut out of its
+// location.
+func (c *Client) redirectOf(req Request, hresp *http.Response) *RedirectError {
+	keys := c.secrets()
+	e := &RedirectError{Provider: c.cfg.Provider, Method: req.Method, Path: RedactString(req.Path, keys),
+		Status: hresp.StatusCode, From: originOf(c.cfg.BaseURL)}
+	loc, err := hresp.Location()
+	if err == nil {
+		loc.User = nil
+		e.Location = RedactString(loc.String(), keys)
+		e.To = RedactString(loc.Scheme+"://"+loc.Host, keys)
+	} else if raw := hresp.Header.Get("Location"); raw != "" {
+		e.Location = RedactString(raw, keys)
 	}
-	return scheme + "://" + strings.ToLower(u.Hostname()) + ":" + port
+	return e
 }
 
-// originOf is origin of a URL string, "" when it does not parse.
+// originOf is the scheme and host of a URL string, "" when it does not parse.
 func originOf(s string) string {
 	u, err := url.Parse(s)
 	if err != nil {
