@@ -32,18 +32,56 @@ type busyPeriod struct {
 	used  time.Duration
 }
 
+// rebuyPriorSpan: until a fleet's replayed jobs span this many minimum
+// reservations, the replay has seen at most half a minimum of releases and
+// re-buys, too little to judge a hold by, and the break-even hold
+// (rebuyPrior) is the one to beat — once demand has come back after a job
+// ended (demandReturned): a fleet that ran one job, or one batch, keeps no
+// node past its minimum by default.
+const rebuyPriorSpan = 1.5
+
+// demandReturned reports whether a job started after an earlier one had
+// ended (jobs sorted by start).
+func demandReturned(jobs []busyPeriod) bool {
+	var firstEnd time.Time
+	for _, j := range jobs {
+		if !firstEnd.IsZero() && !j.start.Before(firstEnd) {
+			return true
+		}
+		if end := j.start.Add(j.used); firstEnd.IsZero() || end.Before(firstEnd) {
+			firstEnd = end
+		}
+	}
+	return false
+}
+
+// rebuyPrior is the ski-rental break-even hold: up to 8 idle nodes, each
+// kept one whole minimum past its own. It never pays more than twice what
+// the best choice knowing the future would for the same period (the hold
+// costs at most the minimum a re-buy would have cost).
+func rebuyPrior(o Offer) rebuyChoice { return rebuyChoice{8, o.MinimumReservation} }
+
 // bestRebuy replays the fleet's recent jobs under each candidate hold and
 // returns the one that would have cost least (fewest billed minutes; ties to
-// the smaller hold), or no hold unless the best would have saved at least
-// one minimum reservation (a replacement) over none. The replay: each job
-// takes an idle node in Acquire's order (most paid time left, then oldest)
-// or a new one created its boot time before; an idle node past its minimum is kept while it is among the first
-// spares idle nodes in that order and its hold lasts, and released otherwise.
+// the smaller hold) — unless it would not have saved at least one minimum
+// reservation (a replacement) over the default: no hold, or the break-even
+// hold (rebuyPrior) while the jobs span less than rebuyPriorSpan minimums
+// and demand has come back after a job ended.
+// The replay: each job takes an idle node in Acquire's order (most paid
+// time left, then oldest) or a new one created its boot time before; an
+// idle node past its minimum is kept while it is among the first spares
+// idle nodes in that order and its hold lasts, and released otherwise.
 func bestRebuy(jobs []busyPeriod, o Offer, now time.Time) rebuyChoice {
-	none := replayRebuy(jobs, o, rebuyChoice{}, now)
-	best, bestCost := rebuyChoice{}, none-o.MinimumReservation
-	for _, c := range rebuyChoices(o.MinimumReservation)[1:] {
-		if cost := replayRebuy(jobs, o, c, now); cost <= bestCost && (best.spares == 0 || cost < bestCost) {
+	def := rebuyChoice{}
+	if len(jobs) > 0 && float64(now.Sub(jobs[0].start)) < rebuyPriorSpan*float64(o.MinimumReservation) && demandReturned(jobs) {
+		def = rebuyPrior(o)
+	}
+	best, bestCost := def, replayRebuy(jobs, o, def, now)-o.MinimumReservation
+	for _, c := range rebuyChoices(o.MinimumReservation) {
+		if c == def {
+			continue
+		}
+		if cost := replayRebuy(jobs, o, c, now); cost <= bestCost && (best == def || cost < bestCost) {
 			best, bestCost = c, cost
 		}
 	}

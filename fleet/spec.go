@@ -283,7 +283,12 @@ type Policy struct {
 	// of the last three hours (or two minimums when longer): those jobs are
 	// replayed under each choice, each taking an idle instance in Acquire's
 	// order or a new one; a hold is chosen only when it would have saved at
-	// least one minimum reservation over none. The instances kept are the
+	// least one minimum reservation over the default. The default is none,
+	// except while the fleet's jobs span less than one and a half minimums
+	// after demand has come back (a job started after another ended): then
+	// the replay has seen too few minimums end to judge, and the default is
+	// the ski-rental break-even — up to 8 idle instances, each kept one whole
+	// minimum past its own. A fleet that ran one job or one batch keeps none. The instances kept are the
 	// first idle ones in Acquire's order. A fleet with no recorded jobs
 	// keeps none. Jobs are counted from Acquire, MarkBusy and MarkIdle since
 	// the Manager started (they are not stored). A kept instance idles at
