@@ -177,6 +177,7 @@ func (m *Manager) markGone(r *InstanceRecord, now time.Time) {
 	}
 	r.Busy = false
 	m.cancelAgent(r.Instance.RequestID)
+	m.forgetInstance(r)
 	m.setStatus(r, StatusTerminated, msg, now)
 	m.event(Event{Type: typ, Fleet: r.Instance.Fleet, Provider: r.Instance.Provider, InstanceID: idOf(r), Message: msg})
 }

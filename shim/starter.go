@@ -34,8 +34,9 @@ type Starter struct {
 }
 
 var (
-	_ fleet.Agent      = (*Starter)(nil)
-	_ fleet.KeyedAgent = (*Starter)(nil)
+	_ fleet.Agent             = (*Starter)(nil)
+	_ fleet.KeyedAgent        = (*Starter)(nil)
+	_ fleet.InstanceForgetter = (*Starter)(nil)
 )
 
 // WithKey returns a Starter that logs in with key instead of the configured
