@@ -34,16 +34,16 @@ func (m *Manager) reportOnce(key string, e Event) {
 // released after OrphanGrace. Unlabelled ones and other owners' are
 // reported once and never touched. m.mu held.
 func (m *Manager) adoptUntracked(provider string, o *observation, now time.Time) {
-	known := make(map[string]bool, len(m.insts))
+	holders := make(map[string][]*InstanceRecord, len(m.insts))
 	for _, r := range m.insts {
 		if r.Instance.Provider == provider && r.Instance.ID != "" {
-			known[r.Instance.ID] = true
+			holders[r.Instance.ID] = append(holders[r.Instance.ID], r)
 		}
 	}
 	gc := m.isGC(now)
 	for _, seen := range o.list {
 		key := provider + "/" + seen.ID
-		if known[seen.ID] || m.abandoned[key] {
+		if m.knownRental(holders[seen.ID], seen) || m.abandoned[key] {
 			continue
 		}
 		if m.rep != nil && !m.holds(seen.Fleet, now) && (!gc || m.storedFleetName(seen.Fleet)) {

@@ -26,9 +26,18 @@ type driveResult struct {
 	Billed  []time.Duration // per machine, after the clouds' rounding and minimums
 	Waits   []time.Duration // per job, in trace order
 	// Machines are the sims' charges as spans from the start of the trace,
-	// keyed by resource ID; Runs say which machine ran each job (trace order).
-	Machines map[string][2]time.Duration
+	// one per rental (a Hot Aisle bare-metal server rented again has one
+	// per reservation, under the same ID); Runs say which machine ran each
+	// job (trace order), by ID: the rental of that ID the job started in.
+	Machines []machineSpan
 	Runs     []string
+}
+
+// machineSpan is one rental of a machine: its ID and when it was created
+// and released, from the start of the trace.
+type machineSpan struct {
+	ID       string
+	From, To time.Duration
 }
 
 // driveJobs plays an orchestrator on gpufleet over both sims: jobs queue in
@@ -93,11 +102,11 @@ func driveWith(t *testing.T, req fleet.Requirements, jobs []workJob, o driveOpts
 		cancel()
 		<-done
 		e.assertNothingLeft()
-		res = driveResult{Waits: d.waits, Runs: d.runs, Machines: map[string][2]time.Duration{}}
+		res = driveResult{Waits: d.waits, Runs: d.runs}
 		for _, c := range append(e.vultr.Ledger().Charges, e.hot.Ledger().Charges...) {
 			res.BillUSD += c.USD
 			res.Billed = append(res.Billed, c.Billed)
-			res.Machines[c.ResourceID] = [2]time.Duration{c.From.Sub(start), c.To.Sub(start)}
+			res.Machines = append(res.Machines, machineSpan{ID: c.ResourceID, From: c.From.Sub(start), To: c.To.Sub(start)})
 		}
 	})
 	return res

@@ -14,20 +14,16 @@ import (
 // machine per charge of the sims' ledgers, with the jobs it ran.
 func fleetPlan(tr costopt.Trace, res driveResult, b costopt.Billing) costopt.Plan {
 	p := costopt.Plan{Billing: b}
-	index := map[string]int{}
-	ids := make([]string, 0, len(res.Machines))
-	for id := range res.Machines {
-		ids = append(ids, id)
-	}
-	slices.SortFunc(ids, func(x, y string) int { return int(res.Machines[x][0] - res.Machines[y][0]) })
-	for _, id := range ids {
-		span := res.Machines[id]
-		index[id] = len(p.Machines)
-		p.Machines = append(p.Machines, costopt.Machine{Created: span[0], Deleted: span[1]})
+	spans := slices.Clone(res.Machines)
+	slices.SortStableFunc(spans, func(x, y machineSpan) int { return int(x.From - y.From) })
+	for _, s := range spans {
+		p.Machines = append(p.Machines, costopt.Machine{Created: s.From, Deleted: s.To})
 	}
 	for i, j := range tr.Jobs {
-		m := &p.Machines[index[res.Runs[i]]]
-		m.Runs = append(m.Runs, costopt.Run{Job: j.ID, Start: j.Arrive + res.Waits[i]})
+		start := j.Arrive + res.Waits[i]
+		k := slices.IndexFunc(spans, func(s machineSpan) bool { return s.ID == res.Runs[i] && s.From <= start && start <= s.To })
+		m := &p.Machines[k]
+		m.Runs = append(m.Runs, costopt.Run{Job: j.ID, Start: start})
 	}
 	for i := range p.Machines {
 		slices.SortFunc(p.Machines[i].Runs, func(x, y costopt.Run) int { return int(x.Start - y.Start) })

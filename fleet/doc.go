@@ -55,6 +55,13 @@
 // younger than [Policy.VisibilityGrace] that lists miss is not concluded
 // gone.
 //
+// Rentals, not ids. A provider id can come back: Hot Aisle gives a released
+// bare-metal server's name to its next rental. What a list or a Get shows
+// under an id is a record's rental unless its label names another create:
+// a terminated record never takes back a server rented again (by this
+// Manager, a console user or another owner), and a record being released
+// takes such a server as the end of its rental instead of deleting it.
+//
 // Drift. A machine stopped out of band ([Instance.Stopped],
 // [EventInstanceStopped]) is handled by [Policy.OnStopped]: Vultr's lists
 // show the power state; Hot Aisle's do not, so without an Agent each of its

@@ -91,16 +91,16 @@ func (m *Manager) checkAgents(now time.Time) {
 			continue
 		}
 		m.agentChecked[id] = now
-		inst, p := cloneInst(r.Instance), m.providers[r.Instance.Provider]
+		inst, p, owner := cloneInst(r.Instance), m.providers[r.Instance.Provider], m.owner
 		m.launch("check/"+id, taskAgent, m.pol.AgentTimeout, func(ctx context.Context) func(time.Time) {
 			err := agent.Check(ctx, inst)
 			var c agentCheck
 			if err != nil {
 				switch seen, gerr := p.Get(ctx, inst.ID); {
+				case errors.Is(gerr, ErrNotFound), gerr == nil && otherOwners(inst, seen, owner):
+					c.gone = true // or rented again: not this rental's machine
 				case gerr == nil && seen.Stopped:
 					c.stopped = true
-				case errors.Is(gerr, ErrNotFound):
-					c.gone = true
 				default:
 					c.restarted, c.restartErr = true, agent.Start(ctx, inst)
 				}

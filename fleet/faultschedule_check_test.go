@@ -180,17 +180,23 @@ var minimumMinutes = map[string]int64{"vm-mi300x-1": 30, "vm-mi300x-2": 60, "vm-
 // minimum: Vultr whole hours (1 h minimum), Hot Aisle minutes (never less
 // than the plan's minimum reservation).
 func (w *world) checkCharges() {
+	// A rental is its ID and creation time: a Hot Aisle bare-metal server
+	// rented again has a resource and a charge per reservation.
+	type rental struct {
+		id      string
+		created time.Time
+	}
 	check := func(res []sim.Resource, l sim.Ledger, unit time.Duration, minimum func(plan string) int64) {
-		alive := map[string]time.Duration{}
+		alive := map[rental]time.Duration{}
 		for _, r := range res {
 			if r.Live() {
-				alive[r.ID] = time.Since(r.Created)
+				alive[rental{r.ID, r.Created}] = time.Since(r.Created)
 			} else {
-				alive[r.ID] = r.Deleted.Sub(r.Created)
+				alive[rental{r.ID, r.Created}] = r.Deleted.Sub(r.Created)
 			}
 		}
 		for _, c := range l.Charges {
-			d, ok := alive[c.ResourceID]
+			d, ok := alive[rental{c.ResourceID, c.From}]
 			if !ok {
 				w.t.Errorf("charge for %s, which the fake does not list", c.ResourceID)
 				continue

@@ -48,7 +48,11 @@ type StatusChange struct {
 
 // Instance is a machine rented from a provider, as gpufleet tracks it.
 type Instance struct {
-	ID        string // the provider's id (Vultr UUID, Hot Aisle VM or server name)
+	// ID is the provider's id (Vultr UUID, Hot Aisle VM or server name). A
+	// Hot Aisle bare-metal server released and reserved again comes back
+	// under its name: RequestID and Created tell its rentals apart, and
+	// Manager calls by ID reach the current one.
+	ID        string
 	Provider  string
 	Fleet     string // from the label; "" when the resource is not gpufleet's
 	Owner     string // from the label (Config.Owner); "" in the format before owners

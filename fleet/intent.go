@@ -246,8 +246,9 @@ func releaseOpts(opts []ReleaseOption) (releaseOptions, error) {
 	return o, fmt.Errorf("gpufleet: unknown release policy %q", o.policy)
 }
 
-// Release records that one instance (by provider id or request id) is to be
-// released, by its fleet's release policy unless overridden. It returns the
+// Release records that one instance (by provider id or request id; a
+// provider id rented again names its current rental) is to be released, by
+// its fleet's release policy unless overridden. It returns the
 // earliest time the release will be attempted: now, or the end of the
 // reservation window when the policy waits for it. The instance stays
 // tracked (terminating) until the provider confirms it gone. A fleet that

@@ -238,6 +238,22 @@ func (m *Manager) startAgents(now time.Time) {
 	}
 }
 
+// forgetInstance tells the Agent that r's instance is gone, when it keeps
+// state per rental (InstanceForgetter). m.mu held.
+func (m *Manager) forgetInstance(r *InstanceRecord) {
+	f, ok := m.cfg.Agent.(InstanceForgetter)
+	if !ok || r.Instance.ID == "" {
+		return
+	}
+	inst := cloneInst(r.Instance)
+	m.launch("forget/"+inst.RequestID, taskAgent, m.pol.CallTimeout, func(ctx context.Context) func(time.Time) {
+		if err := f.ForgetInstance(ctx, inst); err != nil {
+			m.log.Warn("gpufleet: the agent could not forget a terminated instance", "instance", inst.ID, "err", err)
+		}
+		return func(time.Time) {}
+	})
+}
+
 // cancelAgent stops an agent start under way for a request id. m.mu held.
 func (m *Manager) cancelAgent(id string) {
 	if cancel, ok := m.agentCancel[id]; ok {

@@ -41,13 +41,17 @@ func (m *Manager) applyList(name string, list []Instance, err error, kinds kindS
 		case r.Instance.ID == "":
 			m.resolveUncertain(r, o, now)
 		case r.Instance.Status == StatusTerminated:
-			if seen, ok := o.byID[r.Instance.ID]; ok {
+			if seen, ok := o.byID[r.Instance.ID]; ok && m.rentalOf(r, seen) {
 				m.reopen(r, seen, now)
 			}
 		default:
-			if seen, ok := o.byID[r.Instance.ID]; ok {
+			seen, ok := o.byID[r.Instance.ID]
+			switch {
+			case ok && m.rentalOf(r, seen):
 				m.observeInstance(r, seen, now)
-			} else if r.Termination == nil {
+			case ok && r.Termination != nil:
+				m.markGone(r, now) // released, and its server rented again
+			case r.Termination == nil:
 				m.confirmGone(r, now)
 			}
 		}
@@ -65,8 +69,9 @@ func (m *Manager) applyVPCList(name string, vpcs []VPC, err error, now time.Time
 	m.observeVPCs(name, vpcs, now)
 }
 
-// confirmGone asks the provider for an instance its list did not show:
-// only a Get that answers ErrNotFound proves it gone, and not while the
+// confirmGone asks the provider for an instance its list did not show (or
+// showed as another rental): only a Get that answers ErrNotFound, or shows
+// the id under another create's label, proves it gone, and not while the
 // instance is younger than Policy.VisibilityGrace (new servers can be
 // missing from lists and answer 404 for a while). m.mu held.
 func (m *Manager) confirmGone(r *InstanceRecord, now time.Time) {
@@ -75,14 +80,15 @@ func (m *Manager) confirmGone(r *InstanceRecord, now time.Time) {
 	}
 	reqID, id, p := r.Instance.RequestID, r.Instance.ID, m.providers[r.Instance.Provider]
 	m.launch("get/"+reqID, taskCall, m.pol.CallTimeout, func(ctx context.Context) func(time.Time) {
-		_, err := p.Get(ctx, id)
+		got, err := p.Get(ctx, id)
 		return func(now time.Time) {
 			r := m.insts[reqID]
-			if r == nil || r.Instance.ID != id || !r.Instance.Status.Active() || !errors.Is(err, ErrNotFound) {
+			if r == nil || r.Instance.ID != id || !r.Instance.Status.Active() ||
+				!(errors.Is(err, ErrNotFound) || err == nil && !m.rentalOf(r, got)) {
 				return
 			}
 			if o := m.obs[r.Instance.Provider]; o != nil {
-				if _, listed := o.byID[id]; listed {
+				if seen, listed := o.byID[id]; listed && m.rentalOf(r, seen) {
 					return // a newer list shows it
 				}
 			}
@@ -175,6 +181,7 @@ func (m *Manager) markGone(r *InstanceRecord, now time.Time) {
 	}
 	r.Busy = false
 	m.cancelAgent(r.Instance.RequestID)
+	m.forgetInstance(r)
 	m.setStatus(r, StatusTerminated, msg, now)
 	m.event(Event{Type: typ, Fleet: r.Instance.Fleet, Provider: r.Instance.Provider, InstanceID: idOf(r), Message: msg})
 }

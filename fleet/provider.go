@@ -89,6 +89,15 @@ type Agent interface {
 	Check(ctx context.Context, inst Instance) error
 }
 
+// InstanceForgetter is the optional capability of an Agent that keeps
+// state per rental (a shim.Starter's host-key pins): once the provider
+// confirmed an instance gone (released, or vanished), the Manager calls
+// ForgetInstance with it, in the background under Policy.CallTimeout, so
+// that state does not outlive the rental. An error is logged, not retried.
+type InstanceForgetter interface {
+	ForgetInstance(ctx context.Context, inst Instance) error
+}
+
 // SSHKey is a public key registered on a provider account.
 type SSHKey struct {
 	ID        string // what DeleteSSHKey takes (Hot Aisle: the SHA256 fingerprint)

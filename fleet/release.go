@@ -5,7 +5,9 @@ import (
 	"time"
 )
 
-// find returns the record with this provider id or request id. m.mu held.
+// find returns the record with this request id, else the one holding this
+// provider id (a server rented again has the records of its earlier
+// rentals too: the open one, else the latest, answers). m.mu held.
 func (m *Manager) find(id string) *InstanceRecord {
 	if id == "" {
 		return nil
@@ -13,12 +15,13 @@ func (m *Manager) find(id string) *InstanceRecord {
 	if r, ok := m.insts[id]; ok {
 		return r
 	}
+	var found *InstanceRecord
 	for _, r := range m.insts {
-		if r.Instance.ID == id {
-			return r
+		if r.Instance.ID == id && (found == nil || newerHolder(r, found)) {
+			found = r
 		}
 	}
-	return nil
+	return found
 }
 
 func (m *Manager) policyFor(f *FleetRecord) ReleasePolicy {

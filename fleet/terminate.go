@@ -46,13 +46,14 @@ func (m *Manager) launchReleases(now time.Time) {
 		p, id, force := m.providers[r.Instance.Provider], r.Instance.ID, t.Force
 		m.launch("delete/"+reqID, taskCall, m.pol.CallTimeout, func(ctx context.Context) func(time.Time) {
 			err := p.Delete(ctx, id, DeleteOptions{Force: force})
-			gone := false
+			var got Instance
+			var gerr error
 			if err == nil {
-				_, gerr := p.Get(ctx, id)
-				gone = errors.Is(gerr, ErrNotFound)
+				got, gerr = p.Get(ctx, id)
 			}
 			return func(now time.Time) {
 				if r := m.insts[reqID]; r != nil && r.Instance.Status == StatusTerminating && r.Instance.ID == id {
+					gone := err == nil && (errors.Is(gerr, ErrNotFound) || gerr == nil && !m.rentalOf(r, got))
 					m.releaseResult(r, err, gone, now)
 				}
 			}
@@ -78,8 +79,10 @@ func (m *Manager) deleteAt(r *InstanceRecord) time.Time {
 }
 
 // confirmRelease checks, with a Get, that an accepted release has taken
-// effect: first a minute after it was accepted, then with backoff; a
-// release still not gone after reDeleteAfter is attempted again. m.mu held.
+// effect (the Get answers ErrNotFound, or shows the server rented again
+// under another create's label): first a minute after it was accepted, then
+// with backoff; a release still not gone after reDeleteAfter is attempted
+// again. m.mu held.
 func (m *Manager) confirmRelease(r *InstanceRecord, now time.Time) {
 	t := r.Termination
 	if now.Before(t.NextAttempt) {
@@ -92,13 +95,13 @@ func (m *Manager) confirmRelease(r *InstanceRecord, now time.Time) {
 	}
 	reqID, id, p := r.Instance.RequestID, r.Instance.ID, m.providers[r.Instance.Provider]
 	m.launch("get/"+reqID, taskCall, m.pol.CallTimeout, func(ctx context.Context) func(time.Time) {
-		_, err := p.Get(ctx, id)
+		got, err := p.Get(ctx, id)
 		return func(now time.Time) {
 			r := m.insts[reqID]
 			if r == nil || r.Instance.Status != StatusTerminating || r.Termination == nil || r.Instance.ID != id {
 				return
 			}
-			if errors.Is(err, ErrNotFound) {
+			if errors.Is(err, ErrNotFound) || err == nil && !m.rentalOf(r, got) {
 				m.markGone(r, now)
 				return
 			}

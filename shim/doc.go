@@ -5,8 +5,10 @@
 // accepted key, each retried with capped backoff within the caller's
 // context (which also cuts a hanging handshake); it reaches hosts behind a
 // jump host (Hot Aisle bare metal's ssh_access) through direct-tcpip; it
-// pins host keys per instance id (or checks known_hosts) and refuses a
-// changed key with a *HostKeyMismatchError; it keeps private keys in memory
+// pins host keys per rental (the instance id and its request id,
+// [HostIdentity]: a server rented again under the same name is pinned anew)
+// or checks known_hosts, and refuses a changed key with a
+// *HostKeyMismatchError; it keeps private keys in memory
 // only. It then runs the agent's install steps and start command as
 // separate checked steps with timeouts, starting the agent detached
 // (systemd, or setsid/nohup) so it outlives the session, and verifies the

@@ -102,7 +102,7 @@ func (e *ConnectError) Unwrap() []error {
 // different machine, or a reinstalled one, never the same host. It is never
 // retried.
 type HostKeyMismatchError struct {
-	ID   string   // the host identity (instance id, "jump:<addr>") or the known_hosts name
+	ID   string   // the host identity (HostIdentity, "jump:<addr>") or the known_hosts name
 	Addr string   // "host:port" dialled
 	Want []string // SHA256 fingerprints of the accepted keys
 	Got  string   // SHA256 fingerprint of the key the host presented

@@ -2,6 +2,7 @@ package shim
 
 import (
 	"bytes"
+	"context"
 	"crypto/ed25519"
 	"errors"
 	"fmt"
@@ -16,8 +17,8 @@ import (
 // a Starter needs one, and only InsecureIgnoreHostKey accepts any key.
 type HostKeyPolicy interface {
 	// Verifier returns how to check the key of the host known as id (the
-	// instance id, or "jump:<host:port>" for a jump host) and dialled at
-	// addr ("host:port"). An error aborts the connection attempt.
+	// instance's HostIdentity, or "jump:<host:port>" for a jump host) and
+	// dialled at addr ("host:port"). An error aborts the connection attempt.
 	Verifier(id, addr string) (HostKeyVerifier, error)
 }
 
@@ -91,8 +92,10 @@ func (p pinned) Verifier(id, addr string) (HostKeyVerifier, error) {
 }
 
 // HostKeyStore keeps the host key pinned for each host identity (an
-// instance id, or "jump:<host:port>"). Implementations must be safe for
-// concurrent use; a durable one lets pins survive a restart.
+// instance's HostIdentity, or "jump:<host:port>"). Implementations must be
+// safe for concurrent use; a durable one lets pins survive a restart. One
+// that also implements HostKeyForgetter drops the pins of terminated
+// instances when told (Starter.ForgetInstance).
 type HostKeyStore interface {
 	// HostKey returns the key pinned for id, or nil when none is.
 	HostKey(id string) (ssh.PublicKey, error)
@@ -139,12 +142,20 @@ func (s *MemoryHostKeyStore) Forget(id string) {
 	s.mu.Unlock()
 }
 
+// ForgetHostKey removes the pin of id (HostKeyForgetter); it never fails.
+func (s *MemoryHostKeyStore) ForgetHostKey(_ context.Context, id string) error {
+	s.Forget(id)
+	return nil
+}
+
 type tofu struct{ store HostKeyStore }
 
 // TrustOnFirstUse pins the first key a host presents to its identity (the
-// instance id, not the address: a new machine that reuses a dead one's IP
-// has another id) in store, and refuses any other key for that identity
-// afterwards with a *HostKeyMismatchError.
+// instance's HostIdentity: one rental of one machine, not the address, so a
+// new machine that reuses a dead one's IP, or a machine rented again under
+// the same id, is pinned anew) in store, and refuses any other key for that
+// identity afterwards with a *HostKeyMismatchError. It implements
+// HostKeyForgetter when store does.
 func TrustOnFirstUse(store HostKeyStore) HostKeyPolicy { return tofu{store: store} }
 
 func (t tofu) Verifier(id, addr string) (HostKeyVerifier, error) {

@@ -34,8 +34,9 @@ type Starter struct {
 }
 
 var (
-	_ fleet.Agent      = (*Starter)(nil)
-	_ fleet.KeyedAgent = (*Starter)(nil)
+	_ fleet.Agent             = (*Starter)(nil)
+	_ fleet.KeyedAgent        = (*Starter)(nil)
+	_ fleet.InstanceForgetter = (*Starter)(nil)
 )
 
 // WithKey returns a Starter that logs in with key instead of the configured
@@ -252,7 +253,7 @@ func (s *Starter) connect(ctx context.Context, inst fleet.Instance, retry bool) 
 		port = s.port
 	}
 	user := firstOf(s.user, ep.User)
-	c, err := s.connectRetry(ctx, target{id: inst.ID, instID: inst.ID, addr: hostPort(ep.Host, port),
+	c, err := s.connectRetry(ctx, target{id: HostIdentity(inst), instID: inst.ID, addr: hostPort(ep.Host, port),
 		user: user, dial: dial, policy: s.hostKeys}, retry)
 	if err != nil {
 		conn.Close()

@@ -10,6 +10,17 @@ import "github.com/gpufleet/gpufleet/sim/internal/hotaislefake"
 // default physics documented on its options and constants. An unknown team
 // handle answers 404, a mutation by a key without the operator role 403, a
 // bad key 401.
+//
+// Bare metal is a pool of named servers, as the API's state machine says
+// (pool → reserved → released → pool): a released server (DELETE, or
+// DestroyOutOfBand) goes back to its catalog row's pool under its name,
+// private address and front-host port, and a reservation takes the
+// lowest-numbered server back in the pool before one never rented. A server
+// reserved again is reinstalled: its OS install starts over, its SSH host
+// key is new, and its reservation starts anew (a new ledger charge with the
+// minimum, under the same ResourceID; a new Resource with the same ID).
+// Names, addresses and keys are the same for the same seed and calls. VMs
+// are never reused: every provision has a new name.
 type HotAisle = hotaislefake.HotAisle
 
 // DefaultHotAisleVMTypes returns the default VM catalog:

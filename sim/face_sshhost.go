@@ -34,7 +34,8 @@ func NewNetwork(clock Clock, seed uint64) *Network { return sshhost.NewNetwork(c
 type Host = sshhost.Host
 
 // HostConfig describes a fake SSH host: its "ip:port" address, the server
-// it belongs to (part of the host key's derivation), the login user, the
+// it belongs to and how many times that server was installed anew (both part
+// of the host key's derivation), the login user, the
 // authorized keys, its HostSchedule, and whether it is private, a jump host,
 // or a machine without systemd.
 type HostConfig = sshhost.HostConfig

@@ -6,6 +6,20 @@
 // Vultr fake nor package sim; New builds it from a Config that sim's options
 // fill.
 //
+// # Bare-metal pool
+//
+// Bare metal is a pool of physical servers: "pool (Quantity in
+// /bare_metal/available/) → POST (201) → assigned → DELETE (204) → pool".
+// A released server goes back to its catalog row's pool under its name (its
+// host name), with its private address and its port on the front host, and
+// a later reservation of the row may get it again: reinstalled (the OS
+// install starts over, and its SSH host key is new), with a new reservation
+// (the minimum is charged again, in a new ledger charge under the same
+// ResourceID) and nothing of the earlier rental (description, power state,
+// files, agent). A reservation takes the lowest-numbered server back in the
+// row's pool, else a server never rented before (the next name of the
+// seeded sequence), so names stay the same for a seed.
+//
 // # Bare-metal power
 //
 // GET /api/teams/{team}/bare_metal/{server}/power/ answers {"state": "On"}

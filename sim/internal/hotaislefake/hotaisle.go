@@ -91,8 +91,9 @@ type HotAisle struct {
 	clock core.Clock
 	net   *sshhost.Network
 
-	mu sync.Mutex // guards st
-	st *haState
+	mu     sync.Mutex // guards st
+	st     *haState
+	hostMu sync.Mutex // orders adding and removing servers' SSH hosts; taken before mu
 }
 
 // New returns a fake Hot Aisle API built from cfg.

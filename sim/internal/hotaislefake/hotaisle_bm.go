@@ -129,11 +129,11 @@ func (st *haState) assignBareMetal(spec HotAisleBareMetalSpecs, now time.Time) (
 		return nil, http.StatusPaymentRequired, "insufficient balance"
 	}
 	t.Quantity--
-	s := &haServer{gen: st.gen, bare: true, name: st.newBMName(), plan: t.Plan,
-		ip: haTakeAddr(&st.nextBMIP), sshIP: haFrontHostIP, sshPort: st.nextPort, row: row,
+	m := st.takeMachine(row)
+	s := &haServer{gen: st.gen, bare: true, name: m.name, num: m.num, installs: m.installs, plan: t.Plan,
+		ip: m.ip, sshIP: haFrontHostIP, sshPort: m.port, row: row,
 		priceCents: t.OnDemandPrice, minMinutes: t.MinimumReservationMinutes, created: now,
 		sshAt: now.Add(st.installTime), bmSpecs: haCloneBMSpecs(t.Specs)}
-	st.nextPort++
 	st.add(s)
 	return s, 0, ""
 }

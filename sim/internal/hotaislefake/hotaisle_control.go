@@ -28,8 +28,9 @@ func (h *HotAisle) addVMHost(s *haServer) {
 // forwards to the private address), both user "hotaisle" with live keys.
 func (h *HotAisle) addBareMetalHosts(s *haServer) {
 	h.mu.Lock()
-	private := sshhost.HostConfig{Addr: s.ip + ":22", InstanceID: s.name, User: HotAisleUser,
-		AuthorizedKeys: h.authorizedKeys, Schedule: sshhost.HostSchedule{RefuseUntil: s.sshAt}, Private: true}
+	private := sshhost.HostConfig{Addr: s.ip + ":22", InstanceID: s.name, KeyGeneration: s.installs,
+		User: HotAisleUser, AuthorizedKeys: h.authorizedKeys, Schedule: sshhost.HostSchedule{RefuseUntil: s.sshAt},
+		Private: true}
 	front := sshhost.HostConfig{Addr: s.sshIP + ":" + strconv.Itoa(s.sshPort), InstanceID: s.name,
 		User: HotAisleUser, AuthorizedKeys: h.authorizedKeys, Jump: true}
 	s.hostAddrs = []string{private.Addr, front.Addr}
@@ -38,21 +39,31 @@ func (h *HotAisle) addBareMetalHosts(s *haServer) {
 }
 
 // addHosts adds the hosts outside h.mu (the network may call back into
-// authorizedKeys) and takes them away again if the server went meanwhile.
+// authorizedKeys), unless the server went meanwhile. h.hostMu orders it
+// with removeHosts and Reset: a released bare-metal server's addresses go
+// to its next rental, whose hosts a late add of the old rental's must not
+// replace.
 func (h *HotAisle) addHosts(s *haServer, cfgs ...sshhost.HostConfig) {
-	for _, c := range cfgs {
-		sshhost.AddLazy(h.net, &c, nil)
-	}
+	h.hostMu.Lock()
+	defer h.hostMu.Unlock()
 	h.mu.Lock()
 	gone := s.deleting != nil || !s.deleted.IsZero() || s.gen != h.st.gen
+	if gone {
+		s.hostAddrs = nil
+	}
 	h.mu.Unlock()
 	if gone {
-		h.removeHosts(s)
+		return
+	}
+	for _, c := range cfgs {
+		sshhost.AddLazy(h.net, &c, nil)
 	}
 }
 
 // removeHosts takes the server's SSH hosts off the network.
 func (h *HotAisle) removeHosts(s *haServer) {
+	h.hostMu.Lock()
+	defer h.hostMu.Unlock()
 	h.mu.Lock()
 	addrs := s.hostAddrs
 	s.hostAddrs = nil

@@ -18,8 +18,10 @@ import (
 // charged: Charge.Unrefunded shows the USD paid for minutes not used. A
 // stopped VM keeps billing. The ledger keeps exact (unrounded) USD.
 
-// Ledger returns the bill in USD, one charge per VM or bare-metal server ever
-// assigned, oldest first; live servers are charged up to now.
+// Ledger returns the bill in USD, one charge per assignment of a VM or
+// bare-metal server (a bare-metal server reserved again has one charge per
+// reservation, each with its ResourceID), oldest first; live servers are
+// charged up to now.
 func (h *HotAisle) Ledger() core.Ledger {
 	now := h.clock.Now()
 	h.mu.Lock()

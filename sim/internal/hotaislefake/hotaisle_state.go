@@ -34,9 +34,10 @@ type haState struct {
 	nextVM, nextBM, nextPort int
 	nextVMIP, nextBMIP       netip.Addr
 	spend                    haSpend
-	releasedIPs              []string        // VM addresses of deleted VMs, latest last
-	unlisted                 map[string]bool // rows sold out after listing (SoldOutAfterListing)
-	reuseIPs                 bool            // ReuseReleasedIPs
+	releasedIPs              []string            // VM addresses of deleted VMs, latest last
+	unlisted                 map[string]bool     // rows sold out after listing (SoldOutAfterListing)
+	reuseIPs                 bool                // ReuseReleasedIPs
+	bmFree                   map[int][]haMachine // released bare-metal servers by catalog row, by number
 }
 
 // haServer is one VM or bare-metal server of the team.
@@ -67,6 +68,8 @@ type haServer struct {
 	hostAddrs   []string // Network addresses registered for the server
 	vmSpecs     HotAisleVMSpecs
 	bmSpecs     HotAisleBareMetalSpecs
+	num         int // bare metal: the number in its name
+	installs    int // bare metal: OS installs of the server before this rental
 }
 
 // haKey is a registered SSH key of the user.
@@ -91,6 +94,7 @@ func (h *HotAisle) newState() *haState {
 		userRoleOnly: hs.UserRoleOnly,
 		live:         map[string]*haServer{},
 		unlisted:     map[string]bool{},
+		bmFree:       map[int][]haMachine{},
 		nextVM:       1 + r.IntN(40),
 		nextBM:       1 + r.IntN(20),
 		nextPort:     22001 + r.IntN(20),
@@ -132,11 +136,8 @@ func (st *haState) newVMName() string {
 	return fmt.Sprintf("enc1-gpuvm%03d", n)
 }
 
-func (st *haState) newBMName() string {
-	n := st.nextBM
-	st.nextBM++
-	return fmt.Sprintf("enc1-gpu%03d", n)
-}
+// haBMName is the host name of bare-metal server number n ("enc1-gpu012").
+func haBMName(n int) string { return fmt.Sprintf("enc1-gpu%03d", n) }
 
 // haHostOf names the hypervisor of VM number n ("enc1-gpuhost07").
 func haHostOf(name string) string {
@@ -213,7 +214,8 @@ func (s *haServer) osStatus(now time.Time, install time.Duration) (string, time.
 // virtual machines (Kind "virtual_machine", State "running", "shut off" or
 // "deleted"), bare-metal servers (Kind "bare_metal", State the
 // os_install_status or "deleted"), both with ID and Name the server name and
-// Plan the catalog row's Plan; and SSH keys (Kind "ssh_key", ID the
+// Plan the catalog row's Plan (a bare-metal server reserved again is listed
+// once per reservation, under the same ID); and SSH keys (Kind "ssh_key", ID the
 // fingerprint, Name the comment, Description the key type). Region is
 // HotAisleRegion.
 func (h *HotAisle) Resources() []core.Resource {
@@ -277,6 +279,8 @@ func (h *HotAisle) Snapshot() core.Snapshot {
 // the removed servers leave the network. A DELETE still blocking finishes
 // without effect.
 func (h *HotAisle) Reset() {
+	h.hostMu.Lock()
+	defer h.hostMu.Unlock()
 	h.mu.Lock()
 	old := h.st
 	h.st = h.newState()

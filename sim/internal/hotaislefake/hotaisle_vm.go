@@ -316,6 +316,7 @@ func (h *HotAisle) finishDelete(s *haServer) {
 		}
 		if s.bare && s.row < len(st.bmTypes) {
 			st.bmTypes[s.row].Quantity++
+			st.returnMachine(s)
 		} else if !s.bare && s.row < len(st.vmTypes) {
 			st.vmTypes[s.row].Quantity++
 		}

@@ -84,6 +84,12 @@ type HostConfig struct {
 	// InstanceID names the server the host belongs to. It is part of the
 	// host key's derivation, so a new server reusing an old IP has a new key.
 	InstanceID string
+	// KeyGeneration is how many times the server's operating system was
+	// installed anew before this host was added (0 for a new server). It is
+	// part of the host key's derivation, so a server released and reserved
+	// again under the same name and address (a reinstalled Hot Aisle
+	// bare-metal server) has a new key; RotateHostKey adds one to it.
+	KeyGeneration int
 	// User is the login user the cloud installs keys for ("root" on Vultr,
 	// "hotaisle" on Hot Aisle). Only root may write outside /tmp and the
 	// home directory or run systemctl start without sudo.

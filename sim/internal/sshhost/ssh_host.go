@@ -84,7 +84,7 @@ type cmdRule struct {
 
 func newHost(n *Network, cfg HostConfig) *Host {
 	h := &Host{
-		net: n, cfg: cfg, sched: cfg.Schedule, systemd: !cfg.NoSystemd,
+		net: n, cfg: cfg, sched: cfg.Schedule, systemd: !cfg.NoSystemd, keyGen: cfg.KeyGeneration,
 		files: map[string]*file{}, dirs: map[string]bool{},
 		units: map[string]string{}, enabled: map[string]bool{},
 	}
@@ -127,8 +127,8 @@ func (h *Host) InstanceID() string { return h.cfg.InstanceID }
 func (h *Host) User() string { return h.cfg.User }
 
 // PublicKey returns the host's current ed25519 host key, derived from the
-// network seed, the address and the instance id (the same inputs give the
-// same key), changed by RotateHostKey. The key is made when first needed
+// network seed, the address, the instance id and the key generation (the
+// same inputs give the same key), changed by RotateHostKey. The key is made when first needed
 // (this call, or the first connection).
 func (h *Host) PublicKey() ssh.PublicKey {
 	h.mu.Lock()

@@ -195,6 +195,30 @@ func TestSSHHostKeyDeterministicAndRotated(t *testing.T) {
 	})
 }
 
+// A host added with KeyGeneration n (a server reinstalled n times, same
+// name and address) presents the key a generation-0 host has after n
+// rotations, and a new one at every generation.
+func TestSSHHostKeyGenerationFromConfig(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		key := testSigner(t, "a")
+		cfg := HostConfig{Addr: "10.20.4.12:22", InstanceID: "enc1-gpu012", User: "hotaisle", AuthorizedKeys: authorized(key)}
+		n := NewNetwork(nil, 7)
+		defer n.Close()
+		first := string(n.AddHost(cfg).PublicKey().Marshal())
+		rotated := n.Host(cfg.Addr).RotateHostKey()
+		cfg.KeyGeneration = 1
+		second := n.AddHost(cfg)
+		assert.NotEqual(t, first, string(second.PublicKey().Marshal()), "a reinstalled server has a new key")
+		assert.Equal(t, string(rotated.Marshal()), string(second.PublicKey().Marshal()))
+		cfg.KeyGeneration = 2
+		third := n.AddHost(cfg).PublicKey().Marshal()
+		assert.NotEqual(t, string(second.PublicKey().Marshal()), string(third))
+		assert.NotEqual(t, first, string(third))
+		c := mustDial(t, n, n.Host(cfg.Addr), key)
+		c.Close()
+	})
+}
+
 func TestSSHJumpToPrivateHost(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		n := NewNetwork(nil, 1)
