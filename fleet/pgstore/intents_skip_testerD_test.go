@@ -1,0 +1,51 @@
+package pgstore_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/gpufleet/gpufleet/fleet"
+	"github.com/gpufleet/gpufleet/internal/pgtest"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// On PostgreSQL: an orchestrator releases node X through replica b (which
+// does not hold the fleet) and, a moment later, marks node Y busy through
+// replica a (the holder). Both calls return nil; issue 14 point 2 says
+// intents recorded on any replica reach the holder. The holder carries out
+// its own intent (the later Seq) at once and, when its lease sync reads
+// b's (the earlier Seq), skips it as already applied and acknowledges it
+// away: X is never released.
+func TestReleaseThroughNonHolderThenMarkOnHolderTesterD(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	schema := pgtest.Schema(t, dsn)
+	w := newWorld(t, 10)
+	a := startReplica(t, w, dsn, schema, "a", w.providers[0])
+	b := startReplica(t, w, dsn, schema, "b", w.providers[0])
+	name := fleetFor("a", []string{"a", "b"})
+	require.True(t, until(t, w, 5*time.Second, func() bool {
+		ls, _ := a.s.Leases(t.Context())
+		return len(ls) >= 2
+	}, a.m, b.m))
+	require.NoError(t, a.m.Apply(t.Context(), fleet.Spec{Name: name, Nodes: 2, Requirements: vultrVMs()}))
+	require.True(t, until(t, w, 15*time.Second, func() bool { return idleMembers(a.m, name, 2) }, a.m, b.m))
+	insts := a.m.Instances(name)
+	x, y := insts[0], insts[1]
+	_, err := b.m.Release(t.Context(), x.ID, fleet.WithReleasePolicy(fleet.ReleaseNow))
+	require.NoError(t, err)
+	require.NoError(t, a.m.MarkBusy(y.ID))
+	gone := func() bool {
+		for _, r := range w.v.Resources() {
+			if r.ID == x.ID {
+				return !r.Live()
+			}
+		}
+		return false
+	}
+	assert.True(t, until(t, w, 8*time.Second, gone, a.m, b.m), "%s released through b is still running", x.ID)
+	require.NoError(t, b.m.Delete(t.Context(), name))
+	until(t, w, 8*time.Second, func() bool { l, _ := liveVultr(w); return l == 0 }, a.m, b.m)
+	live, _ := liveVultr(w)
+	assert.Zero(t, live, "leak after Delete")
+}
