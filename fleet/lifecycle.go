@@ -37,13 +37,22 @@ func (m *Manager) provisionTimeout(o Offer) time.Duration {
 }
 
 // checkDeadlines releases instances that missed the provisioning or the
-// agent deadline; the release is verified like any other. m.mu held.
+// agent deadline; the release is verified like any other. A record this
+// process read from the store (a restart, a replica taking a fleet over) is
+// judged only once a listing has shown it since (its stored status may be
+// old: the machine may have come up while no process watched), and its
+// agent deadline counts from the read at the earliest (the agent start of
+// the process that died is begun again). m.mu held.
 func (m *Manager) checkDeadlines(now time.Time) {
 	for _, r := range m.insts {
 		var deadline time.Time
 		var what string
+		id := r.Instance.RequestID
+		read, fromStore := m.readAt[id]
 		switch {
 		case r.Termination != nil || r.Instance.ID == "":
+			continue
+		case fromStore && !m.seen[id].After(read):
 			continue
 		case r.Instance.Status == StatusProvisioning:
 			deadline, what = r.Instance.Created.Add(m.provisionTimeout(r.Instance.Offer)), "provisioning"
@@ -53,7 +62,7 @@ func (m *Manager) checkDeadlines(now time.Time) {
 			r.RunningSince = now
 			continue
 		case r.Instance.Status == StatusBooting:
-			deadline, what = r.RunningSince.Add(m.pol.AgentTimeout), "agent"
+			deadline, what = maxTime(r.RunningSince, read).Add(m.pol.AgentTimeout), "agent"
 		default:
 			continue
 		}

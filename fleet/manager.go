@@ -172,6 +172,7 @@ type Manager struct {
 	keyMissing     map[string]bool // fleets whose private key was lost with a restart
 	keyMissingSaid map[string]bool
 	deadlineMisses map[string]int // consecutive deadline misses per fleet
+	readAt         map[string]time.Time // request id → when this process read the record from the store (see checkDeadlines)
 	storeFailing   bool
 	vpcCreates     []string       // fleets whose VPC create is planned this step
 	ownKeys        map[string]int // this owner's SSH keys seen in the latest listing (or maybe registered since), per provider
@@ -287,6 +288,7 @@ func (m *Manager) initMaps() {
 	m.lastRefusal, m.acquired, m.answered = map[string]string{}, map[string]bool{}, map[string]time.Time{}
 	m.agentNext, m.keyedAgents, m.abandoned = map[string]time.Time{}, map[string]Agent{}, map[string]bool{}
 	m.keyMissing, m.keyMissingSaid, m.deadlineMisses = map[string]bool{}, map[string]bool{}, map[string]int{}
+	m.readAt = map[string]time.Time{}
 }
 
 // Owner returns the owner id this Manager writes into its labels.

@@ -288,6 +288,7 @@ func (m *Manager) applySync(res syncResult, acks map[string]int64, now time.Time
 		if _, ok := m.insts[in.Instance.RequestID]; !ok {
 			in := in
 			m.addRecord(&in)
+			m.readAt[in.Instance.RequestID] = now
 		}
 	}
 	for name, ins := range res.intents {

@@ -38,10 +38,12 @@ func (m *Manager) load(ctx context.Context) error {
 			}
 		}
 	}
+	now := m.clock.Now()
 	for _, r := range insts {
 		if _, ok := m.insts[r.Instance.RequestID]; !ok {
 			r := r
 			m.addRecord(&r)
+			m.readAt[r.Instance.RequestID] = now
 		}
 	}
 	m.loaded = true
@@ -248,6 +250,7 @@ func (m *Manager) removeRecord(id string) {
 		}
 	}
 	delete(m.insts, id)
+	delete(m.readAt, id)
 }
 
 // sortRecords sorts records oldest first (ties by request id).
