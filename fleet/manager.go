@@ -171,7 +171,7 @@ type Manager struct {
 	abandoned      map[string]bool // provider/id untracked by ReleaseCompat: never adopted again
 	keyMissing     map[string]bool // fleets whose private key was lost with a restart
 	keyMissingSaid map[string]bool
-	deadlineMisses map[string]int // consecutive deadline misses per fleet
+	deadlineMisses map[string]int       // consecutive deadline misses per fleet
 	readAt         map[string]time.Time // request id → when this process read the record from the store (see checkDeadlines)
 	storeFailing   bool
 	vpcCreates     []string       // fleets whose VPC create is planned this step
