@@ -166,7 +166,7 @@ func (m *Manager) idleReleaseAt(r *InstanceRecord, idleTimeout time.Duration, sp
 	if inside {
 		return minEnd.Add(hold)
 	}
-	return r.IdleSince.Add(max(idleTimeout, hold))
+	return maxTime(minEnd, r.IdleSince).Add(max(idleTimeout, hold))
 }
 
 // missedDeadline counts a fleet's consecutive deadline misses; after

@@ -23,8 +23,10 @@ import (
 //
 // A 3xx answer is an APIError too: the API never redirects, so the client
 // follows no redirect (a DELETE re-sent as a GET would pass for success).
-// Its Message says where it pointed, its class is fleet.ErrInvalidRequest
-// and it unwraps to a *RedirectError.
+// Its Message says where it pointed, its class is fleet.ErrUnavailable (a
+// front that redirects may have carried the request out first: a create
+// answered so is looked up, a delete tried again until confirmed) and it
+// unwraps to a *RedirectError.
 type APIError struct {
 	// Status is the HTTP status code.
 	Status int
@@ -133,9 +135,10 @@ type classRule struct {
 // matching row wins. Sources: the responses and descriptions of Hot Aisle's
 // OpenAPI document, and the error bodies its API was seen to answer.
 var classTable = []classRule{
-	// A redirect: the API never sends one, so the request cannot succeed
-	// as sent (a wrong base URL, a proxy); repeating it cannot help.
-	{300, 399, anyCall, "", fleet.ErrInvalidRequest},
+	// A redirect: the API never sends one (a wrong base URL, a proxy). A
+	// front on the way may have carried the request out before redirecting,
+	// so its effect is unknown: a create is looked up, a delete retried.
+	{300, 399, anyCall, "", fleet.ErrUnavailable},
 	// VM limit answers 401 (sic): "Maximum VMs already provisioned for this team".
 	{401, 401, anyCall, "maximum vms", fleet.ErrQuotaExceeded},
 	{401, 401, anyCall, "", fleet.ErrUnauthorized},

@@ -28,10 +28,10 @@ var classCases = []struct {
 	body         string
 	want         error
 }{
-	{"redirect on a delete", "DELETE", "/teams/acme/virtual_machines/vm1/", 302, "", fleet.ErrInvalidRequest},
-	{"redirect on a provision", "POST", "/teams/acme/virtual_machines/", 307, `"No available virtual machine"`, fleet.ErrInvalidRequest},
-	{"permanent redirect on a read", "GET", "/teams/acme/virtual_machines/vm1/", 308, `"Not Found"`, fleet.ErrInvalidRequest},
-	{"see other on a release", "DELETE", "/teams/acme/bare_metal/bm1/", 303, "", fleet.ErrInvalidRequest},
+	{"redirect on a delete", "DELETE", "/teams/acme/virtual_machines/vm1/", 302, "", fleet.ErrUnavailable},
+	{"redirect on a provision", "POST", "/teams/acme/virtual_machines/", 307, `"No available virtual machine"`, fleet.ErrUnavailable},
+	{"permanent redirect on a read", "GET", "/teams/acme/virtual_machines/vm1/", 308, `"Not Found"`, fleet.ErrUnavailable},
+	{"see other on a release", "DELETE", "/teams/acme/bare_metal/bm1/", 303, "", fleet.ErrUnavailable},
 	{"vm limit", "POST", "/teams/acme/virtual_machines/", 401, `"Maximum VMs already provisioned for this team"`, fleet.ErrQuotaExceeded},
 	{"bad key json", "GET", "/user/", 401, `"Unauthorized"`, fleet.ErrUnauthorized},
 	{"bad key plain", "GET", "/user/", 401, "Unauthorized\n", fleet.ErrUnauthorized},

@@ -144,7 +144,7 @@ var redirectCalls = []struct {
 }
 
 // A call answered with any redirect fails with a typed *APIError carrying
-// the 3xx status, of class fleet.ErrInvalidRequest (never fleet.ErrNotFound,
+// the 3xx status, of class fleet.ErrUnavailable (never fleet.ErrNotFound,
 // which a delete would take for "gone"), unwrapping to a *RedirectError;
 // only the first request was sent (no GET after a 301/302/303, no repeat
 // after a 307/308), and it is not retried.
@@ -163,9 +163,8 @@ func TestRedirectIsATypedErrorForEveryMethod(t *testing.T) {
 				require.ErrorAs(t, err, &ae)
 				assert.Equal(t, code, ae.Status)
 				assert.Equal(t, tc.method, ae.Method)
-				assert.True(t, errors.Is(err, fleet.ErrInvalidRequest), "%v", err)
+				assert.True(t, errors.Is(err, fleet.ErrUnavailable), "%v", err)
 				assert.False(t, errors.Is(err, fleet.ErrNotFound))
-				assert.False(t, errors.Is(err, fleet.ErrUnavailable))
 				var re *RedirectError
 				require.ErrorAs(t, err, &re)
 				assert.Equal(t, code, re.Status)
@@ -205,7 +204,7 @@ func TestProviderDeleteRedirectedIsNotGone(t *testing.T) {
 	err := NewProvider(c).Delete(context.Background(), "enc1-gpuvm022", fleet.DeleteOptions{Force: true})
 	require.Error(t, err)
 	assert.False(t, errors.Is(err, fleet.ErrNotFound))
-	assert.True(t, errors.Is(err, fleet.ErrInvalidRequest))
+	assert.True(t, errors.Is(err, fleet.ErrUnavailable))
 	for _, m := range seen.all() {
 		assert.Equal(t, http.MethodDelete, m)
 	}

@@ -32,8 +32,10 @@ var ErrRepeatedCursor = fmt.Errorf("%w: cursor repeated", ErrEndlessList)
 //
 // A 3xx answer is an APIError too: the API never redirects, so the client
 // follows no redirect (a DELETE re-sent as a GET would pass for success).
-// Its Message says where it pointed, its class is fleet.ErrInvalidRequest
-// and it unwraps to a *RedirectError.
+// Its Message says where it pointed, its class is fleet.ErrUnavailable (a
+// front that redirects may have carried the request out first: a create
+// answered so is looked up, a delete tried again until confirmed) and it
+// unwraps to a *RedirectError.
 //
 // errors.Is(err, class) is true for exactly one class of package fleet,
 // chosen by the classification table of this file (see Class).
@@ -155,13 +157,14 @@ var classTable = []rule{
 }
 
 // classify picks the fleet class of a (status, message) answer:
-// ErrInvalidRequest for a 3xx (a redirect, which the API never sends: the
-// request cannot succeed as sent, whatever the body says), else the first
+// ErrUnavailable for a 3xx (a redirect, which the API never sends: a front
+// on the way may have carried the request out before redirecting, so its
+// effect is unknown, whatever the body says), else the first
 // matching row of classTable, else ErrInvalidRequest for any other 4xx and
 // ErrUnavailable for any other status (5xx without a domain message).
 func classify(status int, msg string) error {
 	if api.IsRedirect(status) {
-		return fleet.ErrInvalidRequest
+		return fleet.ErrUnavailable
 	}
 	lower := strings.ToLower(msg)
 	for _, r := range classTable {

@@ -75,11 +75,11 @@ var classCases = []struct {
 	{"gateway timeout empty", 504, ``, fleet.ErrUnavailable},
 	{"other 500", 500, `{"error":"Unable to destroy server: internal error","status":500}`, fleet.ErrUnavailable},
 	// Redirects: the API never sends one, whatever the body says.
-	{"redirect html", 302, `<a href="/v2/instances/x/">Found</a>.`, fleet.ErrInvalidRequest},
-	{"redirect with a domain message", 301, `{"error":"Server is currently locked","status":301}`, fleet.ErrInvalidRequest},
-	{"see other empty", 303, ``, fleet.ErrInvalidRequest},
-	{"temporary redirect not found", 307, `{"error":"Not found.","status":307}`, fleet.ErrInvalidRequest},
-	{"permanent redirect", 308, ``, fleet.ErrInvalidRequest},
+	{"redirect html", 302, `<a href="/v2/instances/x/">Found</a>.`, fleet.ErrUnavailable},
+	{"redirect with a domain message", 301, `{"error":"Server is currently locked","status":301}`, fleet.ErrUnavailable},
+	{"see other empty", 303, ``, fleet.ErrUnavailable},
+	{"temporary redirect not found", 307, `{"error":"Not found.","status":307}`, fleet.ErrUnavailable},
+	{"permanent redirect", 308, ``, fleet.ErrUnavailable},
 }
 
 func TestClassificationTable(t *testing.T) {
