@@ -49,6 +49,16 @@ func (q *intentQueue) take() []intent {
 	return ops
 }
 
+// requeue puts ops back in front of the intents pushed since take.
+func (q *intentQueue) requeue(ops []intent) {
+	if len(ops) == 0 {
+		return
+	}
+	q.mu.Lock()
+	q.ops = append(slices.Clip(ops), q.ops...)
+	q.mu.Unlock()
+}
+
 // pendingSpecs returns the specs applied and not yet taken, latest per fleet.
 func (q *intentQueue) pendingSpecs() []Spec {
 	q.mu.Lock()
@@ -358,16 +368,15 @@ func (m *Manager) mark(instanceID string, kind intentKind) error {
 	return nil
 }
 
-// applyIntents carries out the recorded intents in call order. Loop only;
-// m.mu held.
+// applyIntents carries out the recorded intents in call order (replica
+// mode: only those never stored; stored ones are carried out as the store
+// gives them, in Seq order). Loop only; m.mu held.
 func (m *Manager) applyIntents(now time.Time) {
-	for _, op := range m.intents.take() {
-		if op.seq > 0 {
-			if op.seq <= m.rep.applied[op.fleet] {
-				continue
-			}
-			m.rep.applied[op.fleet] = op.seq
-		}
+	ops := m.intents.take()
+	if m.rep != nil {
+		ops = m.keepStored(ops)
+	}
+	for _, op := range ops {
 		switch op.kind {
 		case intentApply:
 			m.applySpec(op.spec, now)

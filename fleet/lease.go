@@ -24,6 +24,10 @@ var (
 	// ErrLeaseLost: RenewLease found the lease expired or acquired by
 	// another holder since; acquire it again (with a new token).
 	ErrLeaseLost = errors.New("gpufleet: lease lost")
+	// ErrNotRecorded: a Manager replica (Config.ReplicaID) could not record
+	// a call's intent in its LeaseStore (the store's error is wrapped too):
+	// nothing of the call will be carried out. Call again.
+	ErrNotRecorded = errors.New("gpufleet: intent not recorded")
 )
 
 // StaleWriteError is the error of a refused conditional write.

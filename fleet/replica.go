@@ -3,6 +3,7 @@ package fleet
 import (
 	"context"
 	"errors"
+	"fmt"
 	"hash/fnv"
 	"slices"
 	"strings"
@@ -31,6 +32,7 @@ type replica struct {
 	applied   map[string]int64     // fleet → the last intent Seq carried out
 	acked     map[string]int64
 	keys      map[string]PrivateKey // fleets' private keys given to this replica (never stored)
+	unread    map[string]bool       // fleets whose intents this replica recorded as holder, not read back yet
 	nextSync  time.Time
 }
 
@@ -101,10 +103,15 @@ type syncResult struct {
 // others, loads newly acquired fleets and reads their stored intents. m.mu held.
 func (m *Manager) syncLeases(now time.Time) {
 	r := m.rep
-	if r == nil || time.Now().Before(r.nextSync) || m.busy("leases") {
+	if r == nil || m.busy("leases") {
+		return
+	}
+	if time.Now().Before(r.nextSync) {
+		m.readIntents()
 		return
 	}
 	r.nextSync = time.Now().Add(r.ttl / 3)
+	clear(r.unread) // the sync reads every intent
 	held := make(map[string]Lease, len(r.held))
 	for f, l := range r.held {
 		held[f] = l
@@ -290,13 +297,7 @@ func (m *Manager) applySync(res syncResult, acks map[string]int64, now time.Time
 			m.addRecord(&in)
 		}
 	}
-	for name, ins := range res.intents {
-		if _, ok := r.held[name]; ok {
-			for _, in := range ins {
-				m.applyStored(in, now)
-			}
-		}
-	}
+	m.applyStoredIntents(res.intents, now)
 	for _, name := range res.handover {
 		if !m.fleetDirty(name) {
 			l := r.held[name]
@@ -356,10 +357,10 @@ func (m *Manager) dropFleet(name, why string) {
 	delete(m.rep.heldAt, name)
 	delete(m.fleets, name)
 	delete(m.dirtyF, name)
-	for id, r := range m.byFleet[name] {
+	for id := range m.byFleet[name] {
 		m.cancelAgent(id)
 		delete(m.dirtyI, id)
-		_ = r
+		delete(m.acquired, id)
 		m.removeRecord(id)
 	}
 	m.event(Event{Type: EventFleetReleased, Fleet: name, Message: "this replica stops reconciling the fleet: " + why})
@@ -400,13 +401,17 @@ func (m *Manager) applyStored(in Intent, now time.Time) {
 	case IntentRelease:
 		m.releaseInstance(in.InstanceID, in.Policy, now)
 	case IntentBusy, IntentIdle:
+		delete(m.acquired, in.InstanceID)
 		m.markBusy(in.InstanceID, in.Kind == IntentBusy, now)
 	}
 }
 
-// putIntent records an intent in the store (replica mode) and, when this
-// replica holds the fleet, queues it locally too, with its Seq, so it is
-// carried out at once and not again when read back.
+// putIntent records an intent in the store (replica mode); an error
+// answers ErrNotRecorded. When this replica holds the fleet it queues the
+// intent locally too, with its Seq (Acquire counts it), and has the loop
+// read the fleet's stored intents at once: they are carried out from the
+// store only, in Seq order, so that one recorded earlier through another
+// replica is never overtaken and then skipped.
 func (m *Manager) putIntent(ctx context.Context, in Intent, local intent) error {
 	in.At = m.clock.Now()
 	key := in.Spec.PrivateKey
@@ -416,7 +421,7 @@ func (m *Manager) putIntent(ctx context.Context, in Intent, local intent) error 
 	}
 	seq, err := m.rep.ls.PutIntent(ctx, in)
 	if err != nil {
-		return err
+		return fmt.Errorf("gpufleet: fleet %s: %s %w: %w", in.Fleet, in.Kind, unprefixed(ErrNotRecorded), err)
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -426,6 +431,7 @@ func (m *Manager) putIntent(ctx context.Context, in Intent, local intent) error 
 	if _, ok := m.rep.held[in.Fleet]; ok {
 		local.seq, local.fleet = seq, in.Fleet
 		m.intents.push(local)
+		m.rep.unread[in.Fleet] = true
 	}
 	m.wake()
 	return nil

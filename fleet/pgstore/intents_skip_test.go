@@ -10,14 +10,12 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// On PostgreSQL: an orchestrator releases node X through replica b (which
-// does not hold the fleet) and, a moment later, marks node Y busy through
-// replica a (the holder). Both calls return nil; issue 14 point 2 says
-// intents recorded on any replica reach the holder. The holder carries out
-// its own intent (the later Seq) at once and, when its lease sync reads
-// b's (the earlier Seq), skips it as already applied and acknowledges it
-// away: X is never released.
-func TestReleaseThroughNonHolderThenMarkOnHolderTesterD(t *testing.T) {
+// On PostgreSQL: node X is released through replica b (which does not
+// hold the fleet) and, a moment later, node Y is marked busy through
+// replica a (the holder). Both calls return nil, and both are carried out
+// in Seq order: X is released although a's own later intent reached a
+// first.
+func TestReleaseThroughNonHolderThenMarkOnHolder(t *testing.T) {
 	dsn := pgtest.DSN(t)
 	schema := pgtest.Schema(t, dsn)
 	w := newWorld(t, 10)
