@@ -413,6 +413,12 @@ func (m *Manager) applyStored(in Intent, now time.Time) {
 // store only, in Seq order, so that one recorded earlier through another
 // replica is never overtaken and then skipped.
 func (m *Manager) putIntent(ctx context.Context, in Intent, local intent) error {
+	_, err := m.recordIntent(ctx, in, local)
+	return err
+}
+
+// recordIntent is putIntent, returning the intent's Seq.
+func (m *Manager) recordIntent(ctx context.Context, in Intent, local intent) (int64, error) {
 	in.At = m.clock.Now()
 	key := in.Spec.PrivateKey
 	in.Spec.PrivateKey = PrivateKey{}
@@ -421,7 +427,7 @@ func (m *Manager) putIntent(ctx context.Context, in Intent, local intent) error 
 	}
 	seq, err := m.rep.ls.PutIntent(ctx, in)
 	if err != nil {
-		return fmt.Errorf("gpufleet: fleet %s: %s %w: %w", in.Fleet, in.Kind, unprefixed(ErrNotRecorded), err)
+		return 0, fmt.Errorf("gpufleet: fleet %s: %s %w: %w", in.Fleet, in.Kind, unprefixed(ErrNotRecorded), err)
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -434,7 +440,7 @@ func (m *Manager) putIntent(ctx context.Context, in Intent, local intent) error 
 		m.rep.unread[in.Fleet] = true
 	}
 	m.wake()
-	return nil
+	return seq, nil
 }
 
 // lostWrite reports whether a store error means the lease is gone.
