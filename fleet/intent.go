@@ -160,6 +160,9 @@ func (m *Manager) Apply(ctx context.Context, spec Spec) error {
 		return err
 	}
 	if m.rep != nil {
+		if err := m.storedDeleting(ctx, spec.Name); err != nil {
+			return err
+		}
 		return m.putIntent(ctx, Intent{Fleet: spec.Name, Kind: IntentApply, Spec: cloneSpec(spec)},
 			intent{kind: intentApply, spec: cloneSpec(spec), name: spec.Name})
 	}
@@ -169,7 +172,7 @@ func (m *Manager) Apply(ctx context.Context, spec Spec) error {
 	defer m.intents.mu.Unlock()
 	_, queuedDelete := m.intents.fleetState(spec.Name)
 	if f, ok := m.fleets[spec.Name]; (ok && f.Deleting) || queuedDelete {
-		return fmt.Errorf("gpufleet: fleet %s is being deleted", spec.Name)
+		return beingDeleted(spec.Name)
 	}
 	m.intents.ops = append(m.intents.ops, intent{kind: intentApply, spec: cloneSpec(spec), name: spec.Name})
 	m.wake()

@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"slices"
 	"time"
@@ -68,4 +69,32 @@ func (m *Manager) applyStoredIntents(intents map[string][]Intent, now time.Time)
 			m.applyStored(in, now)
 		}
 	}
+}
+
+// beingDeleted is Apply's error for a fleet being deleted.
+func beingDeleted(name string) error { return fmt.Errorf("gpufleet: fleet %s is being deleted", name) }
+
+// storedDeleting answers Apply's error for a fleet being deleted as the
+// shared store has it (replica mode): a Delete of it recorded and not yet
+// acknowledged, or its record marked Deleting. The intents are read first:
+// the holder stores the record before it acknowledges the Delete. A failed
+// read answers ErrNotRecorded.
+func (m *Manager) storedDeleting(ctx context.Context, name string) error {
+	ctx, cancel := context.WithTimeout(ctx, m.pol.CallTimeout)
+	defer cancel()
+	ins, err := m.rep.ls.Intents(ctx, name)
+	if err != nil {
+		return fmt.Errorf("gpufleet: fleet %s: apply %w: reading its intents: %w", name, unprefixed(ErrNotRecorded), err)
+	}
+	if slices.ContainsFunc(ins, func(in Intent) bool { return in.Kind == IntentDelete }) {
+		return beingDeleted(name)
+	}
+	fleets, err := m.rep.ls.Fleets(ctx)
+	if err != nil {
+		return fmt.Errorf("gpufleet: fleet %s: apply %w: reading the fleets: %w", name, unprefixed(ErrNotRecorded), err)
+	}
+	if slices.ContainsFunc(fleets, func(f FleetRecord) bool { return f.Spec.Name == name && f.Deleting }) {
+		return beingDeleted(name)
+	}
+	return nil
 }
