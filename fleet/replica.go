@@ -20,7 +20,8 @@ const gcLease = "gc"
 // replicas (Config.Store implements LeaseStore). Written by the loop.
 type replica struct {
 	ls     LeaseStore
-	holder string
+	holder string // the replica id: holder of the fleet and collector leases
+	selfID string // holder of the replica lease: the id and a per-process suffix
 	ttl    time.Duration
 
 	self, gc  Lease
@@ -34,6 +35,10 @@ type replica struct {
 	keys      map[string]PrivateKey // fleets' private keys given to this replica (never stored)
 	unread    map[string]bool       // fleets whose intents this replica recorded as holder, not read back yet
 	nextSync  time.Time
+
+	conflict  *LeaseHeldError // the replica lease as first seen held by another process (nil: it is ours)
+	fatal     error           // *ReplicaIDInUseError once that process renewed it
+	fatalSaid bool
 }
 
 // valid reports whether a lease taken at t is still safely held by the
@@ -95,6 +100,7 @@ type syncResult struct {
 	fleets       map[string]FleetRecord
 	insts        []InstanceRecord // of newly acquired fleets
 	intents      map[string][]Intent
+	conflict     *LeaseHeldError // the replica lease is held by another process
 	err          error
 }
 
@@ -145,19 +151,20 @@ func (m *Manager) fleetDirty(fleet string) bool {
 func (m *Manager) leaseSync(ctx context.Context, self, gc Lease, held map[string]Lease, acks map[string]int64) syncResult {
 	r := m.rep
 	res := syncResult{got: map[string]Lease{}, fleets: map[string]FleetRecord{}, intents: map[string][]Intent{}}
-	take := func(l Lease, name string) (Lease, time.Time, error) {
+	take := func(l Lease, name, holder string) (Lease, time.Time, error) {
 		at := time.Now()
 		if l.Token != 0 {
 			if nl, err := r.ls.RenewLease(ctx, l); err == nil {
 				return nl, at, nil
 			}
 		}
-		nl, err := r.ls.AcquireLease(ctx, name, r.holder, r.ttl)
+		nl, err := r.ls.AcquireLease(ctx, name, holder, r.ttl)
 		return nl, at, err
 	}
 	var err error
-	if res.self, res.selfAt, err = take(self, replicaLeasePrefix+r.holder); err != nil {
+	if res.self, res.selfAt, err = take(self, replicaLeasePrefix+r.holder, r.selfID); err != nil {
 		res.err = err
+		errors.As(err, &res.conflict)
 		return res
 	}
 	leases, err := r.ls.Leases(ctx)
@@ -194,7 +201,10 @@ func (m *Manager) leaseSync(ctx context.Context, self, gc Lease, held map[string
 		res.intents[in.Fleet] = append(res.intents[in.Fleet], in)
 	}
 	if rendezvous(gcLease, live) == r.holder {
-		res.gc, res.gcAt, _ = take(gc, gcLease)
+		if gc.Token == 0 {
+			r.inherited(ctx, gcLease, leases)
+		}
+		res.gc, res.gcAt, _ = take(gc, gcLease, r.holder)
 	} else if gc.Token != 0 {
 		_ = r.ls.ReleaseLease(ctx, gc)
 	}
@@ -214,6 +224,7 @@ func (m *Manager) leaseSync(ctx context.Context, self, gc Lease, held map[string
 				res.lost = append(res.lost, name)
 			}
 		default:
+			r.inherited(ctx, FleetLease(name), leases)
 			if nl, err := r.ls.AcquireLease(ctx, FleetLease(name), r.holder, r.ttl); err == nil {
 				res.got[name] = nl
 				acquired = append(acquired, name)
@@ -256,6 +267,11 @@ func (m *Manager) leaseSync(ctx context.Context, self, gc Lease, held map[string
 // applySync applies a lease sync in the loop. m.mu held.
 func (m *Manager) applySync(res syncResult, acks map[string]int64, now time.Time) {
 	r := m.rep
+	if res.conflict != nil {
+		m.standDown(res.conflict)
+		return
+	}
+	r.conflict = nil
 	if res.err != nil {
 		m.event(Event{Type: EventStoreWriteFailed, Err: res.err.Error(), Message: "the lease sync failed; fleets are given up when their leases run out"})
 		return
