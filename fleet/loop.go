@@ -44,6 +44,7 @@ func (m *Manager) Reconcile(ctx context.Context) error {
 // A replica (Config.ReplicaID) whose id another live process holds returns
 // a *ReplicaIDInUseError (see there).
 func (m *Manager) Run(ctx context.Context) error {
+	m.forgetConflict()
 	for {
 		if err := m.acquire(ctx); err != nil {
 			return err

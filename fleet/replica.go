@@ -271,7 +271,7 @@ func (m *Manager) applySync(res syncResult, acks map[string]int64, now time.Time
 		m.standDown(res.conflict)
 		return
 	}
-	r.conflict = nil
+	r.conflict, r.fatal, r.fatalSaid = nil, nil, false
 	if res.err != nil {
 		m.event(Event{Type: EventStoreWriteFailed, Err: res.err.Error(), Message: "the lease sync failed; fleets are given up when their leases run out"})
 		return

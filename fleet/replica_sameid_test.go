@@ -173,7 +173,8 @@ func TestReplicaRestartedWithItsIDComesBack(t *testing.T) {
 // A replica paused past its lease (a stopped VM, a long GC) while a second
 // process with its id takes the id over: when the first resumes it finds
 // the lease renewed by the other, drops its fleets and its Run returns a
-// *ReplicaIDInUseError; the fleets stay at their size.
+// *ReplicaIDInUseError; the fleets stay at their size. Once the other is
+// stopped, Run called again takes the fleets back.
 func TestPausedReplicaFindsItsIDTaken(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newEnv(t, fleet.Policy{})
@@ -196,9 +197,14 @@ func TestPausedReplicaFindsItsIDTaken(t *testing.T) {
 		require.NoError(t, b.m.Apply(t.Context(), spec("p1", 3, vultrVM("ewr"))))
 		time.Sleep(time.Hour)
 		assert.True(t, converged(t, store, map[string]int{"p1": 3}))
-		require.NoError(t, b.m.Delete(t.Context(), "p1"))
+		require.NoError(t, b.stop()) // the way out: stop the other, run this one again
+		a.resume()
+		time.Sleep(5 * time.Minute)
+		require.NoError(t, a.ended(), "Run again: it waited for the lease and carries on")
+		assert.Len(t, a.m.Instances("p1"), 3, "it took the fleet again")
+		require.NoError(t, a.m.Delete(t.Context(), "p1"))
 		time.Sleep(3 * time.Hour)
-		require.NoError(t, b.stop())
+		require.NoError(t, a.stop())
 		e.assertNothingLeft()
 		assert.Equal(t, 3, createdRequests(t, e), "nothing created twice")
 	})

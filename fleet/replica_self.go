@@ -23,7 +23,8 @@ var ErrReplicaIDInUse = errors.New("gpufleet: replica id in use by another proce
 // dead predecessor's expires (within Policy.LeaseTTL) and carries on. When
 // the holder renews it meanwhile, it is alive, and Run returns this error;
 // the other process goes on alone. Way out: give each process its own
-// ReplicaID, or stop the other one and call Run again after the TTL.
+// ReplicaID, or stop the other one and call Run again (it waits until the
+// other's lease runs out).
 // Answers errors.Is for ErrReplicaIDInUse and ErrLeaseHeld, and errors.As
 // for *LeaseHeldError.
 type ReplicaIDInUseError struct {
@@ -76,6 +77,18 @@ func (m *Manager) standDown(held *LeaseHeldError) {
 		m.event(Event{Type: EventReplicaIDInUse, Err: held.Error(),
 			Message: "another process holds this replica's id: this one takes no fleet until that lease runs out"})
 	}
+}
+
+// forgetConflict has Run judge afresh whether another process holds this
+// replica's id (a Run called again after it returned a
+// *ReplicaIDInUseError waits for the lease again).
+func (m *Manager) forgetConflict() {
+	if m.rep == nil {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.rep.conflict, m.rep.fatal, m.rep.fatalSaid = nil, nil, false
 }
 
 // replicaErr is the error that ends Run: another live process runs with
