@@ -22,7 +22,12 @@ var ErrNoIdle = errors.New("gpufleet: no idle instance")
 // replica holding the fleet's lease hands out its nodes (so that none is
 // handed out twice); another replica answers ErrNoIdle wrapping a
 // *LeaseHeldError that names the holder (errors.As), or ErrNoIdle alone
-// while no replica holds it.
+// while no replica holds it. The holder records the busy mark in the
+// shared store before it returns the node (a node whose Release or MarkBusy
+// was recorded through any replica counts as taken), so that the replica
+// taking the fleet over after the holder's death does not hand it out
+// again; when that write fails, Acquire returns an error answering
+// ErrNotRecorded (and wrapping the store's error) and the node stays idle.
 func (m *Manager) Acquire(ctx context.Context, fleet string) (Instance, error) {
 	if m.closed.Load() {
 		return Instance{}, ErrClosed
@@ -30,27 +35,43 @@ func (m *Manager) Acquire(ctx context.Context, fleet string) (Instance, error) {
 	if err := ctx.Err(); err != nil {
 		return Instance{}, err
 	}
-	if m.rep != nil && !m.holdsNow(fleet) {
-		return Instance{}, m.acquireElsewhere(ctx, fleet)
+	if m.rep != nil {
+		if !m.holdsNow(fleet) {
+			return Instance{}, m.acquireElsewhere(ctx, fleet)
+		}
+		return m.acquireStored(ctx, fleet)
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	best, err := m.pickIdle(fleet, nil)
+	if err != nil {
+		return Instance{}, err
+	}
+	m.intents.push(intent{kind: intentBusy, name: best.Instance.RequestID})
+	m.wake()
+	return handedOut(best), nil
+}
+
+// pickIdle chooses the idle instance of fleet Acquire hands out (none in
+// skip) and reserves it (no other Acquire gets it until its busy intent
+// is carried out). m.mu held.
+func (m *Manager) pickIdle(fleet string, skip map[string]bool) (*InstanceRecord, error) {
 	m.intents.mu.Lock()
 	applied, deleted := m.intents.fleetState(fleet)
 	taken := m.intents.takenInstances()
 	m.intents.mu.Unlock()
 	if _, ok := m.fleets[fleet]; !ok || deleted {
 		if applied && !deleted {
-			return Instance{}, classed(ErrNoIdle, "fleet %s (just applied)", fleet)
+			return nil, classed(ErrNoIdle, "fleet %s (just applied)", fleet)
 		}
-		return Instance{}, classed(ErrNotFound, "fleet %s", fleet)
+		return nil, classed(ErrNotFound, "fleet %s", fleet)
 	}
 	now := m.clock.Now()
 	var best *InstanceRecord
 	var bestLeft time.Duration
 	for _, r := range m.byFleet[fleet] {
 		id := r.Instance.RequestID
-		if r.Instance.Status != StatusIdle || r.Busy || r.Termination != nil || m.acquired[id] || taken[id] {
+		if r.Instance.Status != StatusIdle || r.Busy || r.Termination != nil || m.acquired[id] || taken[id] || skip[id] {
 			continue
 		}
 		left := m.paidUntil(r, now).Sub(now)
@@ -59,15 +80,17 @@ func (m *Manager) Acquire(ctx context.Context, fleet string) (Instance, error) {
 		}
 	}
 	if best == nil {
-		return Instance{}, classed(ErrNoIdle, "fleet %s", fleet)
+		return nil, classed(ErrNoIdle, "fleet %s", fleet)
 	}
-	id := best.Instance.RequestID
-	m.acquired[id] = true
-	m.intents.push(intent{kind: intentBusy, name: id})
-	m.wake()
-	inst := cloneInst(best.Instance)
+	m.acquired[best.Instance.RequestID] = true
+	return best, nil
+}
+
+// handedOut is the Instance Acquire returns for r: a copy, busy.
+func handedOut(r *InstanceRecord) Instance {
+	inst := cloneInst(r.Instance)
 	inst.Status = StatusBusy
-	return inst, nil
+	return inst
 }
 
 // paidUntil is the end of what r has paid for: its billed hour or its

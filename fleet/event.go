@@ -53,6 +53,7 @@ const (
 	EventCreatesRefused      EventType = "CreatesRefused"      // alert: the account refused a create (key, permission, quota, balance); the provider's creates back off
 	EventFleetTaken          EventType = "FleetTaken"          // this replica took a fleet's lease and reconciles it
 	EventFleetReleased       EventType = "FleetReleased"       // this replica stopped reconciling a fleet (handed over, or its lease was lost)
+	EventReplicaIDInUse      EventType = "ReplicaIDInUse"      // alert: another process holds this replica's lease (the same Config.ReplicaID); this one takes no fleet (see ReplicaIDInUseError)
 	EventSSHKeyDeleted       EventType = "SSHKeyDeleted"       // an SSH key this owner registered was removed: no fleet needs it
 	EventVPCAdopted          EventType = "VPCAdopted"          // a VPC labelled for a cluster fleet without one became its VPC
 	EventStoreWriteFailed    EventType = "StoreWriteFailed"    // warning: writes to the Store failed (kept and retried); also said once when they work again

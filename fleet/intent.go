@@ -49,6 +49,16 @@ func (q *intentQueue) take() []intent {
 	return ops
 }
 
+// requeue puts ops back in front of the intents pushed since take.
+func (q *intentQueue) requeue(ops []intent) {
+	if len(ops) == 0 {
+		return
+	}
+	q.mu.Lock()
+	q.ops = append(slices.Clip(ops), q.ops...)
+	q.mu.Unlock()
+}
+
 // pendingSpecs returns the specs applied and not yet taken, latest per fleet.
 func (q *intentQueue) pendingSpecs() []Spec {
 	q.mu.Lock()
@@ -150,6 +160,9 @@ func (m *Manager) Apply(ctx context.Context, spec Spec) error {
 		return err
 	}
 	if m.rep != nil {
+		if err := m.storedDeleting(ctx, spec.Name); err != nil {
+			return err
+		}
 		return m.putIntent(ctx, Intent{Fleet: spec.Name, Kind: IntentApply, Spec: cloneSpec(spec)},
 			intent{kind: intentApply, spec: cloneSpec(spec), name: spec.Name})
 	}
@@ -159,7 +172,7 @@ func (m *Manager) Apply(ctx context.Context, spec Spec) error {
 	defer m.intents.mu.Unlock()
 	_, queuedDelete := m.intents.fleetState(spec.Name)
 	if f, ok := m.fleets[spec.Name]; (ok && f.Deleting) || queuedDelete {
-		return fmt.Errorf("gpufleet: fleet %s is being deleted", spec.Name)
+		return beingDeleted(spec.Name)
 	}
 	m.intents.ops = append(m.intents.ops, intent{kind: intentApply, spec: cloneSpec(spec), name: spec.Name})
 	m.wake()
@@ -358,16 +371,15 @@ func (m *Manager) mark(instanceID string, kind intentKind) error {
 	return nil
 }
 
-// applyIntents carries out the recorded intents in call order. Loop only;
-// m.mu held.
+// applyIntents carries out the recorded intents in call order (replica
+// mode: only those never stored; stored ones are carried out as the store
+// gives them, in Seq order). Loop only; m.mu held.
 func (m *Manager) applyIntents(now time.Time) {
-	for _, op := range m.intents.take() {
-		if op.seq > 0 {
-			if op.seq <= m.rep.applied[op.fleet] {
-				continue
-			}
-			m.rep.applied[op.fleet] = op.seq
-		}
+	ops := m.intents.take()
+	if m.rep != nil {
+		ops = m.keepStored(ops)
+	}
+	for _, op := range ops {
 		switch op.kind {
 		case intentApply:
 			m.applySpec(op.spec, now)

@@ -24,6 +24,10 @@ var (
 	// ErrLeaseLost: RenewLease found the lease expired or acquired by
 	// another holder since; acquire it again (with a new token).
 	ErrLeaseLost = errors.New("gpufleet: lease lost")
+	// ErrNotRecorded: a Manager replica (Config.ReplicaID) could not record
+	// a call's intent in its LeaseStore (the store's error is wrapped too):
+	// nothing of the call will be carried out. Call again.
+	ErrNotRecorded = errors.New("gpufleet: intent not recorded")
 )
 
 // StaleWriteError is the error of a refused conditional write.
@@ -85,7 +89,7 @@ func (e *LeaseHeldError) Is(target error) bool { return target == ErrLeaseHeld }
 // Lease is a named, expiring right to act, as a LeaseStore grants it.
 type Lease struct {
 	Name   string // FleetLease(fleet) for a fleet's records; any other name for other work
-	Holder string // who holds it: one id per replica process
+	Holder string // who holds it: one id per replica process (with a per-process suffix for "replica/<id>")
 	// Token is the fencing token: it grows with every acquisition that
 	// changes the holder or follows an expiry, never repeats for a name,
 	// and renewals keep it. Writes under a lease carry it.
@@ -144,7 +148,9 @@ type Intent struct {
 //
 // How a Manager replica (Config.ReplicaID) uses it: every replica has a
 // unique holder id and keeps a lease "replica/<holder>" renewed as the sign
-// that it is alive. At every pass it
+// that it is alive; that lease's Holder is the id and a random suffix drawn
+// per process, so that a second live process with the same id is refused
+// it and takes nothing (see ReplicaIDInUseError). At every pass it
 // lists the live leases, takes the set of fleets (Fleets and pending
 // Intents) and, by rendezvous hashing of fleet name and holder over the
 // live replicas, tries to acquire FleetLease(f) for the fleets that fall

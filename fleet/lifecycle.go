@@ -104,11 +104,12 @@ func (m *Manager) releaseIdle(now time.Time) {
 
 // idleReleaseDue is when releaseIdle releases r (see idleReleaseAt; with
 // the ReleaseNow policy once idle for IdleTimeout), zero when it does not:
-// not idle, busy, no IdleTimeout, or its fleet at its minimum size. keep
-// and hold are the re-buy hold's (see held). m.mu held.
+// not idle, busy, handed out by Acquire (its busy mark not carried out
+// yet), no IdleTimeout, or its fleet at its minimum size. keep and hold
+// are the re-buy hold's (see held). m.mu held.
 func (m *Manager) idleReleaseDue(r *InstanceRecord, keep map[*InstanceRecord]bool, hold map[string]time.Duration, now time.Time) time.Time {
 	f := m.fleets[r.Instance.Fleet]
-	if r.Instance.Status != StatusIdle || r.Busy || r.Termination != nil || f == nil || f.Spec.IdleTimeout <= 0 || f.Spec.Nodes <= f.Spec.MinNodes {
+	if r.Instance.Status != StatusIdle || r.Busy || m.acquired[r.Instance.RequestID] || r.Termination != nil || f == nil || f.Spec.IdleTimeout <= 0 || f.Spec.Nodes <= f.Spec.MinNodes {
 		return time.Time{}
 	}
 	if m.policyFor(f) == ReleaseNow {

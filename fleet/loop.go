@@ -34,14 +34,17 @@ func (m *Manager) Reconcile(ctx context.Context) error {
 	m.mu.Lock()
 	m.drainResults(m.clock.Now())
 	m.mu.Unlock()
-	return errors.Join(m.flush(ctx), ctx.Err())
+	return errors.Join(m.flush(ctx), ctx.Err(), m.replicaErr())
 }
 
 // Run is the loop: it steps whenever an intent is recorded or an answer
 // comes back, and at least every Config.Interval, until ctx ends (returning
 // ctx.Err()) or the Manager is closed (ErrClosed). It never waits for a
 // provider call: a slow create or a hanging provider delays nothing else.
+// A replica (Config.ReplicaID) whose id another live process holds returns
+// a *ReplicaIDInUseError (see there).
 func (m *Manager) Run(ctx context.Context) error {
+	m.forgetConflict()
 	for {
 		if err := m.acquire(ctx); err != nil {
 			return err
@@ -49,6 +52,9 @@ func (m *Manager) Run(ctx context.Context) error {
 		m.step(ctx)
 		wait := m.untilNext()
 		m.release()
+		if err := m.replicaErr(); err != nil {
+			return err
+		}
 		if err := m.sleepOrWake(ctx, wait); err != nil {
 			if m.closed.Load() {
 				return ErrClosed

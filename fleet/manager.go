@@ -59,7 +59,10 @@ type Config struct {
 	// each fleet is reconciled by one replica at a time under a lease
 	// (Policy.LeaseTTL), intents recorded on any replica reach the holder,
 	// and a replica that dies is replaced within the TTL. It names this
-	// process among them (unique per process, e.g. host and pid). Replicas
+	// process among them (unique per process, e.g. host and pid; a second
+	// live process with the same id takes no fleet and its Run returns a
+	// *ReplicaIDInUseError, while a process restarted with its id after a
+	// crash waits at most Policy.LeaseTTL and carries on). Replicas
 	// must share Config.Owner, and each must be given the fleets' private
 	// keys (they are never stored).
 	ReplicaID string
@@ -259,8 +262,8 @@ func NewManager(cfg Config) (*Manager, error) {
 		if !ok || cfg.Owner == "" {
 			return nil, errors.New("gpufleet: Config.ReplicaID needs a LeaseStore as Config.Store and Config.Owner")
 		}
-		m.rep = &replica{ls: ls, holder: cfg.ReplicaID, ttl: m.pol.LeaseTTL, held: map[string]Lease{}, heldAt: map[string]time.Time{},
-			applied: map[string]int64{}, acked: map[string]int64{}, keys: map[string]PrivateKey{}}
+		m.rep = &replica{ls: ls, holder: cfg.ReplicaID, selfID: selfHolder(cfg.ReplicaID), ttl: m.pol.LeaseTTL, held: map[string]Lease{}, heldAt: map[string]time.Time{},
+			applied: map[string]int64{}, acked: map[string]int64{}, keys: map[string]PrivateKey{}, unread: map[string]bool{}}
 		m.loaded = true // records are read fleet by fleet as their leases are taken
 	}
 	if err := m.load(ctx); err != nil {

@@ -3,6 +3,7 @@ package fleet
 import (
 	"context"
 	"errors"
+	"fmt"
 	"hash/fnv"
 	"slices"
 	"strings"
@@ -19,7 +20,8 @@ const gcLease = "gc"
 // replicas (Config.Store implements LeaseStore). Written by the loop.
 type replica struct {
 	ls     LeaseStore
-	holder string
+	holder string // the replica id: holder of the fleet and collector leases
+	selfID string // holder of the replica lease: the id and a per-process suffix
 	ttl    time.Duration
 
 	self, gc  Lease
@@ -31,7 +33,12 @@ type replica struct {
 	applied   map[string]int64     // fleet → the last intent Seq carried out
 	acked     map[string]int64
 	keys      map[string]PrivateKey // fleets' private keys given to this replica (never stored)
+	unread    map[string]bool       // fleets whose intents this replica recorded as holder, not read back yet
 	nextSync  time.Time
+
+	conflict  *LeaseHeldError // the replica lease as first seen held by another process (nil: it is ours)
+	fatal     error           // *ReplicaIDInUseError once that process renewed it
+	fatalSaid bool
 }
 
 // valid reports whether a lease taken at t is still safely held by the
@@ -93,6 +100,7 @@ type syncResult struct {
 	fleets       map[string]FleetRecord
 	insts        []InstanceRecord // of newly acquired fleets
 	intents      map[string][]Intent
+	conflict     *LeaseHeldError // the replica lease is held by another process
 	err          error
 }
 
@@ -101,10 +109,15 @@ type syncResult struct {
 // others, loads newly acquired fleets and reads their stored intents. m.mu held.
 func (m *Manager) syncLeases(now time.Time) {
 	r := m.rep
-	if r == nil || time.Now().Before(r.nextSync) || m.busy("leases") {
+	if r == nil || m.busy("leases") {
+		return
+	}
+	if time.Now().Before(r.nextSync) {
+		m.readIntents()
 		return
 	}
 	r.nextSync = time.Now().Add(r.ttl / 3)
+	clear(r.unread) // the sync reads every intent
 	held := make(map[string]Lease, len(r.held))
 	for f, l := range r.held {
 		held[f] = l
@@ -138,19 +151,20 @@ func (m *Manager) fleetDirty(fleet string) bool {
 func (m *Manager) leaseSync(ctx context.Context, self, gc Lease, held map[string]Lease, acks map[string]int64) syncResult {
 	r := m.rep
 	res := syncResult{got: map[string]Lease{}, fleets: map[string]FleetRecord{}, intents: map[string][]Intent{}}
-	take := func(l Lease, name string) (Lease, time.Time, error) {
+	take := func(l Lease, name, holder string) (Lease, time.Time, error) {
 		at := time.Now()
 		if l.Token != 0 {
 			if nl, err := r.ls.RenewLease(ctx, l); err == nil {
 				return nl, at, nil
 			}
 		}
-		nl, err := r.ls.AcquireLease(ctx, name, r.holder, r.ttl)
+		nl, err := r.ls.AcquireLease(ctx, name, holder, r.ttl)
 		return nl, at, err
 	}
 	var err error
-	if res.self, res.selfAt, err = take(self, replicaLeasePrefix+r.holder); err != nil {
+	if res.self, res.selfAt, err = take(self, replicaLeasePrefix+r.holder, r.selfID); err != nil {
 		res.err = err
+		errors.As(err, &res.conflict)
 		return res
 	}
 	leases, err := r.ls.Leases(ctx)
@@ -187,7 +201,10 @@ func (m *Manager) leaseSync(ctx context.Context, self, gc Lease, held map[string
 		res.intents[in.Fleet] = append(res.intents[in.Fleet], in)
 	}
 	if rendezvous(gcLease, live) == r.holder {
-		res.gc, res.gcAt, _ = take(gc, gcLease)
+		if gc.Token == 0 {
+			r.inherited(ctx, gcLease, leases)
+		}
+		res.gc, res.gcAt, _ = take(gc, gcLease, r.holder)
 	} else if gc.Token != 0 {
 		_ = r.ls.ReleaseLease(ctx, gc)
 	}
@@ -207,6 +224,7 @@ func (m *Manager) leaseSync(ctx context.Context, self, gc Lease, held map[string
 				res.lost = append(res.lost, name)
 			}
 		default:
+			r.inherited(ctx, FleetLease(name), leases)
 			if nl, err := r.ls.AcquireLease(ctx, FleetLease(name), r.holder, r.ttl); err == nil {
 				res.got[name] = nl
 				acquired = append(acquired, name)
@@ -249,6 +267,11 @@ func (m *Manager) leaseSync(ctx context.Context, self, gc Lease, held map[string
 // applySync applies a lease sync in the loop. m.mu held.
 func (m *Manager) applySync(res syncResult, acks map[string]int64, now time.Time) {
 	r := m.rep
+	if res.conflict != nil {
+		m.standDown(res.conflict)
+		return
+	}
+	r.conflict, r.fatal, r.fatalSaid = nil, nil, false
 	if res.err != nil {
 		m.event(Event{Type: EventStoreWriteFailed, Err: res.err.Error(), Message: "the lease sync failed; fleets are given up when their leases run out"})
 		return
@@ -291,13 +314,7 @@ func (m *Manager) applySync(res syncResult, acks map[string]int64, now time.Time
 			m.readAt[in.Instance.RequestID] = now
 		}
 	}
-	for name, ins := range res.intents {
-		if _, ok := r.held[name]; ok {
-			for _, in := range ins {
-				m.applyStored(in, now)
-			}
-		}
-	}
+	m.applyStoredIntents(res.intents, now)
 	for _, name := range res.handover {
 		if !m.fleetDirty(name) {
 			l := r.held[name]
@@ -357,10 +374,10 @@ func (m *Manager) dropFleet(name, why string) {
 	delete(m.rep.heldAt, name)
 	delete(m.fleets, name)
 	delete(m.dirtyF, name)
-	for id, r := range m.byFleet[name] {
+	for id := range m.byFleet[name] {
 		m.cancelAgent(id)
 		delete(m.dirtyI, id)
-		_ = r
+		delete(m.acquired, id)
 		m.removeRecord(id)
 	}
 	m.event(Event{Type: EventFleetReleased, Fleet: name, Message: "this replica stops reconciling the fleet: " + why})
@@ -401,14 +418,24 @@ func (m *Manager) applyStored(in Intent, now time.Time) {
 	case IntentRelease:
 		m.releaseInstance(in.InstanceID, in.Policy, now)
 	case IntentBusy, IntentIdle:
+		delete(m.acquired, in.InstanceID)
 		m.markBusy(in.InstanceID, in.Kind == IntentBusy, now)
 	}
 }
 
-// putIntent records an intent in the store (replica mode) and, when this
-// replica holds the fleet, queues it locally too, with its Seq, so it is
-// carried out at once and not again when read back.
+// putIntent records an intent in the store (replica mode); an error
+// answers ErrNotRecorded. When this replica holds the fleet it queues the
+// intent locally too, with its Seq (Acquire counts it), and has the loop
+// read the fleet's stored intents at once: they are carried out from the
+// store only, in Seq order, so that one recorded earlier through another
+// replica is never overtaken and then skipped.
 func (m *Manager) putIntent(ctx context.Context, in Intent, local intent) error {
+	_, err := m.recordIntent(ctx, in, local)
+	return err
+}
+
+// recordIntent is putIntent, returning the intent's Seq.
+func (m *Manager) recordIntent(ctx context.Context, in Intent, local intent) (int64, error) {
 	in.At = m.clock.Now()
 	key := in.Spec.PrivateKey
 	in.Spec.PrivateKey = PrivateKey{}
@@ -417,7 +444,7 @@ func (m *Manager) putIntent(ctx context.Context, in Intent, local intent) error 
 	}
 	seq, err := m.rep.ls.PutIntent(ctx, in)
 	if err != nil {
-		return err
+		return 0, fmt.Errorf("gpufleet: fleet %s: %s %w: %w", in.Fleet, in.Kind, unprefixed(ErrNotRecorded), err)
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -427,9 +454,10 @@ func (m *Manager) putIntent(ctx context.Context, in Intent, local intent) error 
 	if _, ok := m.rep.held[in.Fleet]; ok {
 		local.seq, local.fleet = seq, in.Fleet
 		m.intents.push(local)
+		m.rep.unread[in.Fleet] = true
 	}
 	m.wake()
-	return nil
+	return seq, nil
 }
 
 // lostWrite reports whether a store error means the lease is gone.
