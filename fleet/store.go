@@ -269,3 +269,15 @@ func compareStrings(a, b string) int {
 	}
 	return 0
 }
+
+// CreateMeta stores value under key when key holds none and returns the
+// value key holds afterwards (see MetaCreator).
+func (s *MemoryStore) CreateMeta(_ context.Context, key, value string) (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if v, ok := s.meta[key]; ok {
+		return v, nil
+	}
+	s.meta[key] = value
+	return value, nil
+}

@@ -64,7 +64,10 @@ type Store struct {
 	q       queries
 }
 
-var _ fleet.LeaseStore = (*Store)(nil)
+var (
+	_ fleet.LeaseStore  = (*Store)(nil)
+	_ fleet.MetaCreator = (*Store)(nil)
+)
 
 type options struct {
 	schema  string

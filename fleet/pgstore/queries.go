@@ -21,6 +21,7 @@ type table struct {
 type queries struct {
 	fleets, instances table
 	meta, putMeta     string
+	createMeta        string
 	acquire, renew    string
 	release, leases   string
 	holder, token     string
@@ -62,6 +63,12 @@ func newQueries(schema string) queries {
 		instances: newTable(schema, "instances", "instance"),
 		meta:      fmt.Sprintf(`SELECT value FROM %s WHERE key = $1`, mt),
 		putMeta:   fmt.Sprintf(`INSERT INTO %s (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = excluded.value`, mt),
+		// On a conflict the row is locked and rewritten unchanged, so that
+		// RETURNING gives the value committed first, even by a concurrent
+		// insert this one waited for (DO NOTHING would return no row, and
+		// a read in the same statement would not see that insert).
+		createMeta: fmt.Sprintf(`INSERT INTO %s AS m (key, value) VALUES ($1, $2)
+			ON CONFLICT (key) DO UPDATE SET value = m.value RETURNING value`, mt),
 		// A free, expired or own lease is granted; the token grows unless
 		// the holder renews its own unexpired lease.
 		acquire: fmt.Sprintf(`INSERT INTO %s AS l (%s) VALUES ($1, $2, 1, now() + $3::bigint * interval '1 microsecond', $3)

@@ -220,3 +220,17 @@ func (s *Store) PutMeta(ctx context.Context, key, value string) error {
 	}
 	return nil
 }
+
+// CreateMeta stores value under key when key holds none, atomically, and
+// returns the value key holds afterwards: value, or the one stored before
+// (fleet.MetaCreator). Of callers racing on one key, the first to commit
+// wins and every other gets its value.
+func (s *Store) CreateMeta(ctx context.Context, key, value string) (string, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	var stored string
+	if err := s.pool.QueryRow(ctx, s.q.createMeta, key, value).Scan(&stored); err != nil {
+		return "", fmt.Errorf("pgstore: creating %s: %w", key, err)
+	}
+	return stored, nil
+}
