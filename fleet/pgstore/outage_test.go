@@ -20,6 +20,8 @@ func everyCall(s *pgstore.Store, l fleet.Lease) map[string]func(ctx context.Cont
 	return map[string]func(ctx context.Context) error{
 		"Fleets":    func(ctx context.Context) error { _, err := s.Fleets(ctx); return err },
 		"Instances": func(ctx context.Context) error { _, err := s.Instances(ctx); return err },
+		"Fleet":     func(ctx context.Context) error { _, err := s.Fleet(ctx, "u"); return err },
+		"Instance":  func(ctx context.Context) error { _, err := s.Instance(ctx, "req1"); return err },
 		"PutFleet": func(ctx context.Context) error {
 			f := storetest.Fleet("u")
 			f.Version = 1

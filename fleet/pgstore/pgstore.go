@@ -19,6 +19,10 @@
 // refused (*fleet.FencedError). Lease expiry is computed by the database's
 // clock (now()), never by a replica's.
 //
+// Besides fleet.LeaseStore, a Store is a fleet.RecordFinder (one record
+// by request id, provider id or fleet name, through indexes) and a
+// fleet.MetaCreator (a value stored only when none is, atomically).
+//
 // Every call that fails because the database cannot be reached answers
 // errors.Is(err, ErrUnreachable), with the cause in the chain; no error
 // holds the connection string's password.

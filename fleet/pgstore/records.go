@@ -39,10 +39,19 @@ func readAll[R any](ctx context.Context, s *Store, t table, setVersion func(*R, 
 	if err != nil {
 		return nil, fail(err, "reading %s records", t.kind)
 	}
+	out, err := collect(rows, setVersion)
+	if err != nil {
+		return nil, fail(err, "reading %s records", t.kind)
+	}
+	return out, nil
+}
+
+// collect decodes rows of (version, data) and closes them.
+func collect[R any](rows pgx.Rows, setVersion func(*R, int64)) ([]R, error) {
 	var out []R
 	var v int64
 	var data []byte
-	_, err = pgx.ForEachRow(rows, []any{&v, &data}, func() error {
+	_, err := pgx.ForEachRow(rows, []any{&v, &data}, func() error {
 		var r R
 		if err := json.Unmarshal(data, &r); err != nil {
 			return err
@@ -51,10 +60,7 @@ func readAll[R any](ctx context.Context, s *Store, t table, setVersion func(*R, 
 		out = append(out, r)
 		return nil
 	})
-	if err != nil {
-		return nil, fail(err, "reading %s records", t.kind)
-	}
-	return out, nil
+	return out, err
 }
 
 // PutFleet stores f when f.Version is the stored one's (0: none stored);

@@ -152,8 +152,8 @@ func TestConnectionEndedMidStatement(t *testing.T) {
 }
 
 // Errors of a database that answered keep their own classes and never
-// answer ErrUnreachable: stale writes, fences, held and lost leases, a
-// constraint the database enforces.
+// answer ErrUnreachable: stale writes, fences, held and lost leases,
+// missing records, a constraint the database enforces.
 func TestAnswersOfTheDatabaseAreNotUnreachable(t *testing.T) {
 	dsn := pgtest.DSN(t)
 	s, _, l := unreachableStore(t, dsn)
@@ -171,10 +171,12 @@ func TestAnswersOfTheDatabaseAreNotUnreachable(t *testing.T) {
 		class error
 		err   error
 	}{
-		"stale":  {fleet.ErrStaleWrite, s.PutFleet(ctx, stale)},
-		"fenced": {fleet.ErrFenced, s.PutFleet(fleet.WithLease(ctx, fleet.Lease{Name: l.Name, Token: l.Token + 1}), stale)},
-		"held":   {fleet.ErrLeaseHeld, second(s.AcquireLease(ctx, "other", "q", time.Minute))},
-		"lost":   {fleet.ErrLeaseLost, second(s.RenewLease(ctx, old))},
+		"stale":     {fleet.ErrStaleWrite, s.PutFleet(ctx, stale)},
+		"fenced":    {fleet.ErrFenced, s.PutFleet(fleet.WithLease(ctx, fleet.Lease{Name: l.Name, Token: l.Token + 1}), stale)},
+		"held":      {fleet.ErrLeaseHeld, second(s.AcquireLease(ctx, "other", "q", time.Minute))},
+		"lost":      {fleet.ErrLeaseLost, second(s.RenewLease(ctx, old))},
+		"no fleet":  {fleet.ErrNotFound, second(s.Fleet(ctx, "none"))},
+		"no record": {fleet.ErrNotFound, second(s.Instance(ctx, "none"))},
 	} {
 		assert.ErrorIs(t, c.err, c.class, name)
 		assert.NotErrorIs(t, c.err, pgstore.ErrUnreachable, name)

@@ -1,7 +1,7 @@
 // Package storetest is the contract that every fleet.Store must pass:
 // round trips, copies, ordering, metadata, conditional writes, deletes and
-// concurrent use, and the optional capability fleet.MetaCreator when the
-// store has it (Run), and for a
+// concurrent use, and the optional capabilities fleet.MetaCreator and
+// fleet.RecordFinder when the store has them (Run), and for a
 // fleet.LeaseStore leases, fencing and intents (RunLeases). A Store
 // implementation calls them from its tests.
 package storetest
@@ -22,8 +22,8 @@ import (
 )
 
 // Run runs the Store contract, and the contracts of the optional
-// capabilities the store has (fleet.MetaCreator: told by one store made
-// first); newStore returns an empty store for one
+// capabilities the store has (fleet.MetaCreator, fleet.RecordFinder: told
+// by one store made first); newStore returns an empty store for one
 // subtest (it registers its own cleanup). Subtests run in parallel.
 func Run(t *testing.T, newStore func(t *testing.T) fleet.Store) {
 	cases := []storeCase{
