@@ -331,12 +331,8 @@ func (m *Manager) releaseAt(r *InstanceRecord, fleetPolicy, asked ReleasePolicy,
 // storedPolicy is the release policy of a fleet as the shared store has it
 // (Policy.Release when the fleet is not found there). Replica mode.
 func (m *Manager) storedPolicy(ctx context.Context, name string) ReleasePolicy {
-	if fleets, err := m.rep.ls.Fleets(ctx); err == nil {
-		for _, f := range fleets {
-			if f.Spec.Name == name {
-				return m.policyFor(&f)
-			}
-		}
+	if f, err := m.storedFleetRecord(ctx, name); err == nil {
+		return m.policyFor(&f)
 	}
 	return m.pol.Release
 }
@@ -475,8 +471,7 @@ func (m *Manager) markBusy(reqID string, busy bool, now time.Time) {
 // storedFleet reports whether a fleet is in the shared store or applied
 // there by a pending intent (replica mode).
 func (m *Manager) storedFleet(ctx context.Context, name string) bool {
-	fleets, err := m.rep.ls.Fleets(ctx)
-	if err == nil && slices.ContainsFunc(fleets, func(f FleetRecord) bool { return f.Spec.Name == name }) {
+	if _, err := m.storedFleetRecord(ctx, name); err == nil {
 		return true
 	}
 	ins, err := m.rep.ls.Intents(ctx, name)
@@ -492,17 +487,16 @@ func (m *Manager) foundLocally(instanceID string) bool {
 
 // storedInstance finds an instance record in the shared store by provider
 // id or request id; ErrNotFound when none, or when it is terminated.
+// One read by id when the store is a RecordFinder, else every record.
 func (m *Manager) storedInstance(ctx context.Context, id string) (InstanceRecord, error) {
-	recs, err := m.rep.ls.Instances(ctx)
+	rec, found, err := m.findStoredInstance(ctx, id)
 	if err != nil {
 		return InstanceRecord{}, err
 	}
-	for _, r := range recs {
-		if id != "" && (r.Instance.RequestID == id || r.Instance.ID == id) && r.Instance.Status != StatusTerminated {
-			return r, nil
-		}
+	if !found || rec.Instance.Status == StatusTerminated {
+		return InstanceRecord{}, classed(ErrNotFound, "instance %q (gone or unknown)", id)
 	}
-	return InstanceRecord{}, classed(ErrNotFound, "instance %q (gone or unknown)", id)
+	return rec, nil
 }
 
 // markStored records a busy or idle mark in the shared store (replica mode).

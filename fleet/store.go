@@ -124,11 +124,15 @@ type MemoryStore struct {
 	fleets    map[string]FleetRecord
 	instances map[string]InstanceRecord
 	meta      map[string]string
+	// byProvider holds the request ids of the records of each provider id
+	// (Instance.ID), for Instance.
+	byProvider map[string]map[string]bool
 }
 
 // NewMemoryStore returns an empty MemoryStore.
 func NewMemoryStore() *MemoryStore {
-	return &MemoryStore{fleets: map[string]FleetRecord{}, instances: map[string]InstanceRecord{}, meta: map[string]string{}}
+	return &MemoryStore{fleets: map[string]FleetRecord{}, instances: map[string]InstanceRecord{}, meta: map[string]string{},
+		byProvider: map[string]map[string]bool{}}
 }
 
 // Meta reads a named value.
@@ -192,7 +196,12 @@ func (s *MemoryStore) PutInstance(_ context.Context, r InstanceRecord) error {
 	}
 	r = cloneInstance(r)
 	r.Version++
+	s.unindex(id)
 	s.instances[id] = r
+	if s.byProvider[r.Instance.ID] == nil {
+		s.byProvider[r.Instance.ID] = map[string]bool{}
+	}
+	s.byProvider[r.Instance.ID][id] = true
 	return nil
 }
 
@@ -200,8 +209,21 @@ func (s *MemoryStore) PutInstance(_ context.Context, r InstanceRecord) error {
 func (s *MemoryStore) DeleteInstance(_ context.Context, requestID string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.unindex(requestID)
 	delete(s.instances, requestID)
 	return nil
+}
+
+// unindex drops the stored record of requestID from byProvider. s.mu held.
+func (s *MemoryStore) unindex(requestID string) {
+	old, ok := s.instances[requestID]
+	if !ok {
+		return
+	}
+	delete(s.byProvider[old.Instance.ID], requestID)
+	if len(s.byProvider[old.Instance.ID]) == 0 {
+		delete(s.byProvider, old.Instance.ID)
+	}
 }
 
 // Instances returns every instance record, oldest first.
@@ -268,4 +290,16 @@ func compareStrings(a, b string) int {
 		return 1
 	}
 	return 0
+}
+
+// CreateMeta stores value under key when key holds none and returns the
+// value key holds afterwards (see MetaCreator).
+func (s *MemoryStore) CreateMeta(_ context.Context, key, value string) (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if v, ok := s.meta[key]; ok {
+		return v, nil
+	}
+	s.meta[key] = value
+	return value, nil
 }

@@ -223,3 +223,67 @@ func BenchmarkManagerLifecycle1000(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkNonHolderCall2000 is one call about one instance on a replica
+// that does not hold its fleet, with 2,000 instance records stored:
+// MarkBusy (find the record, record an intent) and Release (find the
+// record and its fleet's policy, record an intent). "read-all" hides the
+// store's fleet.RecordFinder, so the Manager reads every record to find
+// one (as every release before RecordFinder did); "by-id" reads the
+// records the call names.
+func BenchmarkNonHolderCall2000(b *testing.B) {
+	for _, kind := range benchStores[:2] {
+		for _, lookup := range []string{"read-all", "by-id"} {
+			for _, call := range []string{"MarkBusy", "Release"} {
+				b.Run(kind+"/"+lookup+"/"+call, func(b *testing.B) {
+					s, ctx := benchStore(b, kind)
+					ids := idleRecords(b, s, ctx, 2000)
+					var store fleet.Store = s
+					if lookup == "read-all" {
+						store = struct{ fleet.LeaseStore }{s}
+					}
+					w := newWorld(b, 1)
+					m, err := fleet.NewManager(fleet.Config{Providers: w.providers, Clock: w.clock, Store: store,
+						Owner: "bench", ReplicaID: "nh"})
+					if err != nil {
+						b.Fatal(err)
+					}
+					defer m.Close()
+					i := 0
+					for b.Loop() {
+						id := ids[i%len(ids)]
+						i++
+						if call == "MarkBusy" {
+							err = m.MarkBusy(id)
+						} else {
+							_, err = m.Release(ctx, id)
+						}
+						if err != nil {
+							b.Fatal(err)
+						}
+					}
+				})
+			}
+		}
+	}
+}
+
+// idleRecords puts fleet "bench" and n idle instance records of it, and
+// returns their provider ids.
+func idleRecords(b *testing.B, s fleet.Store, ctx context.Context, n int) []string {
+	f := storetest.Fleet("bench")
+	f.VPC, f.Spec.Placement = nil, ""
+	if err := s.PutFleet(ctx, f); err != nil {
+		b.Fatal(err)
+	}
+	ids := make([]string, n)
+	for i := range ids {
+		r := storetest.Instance("bench", fmt.Sprintf("r-%04d", i), time.Date(2026, 1, 1, 0, 0, i, 0, time.UTC))
+		r.Termination, r.Busy, r.Instance.Status = nil, false, fleet.StatusIdle
+		if err := s.PutInstance(ctx, r); err != nil {
+			b.Fatal(err)
+		}
+		ids[i] = r.Instance.ID
+	}
+	return ids
+}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 
 	"github.com/jackc/pgx/v5"
 
@@ -26,13 +25,13 @@ func (s *Store) PutIntent(ctx context.Context, in fleet.Intent) (int64, error) {
 	in.Seq = 0
 	data, err := json.Marshal(in)
 	if err != nil {
-		return 0, fmt.Errorf("pgstore: encoding an intent: %w", err)
+		return 0, fail(err, "encoding an intent")
 	}
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	var seq int64
 	if err := s.pool.QueryRow(ctx, s.q.putIntent, in.Fleet, data).Scan(&seq); err != nil {
-		return 0, fmt.Errorf("pgstore: recording an intent of fleet %s: %w", in.Fleet, err)
+		return 0, fail(err, "recording an intent of fleet %s", in.Fleet)
 	}
 	return seq, nil
 }
@@ -47,7 +46,7 @@ func (s *Store) Intents(ctx context.Context, fleetName string) ([]fleet.Intent, 
 	}
 	rows, err := s.pool.Query(ctx, sql, args...)
 	if err != nil {
-		return nil, fmt.Errorf("pgstore: reading intents: %w", err)
+		return nil, fail(err, "reading intents")
 	}
 	var out []fleet.Intent
 	var seq int64
@@ -62,7 +61,7 @@ func (s *Store) Intents(ctx context.Context, fleetName string) ([]fleet.Intent, 
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("pgstore: reading intents: %w", err)
+		return nil, fail(err, "reading intents")
 	}
 	return out, nil
 }
@@ -76,13 +75,13 @@ func (s *Store) AckIntents(ctx context.Context, fleetName string, through int64)
 	token, fenced := fleet.FenceToken(ctx, lease)
 	if !fenced {
 		if _, err := s.pool.Exec(ctx, s.q.ack, fleetName, through); err != nil {
-			return fmt.Errorf("pgstore: acknowledging intents of fleet %s: %w", fleetName, err)
+			return fail(err, "acknowledging intents of fleet %s", fleetName)
 		}
 		return nil
 	}
 	tag, err := s.pool.Exec(ctx, s.q.ackFenced, fleetName, through, lease, token)
 	if err != nil {
-		return fmt.Errorf("pgstore: acknowledging intents of fleet %s: %w", fleetName, err)
+		return fail(err, "acknowledging intents of fleet %s", fleetName)
 	}
 	if tag.RowsAffected() > 0 {
 		return nil

@@ -27,13 +27,13 @@ func (s *Store) AcquireLease(ctx context.Context, name, holder string, ttl time.
 	l, err := scanLease(s.pool.QueryRow(ctx, s.q.acquire, name, holder, ttl.Microseconds()))
 	if !errors.Is(err, pgx.ErrNoRows) {
 		if err != nil {
-			return fleet.Lease{}, fmt.Errorf("pgstore: acquiring lease %s: %w", name, err)
+			return fleet.Lease{}, fail(err, "acquiring lease %s", name)
 		}
 		return l, nil
 	}
 	held := &fleet.LeaseHeldError{Name: name}
 	if err := s.pool.QueryRow(ctx, s.q.holder, name).Scan(&held.Holder, &held.Expires); err != nil {
-		return fleet.Lease{}, fmt.Errorf("pgstore: acquiring lease %s: held, and reading by whom failed: %w", name, err)
+		return fleet.Lease{}, fail(err, "acquiring lease %s: held, and reading by whom failed", name)
 	}
 	return fleet.Lease{}, held
 }
@@ -52,7 +52,7 @@ func (s *Store) RenewLease(ctx context.Context, l fleet.Lease) (fleet.Lease, err
 	case errors.Is(err, pgx.ErrNoRows):
 		return fleet.Lease{}, fmt.Errorf("%w: %q token %d", fleet.ErrLeaseLost, l.Name, l.Token)
 	case err != nil:
-		return fleet.Lease{}, fmt.Errorf("pgstore: renewing lease %s: %w", l.Name, err)
+		return fleet.Lease{}, fail(err, "renewing lease %s", l.Name)
 	}
 	return out, nil
 }
@@ -63,7 +63,7 @@ func (s *Store) ReleaseLease(ctx context.Context, l fleet.Lease) error {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	if _, err := s.pool.Exec(ctx, s.q.release, l.Name, l.Holder, l.Token); err != nil {
-		return fmt.Errorf("pgstore: releasing lease %s: %w", l.Name, err)
+		return fail(err, "releasing lease %s", l.Name)
 	}
 	return nil
 }
@@ -74,11 +74,11 @@ func (s *Store) Leases(ctx context.Context) ([]fleet.Lease, error) {
 	defer cancel()
 	rows, err := s.pool.Query(ctx, s.q.leases)
 	if err != nil {
-		return nil, fmt.Errorf("pgstore: reading leases: %w", err)
+		return nil, fail(err, "reading leases")
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (fleet.Lease, error) { return scanLease(r) })
 	if err != nil {
-		return nil, fmt.Errorf("pgstore: reading leases: %w", err)
+		return nil, fail(err, "reading leases")
 	}
 	slices.SortFunc(out, func(a, b fleet.Lease) int { return strings.Compare(a.Name, b.Name) })
 	return out, nil

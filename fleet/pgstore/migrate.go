@@ -63,7 +63,7 @@ func (s *Store) migrate(ctx context.Context) error {
 	defer cancel()
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
-		return fmt.Errorf("pgstore: migrating schema %s: %w", s.schema, err)
+		return fail(err, "migrating schema %s", s.schema)
 	}
 	defer tx.Rollback(ctx) //nolint:errcheck // after Commit it does nothing
 	schema, table := ident(s.schema), ident(s.schema, "schema_migrations")
@@ -75,38 +75,38 @@ func (s *Store) migrate(ctx context.Context) error {
 			applied timestamptz NOT NULL DEFAULT now())`,
 	} {
 		if _, err := tx.Exec(ctx, sql); err != nil {
-			return fmt.Errorf("pgstore: migrating schema %s: %w", s.schema, err)
+			return fail(err, "migrating schema %s", s.schema)
 		}
 	}
 	rows, err := tx.Query(ctx, "SELECT version FROM "+table)
 	if err != nil {
-		return fmt.Errorf("pgstore: migrating schema %s: %w", s.schema, err)
+		return fail(err, "migrating schema %s", s.schema)
 	}
 	applied := map[int]bool{}
 	var v int
 	for rows.Next() {
 		if err := rows.Scan(&v); err != nil {
 			rows.Close()
-			return err
+			return fail(err, "migrating schema %s", s.schema)
 		}
 		applied[v] = true
 	}
 	if err := rows.Err(); err != nil {
-		return fmt.Errorf("pgstore: migrating schema %s: %w", s.schema, err)
+		return fail(err, "migrating schema %s", s.schema)
 	}
 	for _, m := range ms {
 		if applied[m.version] {
 			continue
 		}
 		if _, err := tx.Exec(ctx, m.sql); err != nil {
-			return fmt.Errorf("pgstore: migration %d (%s) of schema %s: %w", m.version, m.name, s.schema, err)
+			return fail(err, "migration %d (%s) of schema %s", m.version, m.name, s.schema)
 		}
 		if _, err := tx.Exec(ctx, "INSERT INTO "+table+" (version, name) VALUES ($1, $2)", m.version, m.name); err != nil {
-			return fmt.Errorf("pgstore: migration %d of schema %s: %w", m.version, s.schema, err)
+			return fail(err, "migration %d of schema %s", m.version, s.schema)
 		}
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return fmt.Errorf("pgstore: migrating schema %s: %w", s.schema, err)
+		return fail(err, "migrating schema %s", s.schema)
 	}
 	return nil
 }
@@ -119,7 +119,7 @@ func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
 	var v int
 	err := s.pool.QueryRow(ctx, "SELECT coalesce(max(version), 0) FROM "+ident(s.schema, "schema_migrations")).Scan(&v)
 	if err != nil {
-		return 0, fmt.Errorf("pgstore: reading the schema version: %w", err)
+		return 0, fail(err, "reading the schema version")
 	}
 	return v, nil
 }

@@ -19,6 +19,14 @@
 // refused (*fleet.FencedError). Lease expiry is computed by the database's
 // clock (now()), never by a replica's.
 //
+// Besides fleet.LeaseStore, a Store is a fleet.RecordFinder (one record
+// by request id, provider id or fleet name, through indexes) and a
+// fleet.MetaCreator (a value stored only when none is, atomically).
+//
+// Every call that fails because the database cannot be reached answers
+// errors.Is(err, ErrUnreachable), with the cause in the chain; no error
+// holds the connection string's password.
+//
 // Offer.ProviderData comes back as its JSON decoding (a map), not as the
 // provider's own type: stored records are never used to create again.
 // Private keys are never stored (see fleet.PrivateKey).
@@ -64,7 +72,10 @@ type Store struct {
 	q       queries
 }
 
-var _ fleet.LeaseStore = (*Store)(nil)
+var (
+	_ fleet.LeaseStore  = (*Store)(nil)
+	_ fleet.MetaCreator = (*Store)(nil)
+)
 
 type options struct {
 	schema  string
@@ -88,12 +99,13 @@ var schemaName = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
 // Open connects to the database that dsn names (a PostgreSQL URL or
 // key=value string; a connect timeout of 10 s applies unless it sets one),
 // creates or migrates the schema, and returns the Store; Close closes its
-// connections. Errors: an invalid dsn or option, a failed connection, a
-// failed migration.
+// connections. Errors: an invalid dsn (named by what is wrong, without the
+// connection string) or option, ErrUnreachable when no connection could
+// be made, a failed migration.
 func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
-		return nil, fmt.Errorf("pgstore: parsing the connection string: %w", err)
+		return nil, fmt.Errorf("pgstore: parsing the connection string: %s", withoutConnString(err))
 	}
 	if cfg.ConnConfig.ConnectTimeout == 0 {
 		cfg.ConnConfig.ConnectTimeout = 10 * time.Second
@@ -110,11 +122,6 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 	s.owned = true
 	return s, nil
 }
-
-// ErrUnreachable is wrapped by the error of Open and New when no connection
-// to the database could be made (no server at the address, refused
-// credentials, a timeout): nothing was created or migrated.
-var ErrUnreachable = errors.New("pgstore: the database cannot be reached")
 
 // New returns a Store on pool (which the caller keeps and closes), after
 // creating or migrating the schema. Errors: an invalid option,
@@ -149,6 +156,18 @@ func (s *Store) Close() {
 	if s.owned {
 		s.pool.Close()
 	}
+}
+
+// withoutConnString is the text of a connection string's parse error
+// without the connection string, which the parser masks only as far as it
+// can find the password: "invalid port", not "cannot parse `...`: invalid
+// port".
+func withoutConnString(err error) string {
+	msg := err.Error()
+	if i := strings.LastIndex(msg, "`: "); i >= 0 {
+		return msg[i+len("`: "):]
+	}
+	return "invalid"
 }
 
 // Schema returns the schema the tables live in.

@@ -16,11 +16,14 @@ type table struct {
 	diagnose string
 	all      string // version, data of every record
 	fleetOf  string // $1 id: the record's fleet
+	one      string // $1 id: version, data of the record
 }
 
 type queries struct {
 	fleets, instances table
 	meta, putMeta     string
+	createMeta        string
+	instanceByID      string // $1 id: version, data of the records whose request id or provider id is id
 	acquire, renew    string
 	release, leases   string
 	holder, token     string
@@ -51,6 +54,7 @@ func newTable(schema, name, kind string) table {
 		diagnose: fmt.Sprintf(`SELECT (SELECT version FROM %s WHERE id = $1), (SELECT token FROM %s WHERE name = $2)`, t, lt),
 		all:      fmt.Sprintf(`SELECT version, data FROM %s`, t),
 		fleetOf:  fmt.Sprintf(`SELECT fleet FROM %s WHERE id = $1`, t),
+		one:      fmt.Sprintf(`SELECT version, data FROM %s WHERE id = $1`, t),
 	}
 }
 
@@ -61,7 +65,17 @@ func newQueries(schema string) queries {
 		fleets:    newTable(schema, "fleets", "fleet"),
 		instances: newTable(schema, "instances", "instance"),
 		meta:      fmt.Sprintf(`SELECT value FROM %s WHERE key = $1`, mt),
-		putMeta:   fmt.Sprintf(`INSERT INTO %s (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = excluded.value`, mt),
+		// Both conditions have an index (the primary key, and
+		// instances_provider_id of migration 3).
+		instanceByID: fmt.Sprintf(`SELECT version, data FROM %s WHERE id = $1 OR data->'Instance'->>'ID' = $1`,
+			ident(schema, "instances")),
+		putMeta: fmt.Sprintf(`INSERT INTO %s (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = excluded.value`, mt),
+		// On a conflict the row is locked and rewritten unchanged, so that
+		// RETURNING gives the value committed first, even by a concurrent
+		// insert this one waited for (DO NOTHING would return no row, and
+		// a read in the same statement would not see that insert).
+		createMeta: fmt.Sprintf(`INSERT INTO %s AS m (key, value) VALUES ($1, $2)
+			ON CONFLICT (key) DO UPDATE SET value = m.value RETURNING value`, mt),
 		// A free, expired or own lease is granted; the token grows unless
 		// the holder renews its own unexpired lease.
 		acquire: fmt.Sprintf(`INSERT INTO %s AS l (%s) VALUES ($1, $2, 1, now() + $3::bigint * interval '1 microsecond', $3)

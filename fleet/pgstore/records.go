@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"slices"
 	"strings"
 
@@ -38,12 +37,21 @@ func readAll[R any](ctx context.Context, s *Store, t table, setVersion func(*R, 
 	defer cancel()
 	rows, err := s.pool.Query(ctx, t.all)
 	if err != nil {
-		return nil, fmt.Errorf("pgstore: reading %s records: %w", t.kind, err)
+		return nil, fail(err, "reading %s records", t.kind)
 	}
+	out, err := collect(rows, setVersion)
+	if err != nil {
+		return nil, fail(err, "reading %s records", t.kind)
+	}
+	return out, nil
+}
+
+// collect decodes rows of (version, data) and closes them.
+func collect[R any](rows pgx.Rows, setVersion func(*R, int64)) ([]R, error) {
 	var out []R
 	var v int64
 	var data []byte
-	_, err = pgx.ForEachRow(rows, []any{&v, &data}, func() error {
+	_, err := pgx.ForEachRow(rows, []any{&v, &data}, func() error {
 		var r R
 		if err := json.Unmarshal(data, &r); err != nil {
 			return err
@@ -52,10 +60,7 @@ func readAll[R any](ctx context.Context, s *Store, t table, setVersion func(*R, 
 		out = append(out, r)
 		return nil
 	})
-	if err != nil {
-		return nil, fmt.Errorf("pgstore: reading %s records: %w", t.kind, err)
-	}
-	return out, nil
+	return out, err
 }
 
 // PutFleet stores f when f.Version is the stored one's (0: none stored);
@@ -79,7 +84,7 @@ func (s *Store) PutInstance(ctx context.Context, r fleet.InstanceRecord) error {
 func (s *Store) put(ctx context.Context, t table, id, fleetName string, version int64, rec any) error {
 	data, err := json.Marshal(rec)
 	if err != nil {
-		return fmt.Errorf("pgstore: encoding %s %s: %w", t.kind, id, err)
+		return fail(err, "encoding %s %s", t.kind, id)
 	}
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
@@ -105,7 +110,7 @@ func (s *Store) put(ctx context.Context, t table, id, fleetName string, version 
 	}
 	tag, err := s.pool.Exec(ctx, sql, args...)
 	if err != nil {
-		return fmt.Errorf("pgstore: writing %s %s: %w", t.kind, id, err)
+		return fail(err, "writing %s %s", t.kind, id)
 	}
 	if tag.RowsAffected() == 1 {
 		return nil
@@ -118,7 +123,7 @@ func (s *Store) put(ctx context.Context, t table, id, fleetName string, version 
 func (s *Store) refused(ctx context.Context, t table, id string, version int64, lease string, token int64, fenced bool) error {
 	var stored, newest *int64
 	if err := s.pool.QueryRow(ctx, t.diagnose, id, lease).Scan(&stored, &newest); err != nil {
-		return fmt.Errorf("pgstore: writing %s %s: refused, and reading why failed: %w", t.kind, id, err)
+		return fail(err, "writing %s %s: refused, and reading why failed", t.kind, id)
 	}
 	if err := fenceError(lease, token, fenced, newest); err != nil {
 		return err
@@ -159,7 +164,7 @@ func (s *Store) DeleteInstance(ctx context.Context, requestID string) error {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("pgstore: deleting instance %s: %w", requestID, err)
+		return fail(err, "deleting instance %s", requestID)
 	}
 	return s.remove(ctx, s.q.instances, requestID, fleetName)
 }
@@ -171,13 +176,13 @@ func (s *Store) remove(ctx context.Context, t table, id, fleetName string) error
 	token, fenced := fleet.FenceToken(ctx, lease)
 	if !fenced {
 		if _, err := s.pool.Exec(ctx, t.remove, id); err != nil {
-			return fmt.Errorf("pgstore: deleting %s %s: %w", t.kind, id, err)
+			return fail(err, "deleting %s %s", t.kind, id)
 		}
 		return nil
 	}
 	tag, err := s.pool.Exec(ctx, t.removeFenced, id, lease, token, fleetName)
 	if err != nil {
-		return fmt.Errorf("pgstore: deleting %s %s: %w", t.kind, id, err)
+		return fail(err, "deleting %s %s", t.kind, id)
 	}
 	if tag.RowsAffected() == 1 {
 		return nil
@@ -191,7 +196,7 @@ func (s *Store) checkFence(ctx context.Context, lease string, token int64) error
 	var newest *int64
 	err := s.pool.QueryRow(ctx, s.q.token, lease).Scan(&newest)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-		return fmt.Errorf("pgstore: reading lease %s: %w", lease, err)
+		return fail(err, "reading lease %s", lease)
 	}
 	return fenceError(lease, token, true, newest)
 }
@@ -206,7 +211,7 @@ func (s *Store) Meta(ctx context.Context, key string) (string, bool, error) {
 		return "", false, nil
 	}
 	if err != nil {
-		return "", false, fmt.Errorf("pgstore: reading %s: %w", key, err)
+		return "", false, fail(err, "reading %s", key)
 	}
 	return v, true, nil
 }
@@ -216,7 +221,21 @@ func (s *Store) PutMeta(ctx context.Context, key, value string) error {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	if _, err := s.pool.Exec(ctx, s.q.putMeta, key, value); err != nil {
-		return fmt.Errorf("pgstore: writing %s: %w", key, err)
+		return fail(err, "writing %s", key)
 	}
 	return nil
+}
+
+// CreateMeta stores value under key when key holds none, atomically, and
+// returns the value key holds afterwards: value, or the one stored before
+// (fleet.MetaCreator). Of callers racing on one key, the first to commit
+// wins and every other gets its value.
+func (s *Store) CreateMeta(ctx context.Context, key, value string) (string, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	var stored string
+	if err := s.pool.QueryRow(ctx, s.q.createMeta, key, value).Scan(&stored); err != nil {
+		return "", fail(err, "creating %s", key)
+	}
+	return stored, nil
 }

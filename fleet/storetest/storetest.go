@@ -1,7 +1,9 @@
 // Package storetest is the contract that every fleet.Store must pass:
 // round trips, copies, ordering, metadata, conditional writes, deletes and
-// concurrent use (Run), and for a fleet.LeaseStore leases, fencing and
-// intents (RunLeases). A Store implementation calls them from its tests.
+// concurrent use, and the optional capabilities fleet.MetaCreator and
+// fleet.RecordFinder when the store has them (Run), and for a
+// fleet.LeaseStore leases, fencing and intents (RunLeases). A Store
+// implementation calls them from its tests.
 package storetest
 
 import (
@@ -19,13 +21,12 @@ import (
 	"github.com/gpufleet/gpufleet/fleet"
 )
 
-// Run runs the Store contract; newStore returns an empty store for one
+// Run runs the Store contract, and the contracts of the optional
+// capabilities the store has (fleet.MetaCreator, fleet.RecordFinder: told
+// by one store made first); newStore returns an empty store for one
 // subtest (it registers its own cleanup). Subtests run in parallel.
 func Run(t *testing.T, newStore func(t *testing.T) fleet.Store) {
-	cases := []struct {
-		name string
-		f    func(t *testing.T, s fleet.Store)
-	}{
+	cases := []storeCase{
 		{"FleetRoundTrip", testFleetRoundTrip},
 		{"InstanceRoundTrip", testInstanceRoundTrip},
 		{"Copies", testCopies},
@@ -36,6 +37,7 @@ func Run(t *testing.T, newStore func(t *testing.T) fleet.Store) {
 		{"ConcurrentReadModifyWrite", testConcurrentRMW},
 		{"ConcurrentCreate", testConcurrentCreate},
 	}
+	cases = append(cases, optionalCases(newStore(t))...)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
