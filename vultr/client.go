@@ -80,7 +80,9 @@ type Option func(*settings)
 func WithBaseURL(u string) Option { return func(s *settings) { s.baseURL = u } }
 
 // WithHTTPClient sets the HTTP client (default: 60 s timeout), e.g. the
-// in-memory client of sim.Vultr.Client().
+// in-memory client of sim.Vultr.Client(). Its redirect policy is not used
+// (no redirect is followed). Without a Timeout on it and a deadline on the
+// call's context, each attempt is bounded to 60 seconds.
 func WithHTTPClient(c *http.Client) Option { return func(s *settings) { s.httpClient = c } }
 
 // WithUserAgent sets the User-Agent header (default DefaultUserAgent).

@@ -19,6 +19,12 @@ import (
 // MaxResponseBytes bounds how much of a response body is read (16 MiB).
 const MaxResponseBytes = 16 << 20
 
+// AttemptTimeout bounds one attempt (sending, waiting, reading the body:
+// 60 s) when neither the caller's context has a deadline nor the HTTP client
+// a Timeout: every call has a deadline. A timed-out attempt is a
+// *TransportError, retried when the method is idempotent.
+const AttemptTimeout = 60 * time.Second
+
 // Config configures a Client.
 type Config struct {
 	// Provider names the API in errors ("vultr: GET ...") and logs.
@@ -214,7 +220,13 @@ func (c *Client) once(ctx context.Context, req Request, body []byte) (*Response,
 		}
 		return nil, fmt.Errorf("%s: %s %s: rate limiter: %w", c.cfg.Provider, req.Method, req.Path, err)
 	}
-	hreq, err := c.build(ctx, req, body)
+	actx := ctx // the attempt's; ctx stays the caller's, to tell its cancellation from a timeout here
+	if _, ok := ctx.Deadline(); !ok && c.cfg.HTTPClient.Timeout <= 0 {
+		var cancel context.CancelFunc
+		actx, cancel = context.WithTimeout(ctx, AttemptTimeout)
+		defer cancel()
+	}
+	hreq, err := c.build(actx, req, body)
 	if err != nil {
 		return nil, err
 	}

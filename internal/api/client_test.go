@@ -196,3 +196,23 @@ func TestKeyProblemRefusesEveryCall(t *testing.T) {
 	}
 	assert.Zero(t, calls.Load())
 }
+
+// A caller whose context has no deadline, with an HTTP client without a
+// Timeout, still gets an answer: each attempt is bounded by AttemptTimeout
+// (a transport error, retried for a GET), never a wait without end.
+func TestAttemptWithoutAnyDeadlineIsBounded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var calls atomic.Int32
+		c := newTestClient(rtFunc(func(r *http.Request) (*http.Response, error) {
+			calls.Add(1)
+			<-r.Context().Done() // the server never answers
+			return nil, r.Context().Err()
+		}), nil)
+		start := time.Now()
+		_, err := c.Do(context.Background(), Request{Method: http.MethodGet, Path: "/v2/instances"}, nil)
+		var te *TransportError
+		require.ErrorAs(t, err, &te, "a timeout of the attempt, not the caller's cancellation: %v", err)
+		assert.Equal(t, int32(c.cfg.Retry.Attempts), calls.Load(), "a GET is retried")
+		assert.LessOrEqual(t, time.Since(start), time.Duration(calls.Load())*(AttemptTimeout+time.Minute))
+	})
+}
