@@ -88,7 +88,7 @@ func WithBaseURL(u string) Option { return func(o *options) { o.baseURL = u } }
 // timeout). Give it a timeout of at least a minute: VM DELETE blocks ~20 s.
 // Its redirect policy is not used (no redirect is followed). Without a
 // Timeout on it and a deadline on the call's context, each attempt is
-// bounded to 60 seconds.
+// bounded to 15 minutes.
 func WithHTTPClient(c *http.Client) Option { return func(o *options) { o.http = c } }
 
 // WithUserAgent sets the User-Agent header (default DefaultUserAgent).

@@ -82,7 +82,7 @@ func WithBaseURL(u string) Option { return func(s *settings) { s.baseURL = u } }
 // WithHTTPClient sets the HTTP client (default: 60 s timeout), e.g. the
 // in-memory client of sim.Vultr.Client(). Its redirect policy is not used
 // (no redirect is followed). Without a Timeout on it and a deadline on the
-// call's context, each attempt is bounded to 60 seconds.
+// call's context, each attempt is bounded to 15 minutes.
 func WithHTTPClient(c *http.Client) Option { return func(s *settings) { s.httpClient = c } }
 
 // WithUserAgent sets the User-Agent header (default DefaultUserAgent).

@@ -20,10 +20,11 @@ import (
 const MaxResponseBytes = 16 << 20
 
 // AttemptTimeout bounds one attempt (sending, waiting, reading the body:
-// 60 s) when neither the caller's context has a deadline nor the HTTP client
-// a Timeout: every call has a deadline. A timed-out attempt is a
+// 15 minutes, longer than any answer either API was seen to take) when
+// neither the caller's context has a deadline nor the HTTP client a
+// Timeout: every call has a deadline. A timed-out attempt is a
 // *TransportError, retried when the method is idempotent.
-const AttemptTimeout = 60 * time.Second
+const AttemptTimeout = 15 * time.Minute
 
 // Config configures a Client.
 type Config struct {
