@@ -64,13 +64,23 @@ func (m *Manager) flush(ctx context.Context) error {
 			fleets = append(fleets, cloneFleet(*f))
 		}
 	}
+	unwritten := map[string]bool{} // fleets with instance writes not made now: not deleted before them
 	for id := range m.dirtyI {
 		if r, ok := m.insts[id]; ok {
 			if m.rep != nil && !m.holds(r.Instance.Fleet, now) {
-				continue // an orphan, or a fleet held elsewhere: not this replica's to write
+				// Not this replica's to write now. A fleet it has whose lease
+				// is not valid by its clock at this moment (a slow step): kept
+				// dirty, written once the lease is renewed (a lost lease
+				// drops the records). An orphan, or another replica's: left.
+				if _, ok := m.fleets[r.Instance.Fleet]; ok || m.goneF[r.Instance.Fleet] {
+					unwritten[r.Instance.Fleet] = true
+					continue
+				}
+			} else {
+				insts = append(insts, cloneInstance(*r))
 			}
-			insts = append(insts, cloneInstance(*r))
 		}
+		delete(m.dirtyI, id)
 	}
 	if m.rep != nil {
 		for _, l := range m.rep.held {
@@ -78,7 +88,10 @@ func (m *Manager) flush(ctx context.Context) error {
 		}
 	}
 	for name := range m.goneF {
-		goneF = append(goneF, name)
+		if !unwritten[name] {
+			goneF = append(goneF, name)
+			delete(m.goneF, name)
+		}
 	}
 	for id := range m.goneI {
 		goneI = append(goneI, id)
@@ -88,8 +101,6 @@ func (m *Manager) flush(ctx context.Context) error {
 		fleetOf[r.Instance.RequestID] = r.Instance.Fleet
 	}
 	clear(m.dirtyF)
-	clear(m.dirtyI)
-	clear(m.goneF)
 	clear(m.goneI)
 	m.mu.Unlock()
 	var errs []error
@@ -116,7 +127,15 @@ func (m *Manager) flush(ctx context.Context) error {
 			wroteI[r.Instance.RequestID] = r.Version
 		}
 	}
+	failedOf := map[string]bool{}
+	for _, id := range failI {
+		failedOf[fleetOf[id]] = true
+	}
 	for _, name := range goneF {
+		if failedOf[name] {
+			failGoneF = append(failGoneF, name) // its records first: retried with them
+			continue
+		}
 		if err := m.store.DeleteFleet(ctx, name); err != nil {
 			errs, failGoneF = append(errs, err), append(failGoneF, name)
 		}

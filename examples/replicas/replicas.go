@@ -41,6 +41,7 @@ type demo struct {
 	w      *world
 	schema string
 	watch  *pgstore.Store // reads the shared records, as an operator would
+	left   string         // what allGone last found still there
 	reps   []*replica
 	specs  []fleet.Spec
 

@@ -24,6 +24,9 @@ func (d *demo) waitFor(ctx context.Context, what string, limit time.Duration, co
 		case ctx.Err() != nil:
 			return fmt.Errorf("waiting for %s: interrupted", what)
 		case time.Now().After(deadline):
+			if d.left != "" {
+				return fmt.Errorf("waiting for %s: still not there after %s (%s)", what, limit, d.left)
+			}
 			return fmt.Errorf("waiting for %s: still not there after %s", what, limit)
 		}
 		t := time.NewTimer(50 * time.Millisecond)
@@ -84,16 +87,21 @@ func (d *demo) takenOver(context.Context) (bool, error) {
 // allGone: no fleet is stored and no stored instance may still bill.
 func (d *demo) allGone(ctx context.Context) (bool, error) {
 	fleets, err := d.watch.Fleets(ctx)
-	if err != nil || len(fleets) > 0 {
+	if err != nil {
 		return false, err
+	}
+	var left []string
+	for _, f := range fleets {
+		left = append(left, fmt.Sprintf("fleet %s (deleting %t)", f.Spec.Name, f.Deleting))
 	}
 	recs, err := d.watch.Instances(ctx)
 	for _, r := range recs {
 		if r.Instance.Status.Active() || r.CreateUncertain {
-			return false, err
+			left = append(left, fmt.Sprintf("instance %s of %s %s", r.Instance.RequestID, r.Instance.Fleet, r.Instance.Status))
 		}
 	}
-	return err == nil, err
+	d.left = strings.Join(left, ", ")
+	return err == nil && len(left) == 0, err
 }
 
 // fakesEmpty: nothing of any kind is live in either fake.
