@@ -81,7 +81,7 @@ func dump(t *testing.T, dsn, schema string) string {
 // (given to Apply on two replicas, recorded as an intent, then as the
 // fleet's record) and the root password Vultr returns in each create
 // answer. Checked in every table, after the Apply and after convergence.
-func TestNoSecretInTheDatabaseTesterD(t *testing.T) {
+func TestNoSecretInTheDatabase(t *testing.T) {
 	dsn := pgtest.DSN(t)
 	schema := pgtest.Schema(t, dsn)
 	w := newWorld(t, 4)

@@ -22,7 +22,7 @@ func (e *env) restartWith(store fleet.Store) {
 // closed first rental and the open second under one provider id): the
 // second rental stays the fleet's idle node, nothing is released (8 h
 // prepaid each), nothing new is bought, and calls by id reach it.
-func TestTesterERerentedServerSurvivesARestartOnTheSameStore(t *testing.T) {
+func TestRerentedServerSurvivesARestartOnTheSameStore(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newEnv(t, fleet.Policy{})
 		_, second := e.rerented()
@@ -51,7 +51,7 @@ func TestTesterERerentedServerSurvivesARestartOnTheSameStore(t *testing.T) {
 // again: the rented-again server carries this owner's label for fleet "f"
 // and is adopted as its node; it is not released as an orphan nor doubled
 // by a new reservation (each would buy or waste an 8-hour minimum).
-func TestTesterERerentedServerAdoptedAfterAnEmptyStoreRestart(t *testing.T) {
+func TestRerentedServerAdoptedAfterAnEmptyStoreRestart(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newEnv(t, fleet.Policy{})
 		_, second := e.rerented()

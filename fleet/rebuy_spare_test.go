@@ -23,7 +23,7 @@ import (
 // refused, then forced, the whole minimum charged, and the next job buys a
 // new minimum. With RebuyHoldOff (no spares) the same nodes live until
 // the minimum's end, which this test checks too.
-func TestTesterESpareHeldNodeIsNotReleasedBeforeItsMinimum(t *testing.T) {
+func TestSpareHeldNodeIsNotReleasedBeforeItsMinimum(t *testing.T) {
 	for _, off := range []bool{true, false} {
 		name := map[bool]string{true: "hold off", false: "hold on"}[off]
 		t.Run(name, func(t *testing.T) {

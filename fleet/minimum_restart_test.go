@@ -18,7 +18,7 @@ import (
 // it tries to release at once and is refused by the minimum. A user
 // expects each release retried, never forgotten, and done soon after the
 // minimum ends: each server billed at most its minimum plus a few minutes.
-func TestTesterBEmptyStoreRestartWhileReleasesWaitForTheMinimum(t *testing.T) {
+func TestEmptyStoreRestartWhileReleasesWaitForTheMinimum(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newEnv(t, fleet.Policy{})
 		require.NoError(t, e.m.Apply(t.Context(), spec("vm", 1, hotType("vm-mi300x-2"))))

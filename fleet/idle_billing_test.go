@@ -88,7 +88,7 @@ func (j oneJobA) play(t *testing.T) (sim.Charge, []fleet.Event) {
 // its minimum (minimum end less a minute) — "never carried into a new unit
 // by an idle timer that started late" — so it is billed exactly 30
 // minutes. A fleet with one job has no re-buy hold.
-func TestHotAisleIdleTimerStartedLateDoesNotRunPastTheMinimumTesterA(t *testing.T) {
+func TestHotAisleIdleTimerStartedLateDoesNotRunPastTheMinimum(t *testing.T) {
 	for _, holdOff := range []bool{false, true} {
 		c, _ := oneJobA{req: hotType("vm-mi300x-1"), pol: fleet.Policy{RebuyHoldOff: holdOff}, idle: 5 * time.Minute,
 			busyUntil: 27 * time.Minute, horizon: 3 * time.Hour}.play(t)
@@ -100,7 +100,7 @@ func TestHotAisleIdleTimerStartedLateDoesNotRunPastTheMinimumTesterA(t *testing.
 
 // Same on Hot Aisle bare metal (480-minute minimum): a job ending 476
 // minutes in, IdleTimeout 10 minutes.
-func TestHotAisleBareMetalIdleTimerStartedLateTesterA(t *testing.T) {
+func TestHotAisleBareMetalIdleTimerStartedLate(t *testing.T) {
 	c, _ := oneJobA{req: hotType("bm-mi300x-8"), pol: fleet.Policy{RebuyHoldOff: true}, idle: 10 * time.Minute,
 		busyUntil: 476 * time.Minute, horizon: 10 * time.Hour}.play(t)
 	assert.False(t, c.Live, "still billing")
@@ -110,7 +110,7 @@ func TestHotAisleBareMetalIdleTimerStartedLateTesterA(t *testing.T) {
 // The issue's Vultr case: a job ending 58:31 into the second hour, with an
 // IdleTimeout far longer than what is left of the hour, is released at
 // once and billed two hours, not three.
-func TestVultrJobEndingLateInTheHourBilledTwoHoursTesterA(t *testing.T) {
+func TestVultrJobEndingLateInTheHourBilledTwoHours(t *testing.T) {
 	c, _ := oneJobA{req: vultrType("vcg-a100-12c-120g-80vram"), idle: 30 * time.Minute,
 		busyUntil: time.Hour + 58*time.Minute + 31*time.Second, horizon: 5 * time.Hour}.play(t)
 	assert.False(t, c.Live, "still billing")
@@ -120,7 +120,7 @@ func TestVultrJobEndingLateInTheHourBilledTwoHoursTesterA(t *testing.T) {
 // A Vultr job ending exactly on an hour boundary (2:00:00 after the billing
 // start) has started the third hour; the node is then kept until that
 // hour's last safe moment and billed three hours — not four.
-func TestVultrJobEndingOnTheHourBilledThreeHoursTesterA(t *testing.T) {
+func TestVultrJobEndingOnTheHourBilledThreeHours(t *testing.T) {
 	c, evs := oneJobA{req: vultrType("vcg-a100-12c-120g-80vram"), idle: time.Minute,
 		busyUntil: 2 * time.Hour, horizon: 5 * time.Hour}.play(t)
 	assert.False(t, c.Live, "still billing")
@@ -133,7 +133,7 @@ func TestVultrJobEndingOnTheHourBilledThreeHoursTesterA(t *testing.T) {
 // node's release at the last safe moment of its window: untilNext should
 // count that moment as due. Hot Aisle VM, job ending 5 minutes in.
 // The default Interval (10 s) is the control: it bills 30 minutes.
-func TestIdleReleaseWakesTheLoopTesterA(t *testing.T) {
+func TestIdleReleaseWakesTheLoop(t *testing.T) {
 	for _, iv := range []time.Duration{0, 20 * time.Minute} {
 		c, _ := oneJobA{req: hotType("vm-mi300x-1"), pol: fleet.Policy{RebuyHoldOff: true}, interval: iv,
 			idle: time.Minute, busyUntil: 5 * time.Minute, horizon: 3 * time.Hour}.play(t)
@@ -146,7 +146,7 @@ func TestIdleReleaseWakesTheLoopTesterA(t *testing.T) {
 // fake's ledger charges per started minute, never less than the minimum):
 // a 10-minute job with a 1-minute IdleTimeout costs the minimum, or the
 // job's minutes plus at most two when the minimum is shorter.
-func TestHotAisleOtherMinimumsTesterA(t *testing.T) {
+func TestHotAisleOtherMinimums(t *testing.T) {
 	for _, minutes := range []int64{0, 1, 45, 60, 120} {
 		t.Run(fmt.Sprint(minutes), func(t *testing.T) {
 			c, _ := oneJobA{req: hotType("vm-mi300x-1"), idle: time.Minute, busyUntil: 10 * time.Minute, horizon: 4 * time.Hour,
@@ -164,7 +164,7 @@ func TestHotAisleOtherMinimumsTesterA(t *testing.T) {
 // Vultr bare metal (pending 40 minutes, billed per started hour): a job
 // ending 1:15 after billing started, IdleTimeout 1 minute: kept to the
 // second hour's last safe moment and billed two hours.
-func TestVultrBareMetalBilledTwoHoursTesterA(t *testing.T) {
+func TestVultrBareMetalBilledTwoHours(t *testing.T) {
 	c, _ := oneJobA{req: vultrType(mi300x), idle: time.Minute, busyUntil: 75 * time.Minute, horizon: 5 * time.Hour}.play(t)
 	assert.False(t, c.Live, "still billing")
 	assert.Equal(t, 2*time.Hour, c.Billed, "billed %v (%s)", c.Billed, c.Description)

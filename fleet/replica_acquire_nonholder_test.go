@@ -17,7 +17,7 @@ import (
 // exists (applied through it, idle nodes in the store) an orchestrator
 // expects a node or ErrNoIdle, not ErrNotFound, and never the node another
 // replica's Acquire handed out.
-func TestAcquireThroughAnyReplicaTesterA(t *testing.T) {
+func TestAcquireThroughAnyReplica(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newEnv(t, fleet.Policy{})
 		store := fleet.NewMemoryLeaseStore(nil)

@@ -28,7 +28,7 @@ func (e *env) ownHotProvider() *hotaisle.Provider {
 // same type whose label PATCH fails for a few minutes (Hot Aisle takes no
 // label at create). X must not take Y's VM for its uncertain create: when
 // X's fleet is deleted, Y's VM must still be running and still Y's.
-func TestTesterBUncertainCreateDoesNotTakeAnotherOwnersUnlabelledVM(t *testing.T) {
+func TestUncertainCreateDoesNotTakeAnotherOwnersUnlabelledVM(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newEnv(t, fleet.Policy{Release: fleet.ReleaseNow, OrphanGrace: time.Minute})
 		x := e.managerWith(fleet.Config{Providers: []fleet.Provider{e.ownHotProvider()}, Owner: "xa"})

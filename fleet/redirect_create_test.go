@@ -61,7 +61,7 @@ func (s *seeOtherAfterCommit) RoundTrip(req *http.Request) (*http.Response, erro
 // left alone") and bills after the fleet is deleted.
 // Expected: one create reaches the cloud for a one-node fleet, and nothing
 // is left once the fleet is deleted.
-func TestTesterECreateAnsweredWithARedirectIsNotCreatedTwice(t *testing.T) {
+func TestCreateAnsweredWithARedirectIsNotCreatedTwice(t *testing.T) {
 	for _, cloud := range []string{"vultr", "hotaisle"} {
 		t.Run(cloud, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {

@@ -72,7 +72,7 @@ func (g *killGate) CreateVPC(ctx context.Context, region string, l fleet.Label) 
 // "no VPC leaked"): the fleet converges with one VPC and one server per
 // node, nothing created twice, and after Delete nothing is left on the
 // fake: no server, no VPC.
-func TestReplicaKilledAtEachStepTesterD(t *testing.T) {
+func TestReplicaKilledAtEachStep(t *testing.T) {
 	for _, step := range []string{"vpc", "create", "delete"} {
 		t.Run(step, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {

@@ -85,7 +85,7 @@ func tinyTraceA(r *rand.Rand, n int, horizon, maxDur time.Duration) Trace {
 // traces, for the four kinds and for billings the clouds could also have
 // (15-minute units with a 45-minute minimum; hourly with a 3-hour minimum;
 // per minute without a minimum; no boot time).
-func TestOptimumAgainstSubsetDPTesterA(t *testing.T) {
+func TestOptimumAgainstSubsetDP(t *testing.T) {
 	kinds := append(Kinds(),
 		Billing{Name: "quarter hours", Unit: 15 * time.Minute, Minimum: 45 * time.Minute, PricePerHour: 1, BootTime: 7 * time.Minute},
 		Billing{Name: "hourly 3h minimum", Unit: time.Hour, Minimum: 3 * time.Hour, PricePerHour: 1, BootTime: 5 * time.Minute},
@@ -115,7 +115,7 @@ func TestOptimumAgainstSubsetDPTesterA(t *testing.T) {
 // Edge traces: an empty trace costs nothing; a job ending exactly on the
 // hour (with the boot) bills that hour only; back-to-back jobs share a
 // machine; jobs arriving together need a machine each.
-func TestOptimumEdgeTracesTesterA(t *testing.T) {
+func TestOptimumEdgeTraces(t *testing.T) {
 	h, m := time.Hour, time.Minute
 	o, err := Optimum(Trace{}, VultrVM())
 	require.NoError(t, err)

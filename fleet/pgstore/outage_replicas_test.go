@@ -19,7 +19,7 @@ import (
 // cannot renew, take them again afterwards, every fleet converges, no
 // server is created beyond one per node, and nothing is left after the
 // deletes, read from the fakes.
-func TestReplicasAcrossADatabaseOutageTesterD(t *testing.T) {
+func TestReplicasAcrossADatabaseOutage(t *testing.T) {
 	dsn := pgtest.DSN(t)
 	schema := pgtest.Schema(t, dsn)
 	p, pdsn := newCutProxy(t, dsn)

@@ -31,7 +31,7 @@ func twoIdleA(t *testing.T) (*Manager, *fakeProvider, []Instance) {
 // returned nil) and then asks Acquire for a node must not get that node
 // back: its release is decided, and the next loop step moves it to
 // terminating while the caller runs a job on it.
-func TestAcquireNeverHandsOutANodeJustReleasedTesterA(t *testing.T) {
+func TestAcquireNeverHandsOutANodeJustReleased(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		m, _, insts := twoIdleA(t)
 		for _, in := range insts {
@@ -53,7 +53,7 @@ func TestAcquireNeverHandsOutANodeJustReleasedTesterA(t *testing.T) {
 // fleet is to be released; Acquire must not hand one out as busy (a job
 // would start on a node about to be deleted). Expected ErrNoIdle or
 // ErrNotFound.
-func TestAcquireAfterDeleteHandsOutNothingTesterA(t *testing.T) {
+func TestAcquireAfterDeleteHandsOutNothing(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		m, _, _ := twoIdleA(t)
 		require.NoError(t, m.Delete(t.Context(), "f"))
@@ -66,7 +66,7 @@ func TestAcquireAfterDeleteHandsOutNothingTesterA(t *testing.T) {
 // Acquire "marks it busy atomically (no other Acquire gets it)". A node
 // the orchestrator has just marked busy with MarkBusy is not idle: Acquire
 // must not hand it out to another job (two jobs on one machine).
-func TestAcquireSkipsANodeJustMarkedBusyTesterA(t *testing.T) {
+func TestAcquireSkipsANodeJustMarkedBusy(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		m, _, insts := twoIdleA(t)
 		for _, in := range insts {
@@ -79,7 +79,7 @@ func TestAcquireSkipsANodeJustMarkedBusyTesterA(t *testing.T) {
 
 // Typed errors: an unknown fleet is ErrNotFound, a cancelled context is
 // context.Canceled, after Close ErrClosed; none of them marks a node busy.
-func TestAcquireTypedErrorsTesterA(t *testing.T) {
+func TestAcquireTypedErrors(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		m, _, _ := twoIdleA(t)
 		_, err := m.Acquire(t.Context(), "nope")
@@ -101,7 +101,7 @@ func TestAcquireTypedErrorsTesterA(t *testing.T) {
 // deletes the fleet: no node is held by two callers at once, and no Acquire
 // that began after Delete returned hands out a node (the fleet is being
 // deleted; the node is about to be released under the job).
-func TestAcquireRacingDeleteUnderRunTesterA(t *testing.T) {
+func TestAcquireRacingDeleteUnderRun(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		m, _, _ := twoIdleA(t)
 		ctx, cancel := context.WithCancel(t.Context())
@@ -163,7 +163,7 @@ func TestAcquireRacingDeleteUnderRunTesterA(t *testing.T) {
 // that moment (Instance.ReservedUntil says 1:50); the idle release must not
 // throw the paid second hour away at 0:50, and Acquire must count it as
 // paid time left.
-func TestHourlyOfferWithALongerMinimumTesterA(t *testing.T) {
+func TestHourlyOfferWithALongerMinimum(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		o := vmOffer("vultr", 1, 2*time.Hour)
 		o.BillingGranularity = time.Hour

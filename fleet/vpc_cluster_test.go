@@ -81,7 +81,7 @@ func TestVPCCreateLandingLateAfterACrash(t *testing.T) {
 // (NoOffers) until it can. Today the fleet's anchor (first member's region)
 // silently replaces Requirements.Regions, and a third server is bought in
 // ewr.
-func TestTesterBClusterFleetNeverGrowsOutsideItsRegions(t *testing.T) {
+func TestClusterFleetNeverGrowsOutsideItsRegions(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newEnv(t, fleet.Policy{})
 		require.NoError(t, e.m.Apply(t.Context(), clusterSpec("mesh", 2)))

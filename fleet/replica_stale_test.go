@@ -19,7 +19,7 @@ import (
 // again (issue 14 point 3: 0 instances created twice, every fleet
 // converges; a Hot Aisle VM released that way also loses its minimum
 // reservation).
-func TestTakeoverAfterLongOutageKeepsRunningVMTesterD(t *testing.T) {
+func TestTakeoverAfterLongOutageKeepsRunningVM(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		req  fleet.Requirements
@@ -58,7 +58,7 @@ func TestTakeoverAfterLongOutageKeepsRunningVMTesterD(t *testing.T) {
 
 // The same with one Manager (no replicas) restarted on its Store after 25
 // minutes down: does it judge the stored record before looking?
-func TestRestartAfterLongOutageKeepsRunningVMTesterD(t *testing.T) {
+func TestRestartAfterLongOutageKeepsRunningVM(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newEnv(t, fleet.Policy{})
 		require.NoError(t, e.m.Apply(t.Context(), spec("st", 1, vultrVM("ewr"))))

@@ -32,7 +32,7 @@ func (e *env) crashDuringCreate(cloud, fleetName string, landing time.Duration) 
 // start. The restarted Manager has the same owner and no fleet. A user
 // expects the server found and released as an orphan; the Manager stopped
 // listing after its rescan, so it bills forever.
-func TestTesterBLostStoreCreateLandingAfterRescanIsCollected(t *testing.T) {
+func TestLostStoreCreateLandingAfterRescanIsCollected(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newEnv(t, fleet.Policy{})
 		e.crashDuringCreate("vultr", "f", 8*time.Minute)
@@ -54,7 +54,7 @@ func TestTesterBLostStoreCreateLandingAfterRescanIsCollected(t *testing.T) {
 // known request id is re-adopted and released if its fleet no longer wants
 // it; for a Hot Aisle VM, as the one new unlabelled VM of its type within
 // the hour after give-up): nothing left.
-func TestTesterBFleetDeletedWhileCreateUncertainLateLanding(t *testing.T) {
+func TestFleetDeletedWhileCreateUncertainLateLanding(t *testing.T) {
 	bothClouds(t, func(t *testing.T, cloud string) {
 		e := newEnv(t, fleet.Policy{})
 		e.crashDuringCreate(cloud, "f", 15*time.Minute)

@@ -19,7 +19,7 @@ import (
 // whichever is longer, with no floor at its minimum's end: here both go
 // about 1 h 15 min into their 8 hours. Without the hold (RebuyHoldOff) the
 // same nodes live until the minimum ends. Issue 17, acceptance 1 and 2.
-func TestTesterEHeldBareMetalSparesLiveUntilTheirMinimum(t *testing.T) {
+func TestHeldBareMetalSparesLiveUntilTheirMinimum(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newEnv(t, fleet.Policy{})
 		s := spec("f", 2, hotType("bm-mi300x-8"))
