@@ -28,33 +28,57 @@ import (
 // fleet of the owner needs it (issue 10, nothing leaks however calls
 // interleave; the fault schedules assert it as collectsHotAisleSSHKeys).
 //
-// Here: Parallelism 1; two Hot Aisle fleets run, k with a key, h without;
-// the process stops; the next one (same Store) deletes k while its first
-// key listing is slow (60 s), then h, whose server delete (slow too, 80 s)
-// holds the only slot when the listing lands. With Parallelism 8 (the
-// default) the same run collects the key: eight calls under way at that
-// instant (a large fleet being deleted) would leave it too.
+// Here: Hot Aisle fleets run, k with a key, the others without; the
+// process stops; the next one (same Store) deletes k while its first key
+// listing is slow (60 s), then the others, whose server deletes (slow too,
+// 80 s) hold every slot when the listing lands: with Parallelism 1 one
+// delete, with the default (8) eight. With seven slow deletes under the
+// default the key is collected: the slot count alone decides.
 func TestTesterFSSHKeySkippedForABusySlotIsCollectedLater(t *testing.T) {
+	t.Run("parallelism=1", func(t *testing.T) {
+		keySkippedForBusySlots(t, fleet.Policy{Parallelism: 1}, spec("h", 1, hotType("vm-mi300x-1")))
+	})
+	// The default Parallelism (8): eight server deletes of a deleted fleet
+	// under way when the listing lands (7 of one type, 1 of another: the
+	// fake's stock of each).
+	t.Run("default", func(t *testing.T) {
+		keySkippedForBusySlots(t, fleet.Policy{}, spec("h", 7, hotType("vm-mi300x-1")), spec("h2", 1, hotType("vm-mi300x-2")))
+	})
+}
+
+func keySkippedForBusySlots(t *testing.T, pol fleet.Policy, others ...fleet.Spec) {
 	synctest.Test(t, func(t *testing.T) {
-		e := newEnv(t, fleet.Policy{Parallelism: 1})
+		e := newEnv(t, pol)
 		ctx := t.Context()
 		k := spec("k", 1, hotType("vm-mi300x-1"))
 		k.SSHKeys = []string{authorizedKey(rand.New(rand.NewPCG(1, 2)))}
 		require.NoError(t, e.m.Apply(ctx, k))
-		require.NoError(t, e.m.Apply(ctx, spec("h", 1, hotType("vm-mi300x-1"))))
+		servers := 1
+		for _, o := range others {
+			require.NoError(t, e.m.Apply(ctx, o))
+			servers += o.Nodes
+		}
 		require.True(t, e.runUntil(10*time.Minute, func() bool {
-			return len(ready(e.m.Instances("k"))) == 1 && len(ready(e.m.Instances("h"))) == 1
+			n := len(ready(e.m.Instances("k")))
+			for _, o := range others {
+				n += len(ready(e.m.Instances(o.Name)))
+			}
+			return n == servers
 		}))
 		require.Equal(t, 1, live(e.hot.Resources(), "ssh_key"), "the fleet's key is registered")
-		e.m.Close() // the process stops; the Store keeps both fleets
+		e.m.Close() // the process stops; the Store keeps the fleets
 
 		e.m = e.manager(e.store)
 		require.NoError(t, e.hot.Inject(sim.Fault{Route: "GET /api/user/ssh_keys/", Latency: time.Minute, Times: 1}))
 		require.NoError(t, e.m.Delete(ctx, "k", fleet.WithReleasePolicy(fleet.ReleaseNow)))
 		stop := e.running()
-		require.True(t, waitFor(5*time.Minute, func() bool { return e.count(fleet.EventFleetDeleted) == 1 }))
-		require.NoError(t, e.hot.Inject(sim.Fault{Route: "DELETE /api/teams/{team}/virtual_machines/{vm}/", Latency: 80 * time.Second, Times: 1}))
-		require.NoError(t, e.m.Delete(ctx, "h", fleet.WithReleasePolicy(fleet.ReleaseNow)))
+		require.True(t, waitFor(5*time.Minute, func() bool { return e.count(fleet.EventFleetDeleted) == 1 }),
+			"k is forgotten before its key is listed")
+		require.NoError(t, e.hot.Inject(sim.Fault{Route: "DELETE /api/teams/{team}/virtual_machines/{vm}/", Latency: 80 * time.Second,
+			Times: servers - 1}))
+		for _, o := range others {
+			require.NoError(t, e.m.Delete(ctx, o.Name, fleet.WithReleasePolicy(fleet.ReleaseNow)))
+		}
 		time.Sleep(3 * time.Hour)
 		stop()
 
