@@ -122,7 +122,7 @@ func (w *world) startGen() *generation {
 	vp.vp = vp.p.(fleet.VPCProvider)
 	hp := &wrappedKeys{wrapped: wrapped{p: hotaisle.NewProvider(hc, hotaisle.WithBareMetal(true)), w: w, g: g}}
 	m, err := fleet.NewManager(fleet.Config{Providers: []fleet.Provider{vp, hp}, Owner: testOwner, Store: g.store,
-		Interval: w.sch.interval, OnEvent: func(ev fleet.Event) { w.onEvent(g, ev) }})
+		Interval: w.sch.interval, Policy: schedulePolicy(), OnEvent: func(ev fleet.Event) { w.onEvent(g, ev) }})
 	if err != nil {
 		w.t.Fatalf("generation %d: %v", g.n, err)
 	}
