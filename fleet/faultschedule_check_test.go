@@ -101,9 +101,17 @@ func (w *world) createsByFleet() map[string][]string {
 			adopted[e.ev.Provider+"/"+e.ev.InstanceID] = e.ev.Fleet
 		}
 	}
+	// A VM left unlabelled by a crash that lost the Store is nobody's to
+	// count (leftovers excuses it too: see unattributable).
+	lost := map[string]bool{}
+	for _, r := range w.hot.Resources() {
+		if w.unattributable(r) {
+			lost[r.ID] = true
+		}
+	}
 	count := func(provider string, res []sim.Resource) {
 		for _, r := range res {
-			if !serverKinds[r.Kind] || w.foreign[r.ID] {
+			if !serverKinds[r.Kind] || w.foreign[r.ID] || (provider == fleet.ProviderHotAisle && lost[r.ID]) {
 				continue
 			}
 			name := "?"

@@ -276,9 +276,10 @@ func (m *Manager) anchor(f *FleetRecord) *Offer {
 }
 
 // reclaim takes back up to n members of fleet whose release for scale-down
-// or idleness is still waiting for its reservation window (no attempt made
-// yet): they are paid anyway, so growing the fleet reuses them instead of
-// creating new ones. It returns how many it took back. m.mu held.
+// or idleness, or as orphans of the fleet (found without it, after a restart
+// that lost the Store), is still waiting for its reservation window (no
+// attempt made yet): they are paid anyway, so growing the fleet reuses them
+// instead of creating new ones. It returns how many it took back. m.mu held.
 func (m *Manager) reclaim(fleet string, n int, now time.Time) int {
 	taken := 0
 	var cands []*InstanceRecord
@@ -292,10 +293,11 @@ func (m *Manager) reclaim(fleet string, n int, now time.Time) int {
 		t := r.Termination
 		if taken == n || r.Instance.Fleet != fleet || t == nil || r.Instance.Status != StatusTerminating ||
 			t.Attempts > 0 || !t.Accepted.IsZero() || !now.Before(t.NotBefore) || m.busy("delete/"+r.Instance.RequestID) ||
-			(t.Reason != "scale down" && t.Reason != "idle") {
+			(t.Reason != "scale down" && t.Reason != "idle" && !(t.Reason == "orphan" && r.Orphan)) {
 			continue
 		}
-		r.Termination = nil
+		r.Termination, r.Orphan = nil, false // an orphan of the fleet: its own again
+		m.dirtyI[r.Instance.RequestID] = true
 		delete(m.counts, fleet)
 		m.seen[r.Instance.RequestID] = time.Time{} // listed again at once: it may have gone while it waited
 		switch {

@@ -76,7 +76,11 @@ func (m *Manager) removeKeys(provider string, needed map[string]bool, now time.T
 			continue
 		}
 		left++
-		if m.busy("sshkey/"+k.ID) || now.Before(m.keyRetry[k.ID]) || m.free(taskCall) <= 0 {
+		if m.busy("sshkey/"+k.ID) || now.Before(m.keyRetry[k.ID]) {
+			continue
+		}
+		if m.free(taskCall) <= 0 {
+			m.keyRetry[k.ID] = now.Add(10 * time.Second) // no call slot now: tried again (retryKeys) without waiting for a listing
 			continue
 		}
 		id, fleet := k.ID, k.Fleet

@@ -18,7 +18,9 @@ const lateCreateWindow = time.Hour
 // up within lateCreateWindow. An instance is a candidate when it is
 // unlabelled, of the creates' type, held by no record, and was not listed
 // unlabelled before the call of at least one of them (UnlabelledBefore):
-// one of them can have made it. Per type, when
+// one of them can have made it. No instance of a type is taken while a
+// create of that type is under way (its own instance may list unlabelled
+// before its answer names it). Per type, when
 // there are no more candidates than such creates, each candidate is given
 // to the oldest create it can belong to; more candidates than creates means
 // some are not the Manager's, and none is taken (they are reported as
@@ -28,17 +30,23 @@ const lateCreateWindow = time.Hour
 // by instance id). m.mu held.
 func (m *Manager) pairUnlabelled(provider string, o *observation, now time.Time) {
 	creates := map[string][]*InstanceRecord{} // instance type → creates, oldest first
-	known := map[string]bool{}
+	known, underWay := map[string]bool{}, map[string]bool{}
 	for _, r := range m.insts {
 		i := r.Instance
 		if i.Provider != provider {
 			continue
 		}
-		if i.ID != "" {
+		switch {
+		case i.ID != "":
 			known[i.ID] = true
-		} else if i.Offer.LabelAfterCreate && m.awaitsUnlabelled(r, now) {
+		case i.Offer.LabelAfterCreate && m.busy("create/"+i.RequestID):
+			underWay[i.Offer.InstanceType] = true
+		case i.Offer.LabelAfterCreate && m.awaitsUnlabelled(r, now):
 			creates[i.Offer.InstanceType] = append(creates[i.Offer.InstanceType], r)
 		}
+	}
+	for typ := range underWay {
+		delete(creates, typ) // a new unlabelled instance may be that create's: its answer will say
 	}
 	if len(creates) == 0 {
 		return

@@ -30,7 +30,7 @@ import (
 // OrphanGrace, 10 min) before the program applies the fleet again.
 // Expected: the 2 orphans, still running and paid until the hour ends, are
 // taken back; 2 creates in all. Got: 2 more servers created.
-func TestTesterFOrphanWaitingForItsWindowIsReclaimedByItsFleet(t *testing.T) {
+func TestOrphanWaitingForItsWindowIsReclaimedByItsFleet(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newEnv(t, fleet.Policy{})
 		ctx := t.Context()

@@ -34,7 +34,7 @@ import (
 // 80 s) hold every slot when the listing lands: with Parallelism 1 one
 // delete, with the default (8) eight. With seven slow deletes under the
 // default the key is collected: the slot count alone decides.
-func TestTesterFSSHKeySkippedForABusySlotIsCollectedLater(t *testing.T) {
+func TestSSHKeySkippedForABusySlotIsCollectedLater(t *testing.T) {
 	t.Run("parallelism=1", func(t *testing.T) {
 		keySkippedForBusySlots(t, fleet.Policy{Parallelism: 1}, spec("h", 1, hotType("vm-mi300x-1")))
 	})

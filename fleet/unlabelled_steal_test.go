@@ -35,7 +35,7 @@ import (
 // (issue 10: nothing is created twice however calls interleave; a create
 // is never retried blindly): b keeps its VM; one VM created. Got: c takes
 // b's VM and releases it, b creates a second.
-func TestTesterFUnlabelledVMOfACreateUnderWayIsNotTakenByAnother(t *testing.T) {
+func TestUnlabelledVMOfACreateUnderWayIsNotTakenByAnother(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newEnv(t, fleet.Policy{})
 		ctx := t.Context()
