@@ -37,7 +37,10 @@ func (m *Manager) provisionTimeout(o Offer) time.Duration {
 }
 
 // checkDeadlines releases instances that missed the provisioning or the
-// agent deadline; the release is verified like any other. A record this
+// agent deadline; the release is verified like any other. The provisioning
+// deadline is judged on a listing made after it (a provider that cannot be
+// listed — an outage — proves nothing: the server may have come up since
+// the last listing). A record this
 // process read from the store (a restart, a replica taking a fleet over) is
 // judged only once a listing has shown it since (its stored status may be
 // old: the machine may have come up while no process watched), and its
@@ -66,8 +69,8 @@ func (m *Manager) checkDeadlines(now time.Time) {
 		default:
 			continue
 		}
-		if now.Before(deadline) {
-			continue
+		if now.Before(deadline) || (what == "provisioning" && m.seen[id].Before(deadline)) {
+			continue // not yet, or no listing since the deadline has shown it still provisioning
 		}
 		m.event(Event{Type: EventDeadlineMissed, Fleet: r.Instance.Fleet, Provider: r.Instance.Provider, InstanceID: r.Instance.ID,
 			At: deadline, Message: fmt.Sprintf("%s deadline passed; releasing", what)})
