@@ -48,9 +48,10 @@ var (
 	// ErrAttachFailed: Vultr "Unable to attach VPC" (HTTP 500), intermittent.
 	ErrAttachFailed = errors.New("gpufleet: VPC attach failed")
 	// ErrAlreadyAttached: the server is already in the VPC an attach names
-	// (Vultr HTTP 400 "The VPC network is already attached to this server",
-	// for example after an attach that took effect but answered 500): the
-	// attach is done.
+	// (for example after an attach that took effect but answered 500): the
+	// attach is done. Vultr's wording is not documented; the client takes an
+	// HTTP 400 whose message contains "already attached to this" for it (the
+	// sim answers "The VPC network is already attached to this server").
 	ErrAlreadyAttached = errors.New("gpufleet: VPC already attached")
 	// ErrInsufficientBalance: the account cannot pay (Hot Aisle HTTP 402).
 	ErrInsufficientBalance = errors.New("gpufleet: insufficient balance")
@@ -61,7 +62,9 @@ var (
 	// and 422 answers: unknown plan, missing region, malformed spec).
 	ErrInvalidRequest = errors.New("gpufleet: invalid request")
 	// ErrUnavailable: a transient server-side failure (HTTP 502, 503, 504, other
-	// 5xx, connection reset) that is safe to retry for idempotent calls.
+	// 5xx, connection reset), or a 3xx answer (a redirect, never followed: its
+	// effect is unknown), that is safe to retry for idempotent calls; a
+	// create that answers it is looked up, not taken as refused.
 	ErrUnavailable = errors.New("gpufleet: provider unavailable")
 	// ErrNotSent: the provider gave up before sending the request (its
 	// context ended while it waited for its turn, or it refuses to send

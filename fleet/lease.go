@@ -8,7 +8,8 @@ import (
 )
 
 // Errors of conditional and fenced writes, and of leases. Stores return
-// typed errors that answer errors.Is for these.
+// typed errors that answer errors.Is for these (ErrNotRecorded is the
+// Manager's: a store write of an intent failed).
 var (
 	// ErrStaleWrite: a PutFleet or PutInstance carried a Version other than
 	// the stored record's: another writer wrote the record since this one

@@ -176,6 +176,7 @@ type Manager struct {
 	keyMissingSaid map[string]bool
 	deadlineMisses map[string]int       // consecutive deadline misses per fleet
 	readAt         map[string]time.Time // request id → when this process read the record from the store (see checkDeadlines)
+	attachRefused  map[string]bool      // request id → its last VPC attach was refused outright (see attachMember)
 	storeFailing   bool
 	vpcCreates     []string       // fleets whose VPC create is planned this step
 	ownKeys        map[string]int // this owner's SSH keys seen in the latest listing (or maybe registered since), per provider
@@ -291,7 +292,7 @@ func (m *Manager) initMaps() {
 	m.lastRefusal, m.acquired, m.answered = map[string]string{}, map[string]bool{}, map[string]time.Time{}
 	m.agentNext, m.keyedAgents, m.abandoned = map[string]time.Time{}, map[string]Agent{}, map[string]bool{}
 	m.keyMissing, m.keyMissingSaid, m.deadlineMisses = map[string]bool{}, map[string]bool{}, map[string]int{}
-	m.readAt = map[string]time.Time{}
+	m.readAt, m.attachRefused = map[string]time.Time{}, map[string]bool{}
 }
 
 // Owner returns the owner id this Manager writes into its labels.

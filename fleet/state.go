@@ -270,6 +270,7 @@ func (m *Manager) removeRecord(id string) {
 	}
 	delete(m.insts, id)
 	delete(m.readAt, id)
+	delete(m.attachRefused, id)
 }
 
 // sortRecords sorts records oldest first (ties by request id).

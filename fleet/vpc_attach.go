@@ -12,10 +12,12 @@ import (
 // VPCs. A member whose earlier attempt was not confirmed (its answer lost
 // or failed: an attach may take effect and still answer 500) is listed
 // first, and attached again only when the listing does not show it. A
-// member attached at create is only listed. m.mu held.
+// member attached at create is only listed. An attempt the provider refused
+// outright (the server locked, rate limited) took no effect: neither is it
+// listed after, nor the next attempt first. m.mu held.
 func (m *Manager) attachMember(vp VPCProvider, r *InstanceRecord, vpcID string) {
 	reqID, id := r.Instance.RequestID, r.Instance.ID
-	skip, check := r.Instance.VPCID == vpcID, r.VPCAttempts > 0
+	skip, check := r.Instance.VPCID == vpcID, r.VPCAttempts > 0 && !m.attachRefused[reqID]
 	m.launch("attach/"+reqID, taskCall, m.pol.CallTimeout, func(ctx context.Context) func(time.Time) {
 		out := attachOnce(ctx, vp, id, vpcID, check, skip)
 		return func(now time.Time) { m.attached(reqID, vpcID, out, now) }
@@ -27,6 +29,7 @@ func (m *Manager) attachMember(vp VPCProvider, r *InstanceRecord, vpcID string) 
 // the member out (nil: attached, not listed yet).
 type attachOutcome struct {
 	confirmed, sent bool
+	refused         bool // the attach was refused outright (attachWait): it took no effect
 	err             error
 }
 
@@ -52,6 +55,8 @@ func attachOnce(ctx context.Context, vp VPCProvider, id, vpcID string, check, sk
 		return attachOutcome{confirmed: true, sent: true}
 	case errors.Is(err, ErrVPCUnsupported):
 		return attachOutcome{sent: true, err: err}
+	case attachWait(err):
+		return attachOutcome{sent: true, refused: true, err: err}
 	}
 	ids, lerr := vp.InstanceVPCs(ctx, id)
 	if lerr == nil && slices.Contains(ids, vpcID) {
@@ -79,7 +84,13 @@ func (m *Manager) attached(reqID, vpcID string, out attachOutcome, now time.Time
 	confirmed, err := out.confirmed, out.err
 	rec := m.insts[reqID]
 	if rec == nil || rec.VPCDone {
+		delete(m.attachRefused, reqID)
 		return
+	}
+	if out.refused {
+		m.attachRefused[reqID] = true
+	} else {
+		delete(m.attachRefused, reqID)
 	}
 	m.dirtyI[reqID] = true
 	ev := Event{Fleet: rec.Instance.Fleet, Provider: rec.Instance.Provider, InstanceID: rec.Instance.ID}

@@ -180,3 +180,24 @@ func TestCrashBetweenAttachAndStoreWriteOtherInputs(t *testing.T) {
 		}
 	}
 }
+
+// An attach refused outright (the server locked after boot, rate limited)
+// took no effect: the member's VPCs are not listed after it, nor before the
+// next attempt. Only attempts that may have taken effect are checked.
+func TestAttachRefusedAsLockedIsNotListed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t, fleet.Policy{})
+		require.NoError(t, e.vultr.Inject(sim.Fault{Route: routeAttach, Status: 500,
+			Message: "Unable to attach VPC: Server is currently locked", Times: 4}))
+		require.NoError(t, e.m.Apply(t.Context(), clusterSpec("mesh", 1)))
+		e.run(30 * time.Minute)
+		require.Equal(t, 1, e.count(fleet.EventVPCAttached), "attached in the end")
+		attaches := calls(e.vultr.Calls(), routeAttach, 0)
+		listings := calls(e.vultr.Calls(), "GET /v2/instances/{id}/vpcs", 0)
+		locked := calls(e.vultr.Calls(), routeAttach, 500)
+		require.GreaterOrEqual(t, locked, 4, "the refusals happened")
+		assert.LessOrEqual(t, listings, 2*(attaches-locked)+1,
+			"%d listings for %d attaches, %d refused as locked", listings, attaches, locked)
+		e.teardownFleet("mesh")
+	})
+}

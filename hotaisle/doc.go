@@ -64,6 +64,7 @@
 // The API key lives only in the closure that sets the Authorization header:
 // it never appears in a log line, an error, or the String, GoString or %v
 // output of a Client. No redirect is followed (the API sends none): a 3xx
-// answer is an *[APIError] of class fleet.ErrInvalidRequest that unwraps to a
-// *[RedirectError], and nothing is sent to the location.
+// answer is an *[APIError] of class fleet.ErrUnavailable (its effect is
+// unknown: a front that redirects may have carried the request out) that
+// unwraps to a *[RedirectError], and nothing is sent to the location.
 package hotaisle

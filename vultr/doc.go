@@ -44,8 +44,9 @@
 //     it reaches no log line, error or formatted value; an error body that
 //     echoes it has it replaced by "[redacted]". No redirect is followed
 //     (the API sends none): a 3xx answer is an *APIError of class
-//     fleet.ErrInvalidRequest that unwraps to a *RedirectError, and nothing
-//     is sent to the location.
+//     fleet.ErrUnavailable (its effect is unknown: a front that redirects
+//     may have carried the request out) that unwraps to a *RedirectError,
+//     and nothing is sent to the location.
 //
 // Raw types mirror the API and keep its units (plan RAM in MB, disk in GB,
 // costs in USD); helpers parse the bare-metal "ram"/"disk" strings, the integer

@@ -238,7 +238,9 @@ type TransportError = api.TransportError
 // KeyError is a call refused before sending because the API key (trimmed)
 // holds a character no header can carry, such as a line break inside it.
 // It answers errors.Is for fleet.ErrUnauthorized and fleet.ErrNotSent and
-// never quotes the key.
+// never quotes the key. An empty key is not a KeyError: the calls are sent
+// without an Authorization header (the plan and region lists need none; the
+// others answer 401, fleet.ErrUnauthorized).
 type KeyError = api.KeyError
 
 // RedirectError is a 3xx answer, which the client never follows (the API
