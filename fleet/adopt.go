@@ -59,6 +59,8 @@ func (m *Manager) adoptUntracked(provider string, o *observation, now time.Time)
 			continue
 		}
 		switch {
+		case seen.RequestID == "" && m.mayBeACreates(provider, seen, now):
+			continue // perhaps a create's of this Manager: paired or reported later
 		case seen.RequestID == "":
 			m.reportOnce(key, Event{Type: EventUnlabelledFound, Provider: provider, InstanceID: seen.ID,
 				Message: "not created by gpufleet; left alone"})

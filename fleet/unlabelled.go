@@ -18,9 +18,10 @@ const lateCreateWindow = time.Hour
 // up within lateCreateWindow. An instance is a candidate when it is
 // unlabelled, of the creates' type, held by no record, and was not listed
 // unlabelled before the call of at least one of them (UnlabelledBefore):
-// one of them can have made it. No instance of a type is taken while a
-// create of that type is under way (its own instance may list unlabelled
-// before its answer names it). Per type, when
+// one of them can have made it. An instance that a create of its type still
+// under way may have made (not listed unlabelled before that create's call)
+// is not taken: it may list unlabelled before that create's answer names
+// it. Per type, when
 // there are no more candidates than such creates, each candidate is given
 // to the oldest create it can belong to; more candidates than creates means
 // some are not the Manager's, and none is taken (they are reported as
@@ -30,7 +31,7 @@ const lateCreateWindow = time.Hour
 // by instance id). m.mu held.
 func (m *Manager) pairUnlabelled(provider string, o *observation, now time.Time) {
 	creates := map[string][]*InstanceRecord{} // instance type → creates, oldest first
-	known, underWay := map[string]bool{}, map[string]bool{}
+	known, underWay := map[string]bool{}, map[string][]*InstanceRecord{}
 	for _, r := range m.insts {
 		i := r.Instance
 		if i.Provider != provider {
@@ -40,20 +41,23 @@ func (m *Manager) pairUnlabelled(provider string, o *observation, now time.Time)
 		case i.ID != "":
 			known[i.ID] = true
 		case i.Offer.LabelAfterCreate && m.busy("create/"+i.RequestID):
-			underWay[i.Offer.InstanceType] = true
+			underWay[i.Offer.InstanceType] = append(underWay[i.Offer.InstanceType], r)
 		case i.Offer.LabelAfterCreate && m.awaitsUnlabelled(r, now):
 			creates[i.Offer.InstanceType] = append(creates[i.Offer.InstanceType], r)
 		}
 	}
-	for typ := range underWay {
-		delete(creates, typ) // a new unlabelled instance may be that create's: its answer will say
+	// An instance a create under way may have made (it was not listed
+	// unlabelled before that create's call) waits for that create's answer.
+	mayBeUnderWay := func(i Instance) bool {
+		return slices.ContainsFunc(underWay[i.Offer.InstanceType],
+			func(r *InstanceRecord) bool { return !slices.Contains(r.UnlabelledBefore, i.ID) })
 	}
 	if len(creates) == 0 {
 		return
 	}
 	found := map[string][]string{}
 	for _, i := range o.list {
-		if i.RequestID == "" && i.Owner == "" && !known[i.ID] && slices.ContainsFunc(creates[i.Offer.InstanceType],
+		if i.RequestID == "" && i.Owner == "" && !known[i.ID] && !mayBeUnderWay(i) && slices.ContainsFunc(creates[i.Offer.InstanceType],
 			func(r *InstanceRecord) bool { return !slices.Contains(r.UnlabelledBefore, i.ID) }) {
 			found[i.Offer.InstanceType] = append(found[i.Offer.InstanceType], i.ID)
 		}
@@ -97,4 +101,23 @@ func (m *Manager) awaitsUnlabelled(r *InstanceRecord, now time.Time) bool {
 	h := r.Instance.History
 	return r.Instance.Status == StatusTerminated && !r.CreateUncertainSince.IsZero() && len(h) > 0 &&
 		now.Sub(h[len(h)-1].Time) <= lateCreateWindow
+}
+
+// mayBeACreates reports whether an unlabelled instance listed on provider
+// may still be the result of one of this Manager's creates of its type (one
+// under way, uncertain, or given up within lateCreateWindow, whose call came
+// before it was first listed unlabelled): it is then not reported as
+// somebody else's yet. m.mu held.
+func (m *Manager) mayBeACreates(provider string, i Instance, now time.Time) bool {
+	for _, r := range m.insts {
+		ri := r.Instance
+		if ri.Provider != provider || ri.ID != "" || !ri.Offer.LabelAfterCreate || ri.Offer.InstanceType != i.Offer.InstanceType ||
+			slices.Contains(r.UnlabelledBefore, i.ID) {
+			continue
+		}
+		if m.busy("create/"+ri.RequestID) || m.awaitsUnlabelled(r, now) {
+			return true
+		}
+	}
+	return false
 }
