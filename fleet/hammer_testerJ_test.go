@@ -89,3 +89,20 @@ func hammer(t *testing.T, seed uint64) {
 	rs.stopAll()
 	e.assertNothingLeft()
 }
+
+// On a single Manager, Apply of a fleet whose Delete returned nil is
+// refused both before the loop takes the Delete and while its instances
+// are being released; once it is gone, Apply creates it anew.
+func TestApplyDuringDeleteSingleTesterJ(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t, fleet.Policy{Release: fleet.ReleaseNow})
+		require.NoError(t, e.m.Apply(t.Context(), spec("dd", 1, vultrVM("ewr"))))
+		require.True(t, e.runUntil(time.Hour, func() bool { return len(e.m.Instances("dd")) == 1 }))
+		require.NoError(t, e.m.Delete(t.Context(), "dd"))
+		assert.Error(t, e.m.Apply(t.Context(), spec("dd", 1, vultrVM("ewr"))), "Delete queued")
+		require.NoError(t, e.m.Reconcile(t.Context()))
+		assert.Error(t, e.m.Apply(t.Context(), spec("dd", 1, vultrVM("ewr"))), "Delete under way")
+		require.True(t, e.runUntil(3*time.Hour, func() bool { return len(e.m.Fleets()) == 0 }), "fleet gone")
+		e.assertNothingLeft()
+	})
+}
