@@ -96,18 +96,21 @@ func (q *intentQueue) fleetState(name string) (applied, deleted bool) {
 // takenInstances returns the request ids a queued intent releases or marks
 // busy (the last mark wins), which Acquire must not hand out. q.mu held.
 func (q *intentQueue) takenInstances() map[string]bool {
-	taken := map[string]bool{}
+	busy, released := map[string]bool{}, map[string]bool{}
 	for _, op := range q.ops {
 		switch op.kind {
-		case intentRelease, intentBusy:
-			taken[op.name] = true
+		case intentRelease:
+			released[op.name] = true // a later idle mark does not undo a release
+		case intentBusy:
+			busy[op.name] = true
 		case intentIdle:
-			if taken[op.name] {
-				delete(taken, op.name)
-			}
+			delete(busy, op.name)
 		}
 	}
-	return taken
+	for id := range released {
+		busy[id] = true
+	}
+	return busy
 }
 
 // wake tells the loop that something is waiting for it.

@@ -31,6 +31,7 @@ type replica struct {
 	heldAt    map[string]time.Time // local time before the call that got or renewed it
 	fleetKeys map[string][]string  // every stored fleet's SSH keys (for key collection)
 	applied   map[string]int64     // fleet → the last intent Seq carried out
+	written   map[string]int64     // fleet → the last intent Seq whose effects a flush stored (acked up to it)
 	acked     map[string]int64
 	keys      map[string]PrivateKey // fleets' private keys given to this replica (never stored)
 	unread    map[string]bool       // fleets whose intents this replica recorded as holder, not read back yet
@@ -123,8 +124,8 @@ func (m *Manager) syncLeases(now time.Time) {
 		held[f] = l
 	}
 	self, gc, acks := r.self, r.gc, map[string]int64{}
-	for f, seq := range r.applied {
-		if seq > r.acked[f] && !m.storeFailing && !m.fleetDirty(f) {
+	for f, seq := range r.written {
+		if _, ok := r.held[f]; ok && seq > r.acked[f] {
 			acks[f] = seq
 		}
 	}
@@ -355,6 +356,7 @@ func (m *Manager) relistKeys(before map[string][]string, becameGC bool, now time
 // takeFleet starts holding a fleet: its stored record, if any. m.mu held.
 func (m *Manager) takeFleet(name string, stored map[string]FleetRecord, now time.Time) {
 	m.rep.applied[name] = m.rep.acked[name]
+	m.rep.written[name] = m.rep.acked[name]
 	if f, ok := stored[name]; ok {
 		f := f
 		if k, ok := m.rep.keys[name]; ok {

@@ -82,9 +82,12 @@ func (m *Manager) flush(ctx context.Context) error {
 		}
 		delete(m.dirtyI, id)
 	}
+	var appliedAt map[string]int64 // intents carried out before this flush: their effects are in it
 	if m.rep != nil {
-		for _, l := range m.rep.held {
+		appliedAt = map[string]int64{}
+		for f, l := range m.rep.held {
 			ctx = WithLease(ctx, l)
+			appliedAt[f] = m.rep.applied[f]
 		}
 	}
 	for name := range m.goneF {
@@ -159,6 +162,7 @@ func (m *Manager) flush(ctx context.Context) error {
 		}
 	}
 	if m.rep != nil {
+		m.noteWritten(appliedAt, unwritten, fleetOf, failF, failI, failGoneF)
 		for _, e := range lost {
 			if _, ok := m.rep.held[e]; ok {
 				m.dropFleet(e, "a write was refused: another replica holds its lease now")
@@ -300,4 +304,22 @@ func (m *Manager) sortedRecords() []*InstanceRecord {
 
 func sortSpecs(s []Spec) {
 	slices.SortFunc(s, func(a, b Spec) int { return compareStrings(a.Name, b.Name) })
+}
+
+// noteWritten advances, per held fleet, the intents whose effects are now
+// stored: those carried out before a flush in which nothing of the fleet
+// failed or was held back (the lease sync acknowledges up to it). m.mu held.
+func (m *Manager) noteWritten(appliedAt map[string]int64, unwritten map[string]bool, fleetOf map[string]string, failF, failI, failGoneF []string) {
+	bad := map[string]bool{}
+	for _, f := range append(failF, failGoneF...) {
+		bad[f] = true
+	}
+	for _, id := range failI {
+		bad[fleetOf[id]] = true
+	}
+	for f, seq := range appliedAt {
+		if _, held := m.rep.held[f]; held && !bad[f] && !unwritten[f] && seq > m.rep.written[f] {
+			m.rep.written[f] = seq
+		}
+	}
 }

@@ -25,7 +25,7 @@ func (s slowWrites) PutInstance(ctx context.Context, r fleet.InstanceRecord) err
 // jobs every few hundred milliseconds) must still acknowledge the intents
 // it carried out, so that the store forgets them: every Acquire and every
 // intent on the holder reads the fleet's pending intents, so a list that
-// only grows makes each call slower and bigger (BenchmarkIntentLatencyTesterJ
+// only grows makes each call slower and bigger (BenchmarkIntentLatency
 // measured 4.8 ms, 9.3 MB and 6,001 pending intents after 3,000 busy+idle
 // round trips in replica mode, against 20 µs and 14 KB on a single
 // Manager; 20.7 ms and 36.9 MB per round trip after 10,000).
@@ -35,7 +35,7 @@ func (s slowWrites) PutInstance(ctx context.Context, r fleet.InstanceRecord) err
 // Got: with instant store writes it holds; with 30 ms instance writes every
 // intent recorded stays pending (the ack is skipped while the fleet has
 // records not yet written, which a steady stream of marks always leaves).
-func TestHolderAcksIntentsUnderSteadyMarksTesterJ(t *testing.T) {
+func TestHolderAcksIntentsUnderSteadyMarks(t *testing.T) {
 	for _, slow := range []bool{false, true} {
 		t.Run(fmt.Sprintf("slow-writes=%v", slow), func(t *testing.T) { holderAcks(t, slow) })
 	}

@@ -22,7 +22,7 @@ import (
 // Got: Acquire hands the node out (the queued MarkIdle cancels the queued
 // Release in the pending-intent bookkeeping), and the next step releases
 // the node under the job that just got it.
-func TestAcquireSkipsAReleasedNodeMarkedIdleAfterTesterJ(t *testing.T) {
+func TestAcquireSkipsAReleasedNodeMarkedIdleAfter(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newEnv(t, fleet.Policy{Release: fleet.ReleaseNow})
 		require.NoError(t, e.m.Apply(t.Context(), spec("ri", 1, vultrVM("ewr"))))

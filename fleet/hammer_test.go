@@ -21,7 +21,7 @@ import (
 // while another worker holds it; after Delete, Apply of the same fleet is
 // refused on every replica; nothing is left billing; goroutines end
 // (goleak in TestMain).
-func TestReplicaHammerTesterJ(t *testing.T) {
+func TestReplicaHammer(t *testing.T) {
 	for seed := range uint64(2) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) { hammer(t, seed) })
@@ -93,7 +93,7 @@ func hammer(t *testing.T, seed uint64) {
 // On a single Manager, Apply of a fleet whose Delete returned nil is
 // refused both before the loop takes the Delete and while its instances
 // are being released; once it is gone, Apply creates it anew.
-func TestApplyDuringDeleteSingleTesterJ(t *testing.T) {
+func TestApplyDuringDeleteSingle(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newEnv(t, fleet.Policy{Release: fleet.ReleaseNow})
 		require.NoError(t, e.m.Apply(t.Context(), spec("dd", 1, vultrVM("ewr"))))

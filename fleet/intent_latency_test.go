@@ -33,13 +33,13 @@ func (c benchClock) Sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// BenchmarkIntentLatencyTesterJ measures, on the Manager holding the
+// BenchmarkIntentLatency measures, on the Manager holding the
 // fleet, the wall time from MarkBusy's return to the loop carrying it out
 // (EventInstanceBusy), and the same for MarkIdle: one op is a busy+idle
 // round trip. "single" is one Manager; "replica" is a replica (ReplicaID)
 // over a MemoryLeaseStore, where each intent is stored, read back from the
 // store and only then carried out.
-func BenchmarkIntentLatencyTesterJ(b *testing.B) {
+func BenchmarkIntentLatency(b *testing.B) {
 	for _, mode := range []string{"single", "replica"} {
 		b.Run(mode, func(b *testing.B) { intentLatency(b, mode == "replica") })
 	}
