@@ -117,3 +117,15 @@ func (m *Manager) findStoredInstance(ctx context.Context, id string) (rec Instan
 	rec, found = PickInstance(recs, id)
 	return rec, found, nil
 }
+
+// IntentTailReader is an optional LeaseStore capability: reading only the
+// intents of a fleet recorded after a given Seq. The holder of a fleet
+// reads its newly recorded intents after each one (readIntents); with it
+// each read costs the intents not yet carried out rather than every intent
+// not yet acknowledged (acknowledgements wait for a flush, every third of
+// the lease TTL). MemoryLeaseStore and fleet/pgstore's Store have it.
+type IntentTailReader interface {
+	// IntentsAfter returns fleet's pending intents whose Seq is greater
+	// than after, by Seq. fleet must not be empty. Errors: the store's.
+	IntentsAfter(ctx context.Context, fleet string, after int64) ([]Intent, error)
+}

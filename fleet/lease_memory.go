@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -173,11 +174,19 @@ func (s *MemoryLeaseStore) PutIntent(_ context.Context, in Intent) (int64, error
 }
 
 // Intents returns the pending intents of fleet ("" for all), by Seq.
-func (s *MemoryLeaseStore) Intents(_ context.Context, fleet string) ([]Intent, error) {
+func (s *MemoryLeaseStore) Intents(ctx context.Context, fleet string) ([]Intent, error) {
+	return s.IntentsAfter(ctx, fleet, 0)
+}
+
+// IntentsAfter returns the pending intents of fleet ("" for all) whose Seq
+// is greater than after, by Seq (IntentTailReader).
+func (s *MemoryLeaseStore) IntentsAfter(_ context.Context, fleet string, after int64) ([]Intent, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	// s.intents is in Seq order: skip those not after after.
+	i, _ := slices.BinarySearchFunc(s.intents, after+1, func(in Intent, seq int64) int { return cmp.Compare(in.Seq, seq) })
 	var out []Intent
-	for _, in := range s.intents {
+	for _, in := range s.intents[i:] {
 		if fleet == "" || in.Fleet == fleet {
 			in.Spec = cloneSpec(in.Spec)
 			out = append(out, in)

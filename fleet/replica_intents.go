@@ -44,10 +44,22 @@ func (m *Manager) readIntents() {
 	}
 	fleets := slices.Sorted(maps.Keys(r.unread))
 	clear(r.unread)
+	after := map[string]int64{}
+	for _, f := range fleets {
+		after[f] = r.applied[f]
+	}
+	tail, _ := r.ls.(IntentTailReader)
 	m.launch("leases", taskCall, m.pol.CallTimeout, func(ctx context.Context) func(time.Time) {
 		got := map[string][]Intent{}
 		for _, f := range fleets {
-			ins, err := r.ls.Intents(ctx, f)
+			var ins []Intent
+			var err error
+			if tail != nil {
+				// Those up to the last carried out would be skipped.
+				ins, err = tail.IntentsAfter(ctx, f, after[f])
+			} else {
+				ins, err = r.ls.Intents(ctx, f)
+			}
 			if err != nil {
 				break
 			}

@@ -11,7 +11,10 @@ import (
 	"github.com/gpufleet/gpufleet/fleet"
 )
 
-var _ fleet.RecordFinder = (*Store)(nil)
+var (
+	_ fleet.RecordFinder     = (*Store)(nil)
+	_ fleet.IntentTailReader = (*Store)(nil)
+)
 
 // Instance returns the instance record that id names, with its Version:
 // the record whose request id is id, else the one fleet.PickInstance picks

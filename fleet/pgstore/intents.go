@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 
 	"github.com/jackc/pgx/v5"
 
@@ -38,12 +39,27 @@ func (s *Store) PutIntent(ctx context.Context, in fleet.Intent) (int64, error) {
 
 // Intents returns the pending intents of fleet ("" for every fleet), by Seq.
 func (s *Store) Intents(ctx context.Context, fleetName string) ([]fleet.Intent, error) {
-	ctx, cancel := s.bound(ctx)
-	defer cancel()
 	sql, args := s.q.intents, []any{}
 	if fleetName != "" {
 		sql, args = s.q.intentsF, []any{fleetName}
 	}
+	return s.readIntents(ctx, sql, args...)
+}
+
+// IntentsAfter returns the pending intents of fleet whose Seq is greater
+// than after, by Seq (fleet.IntentTailReader): one query on the (fleet,
+// seq) index. An empty fleet reads every fleet's.
+func (s *Store) IntentsAfter(ctx context.Context, fleetName string, after int64) ([]fleet.Intent, error) {
+	if fleetName == "" {
+		ins, err := s.Intents(ctx, "")
+		return slices.DeleteFunc(ins, func(in fleet.Intent) bool { return in.Seq <= after }), err
+	}
+	return s.readIntents(ctx, s.q.intentsAfter, fleetName, after)
+}
+
+func (s *Store) readIntents(ctx context.Context, sql string, args ...any) ([]fleet.Intent, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	rows, err := s.pool.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, fail(err, "reading intents")

@@ -29,6 +29,7 @@ type queries struct {
 	holder, token     string
 	putIntent         string
 	intents, intentsF string
+	intentsAfter      string // $1 fleet, $2 seq: the fleet's intents after seq
 	ack, ackFenced    string
 }
 
@@ -95,9 +96,10 @@ func newQueries(schema string) queries {
 		// sees one sees every earlier one (see PutIntent).
 		putIntent: fmt.Sprintf(`WITH l AS (SELECT pg_advisory_xact_lock(hashtext(%s), hashtext($1)))
 INSERT INTO %s (fleet, data) SELECT $1, $2 FROM l RETURNING seq`, quoteLiteral(it), it),
-		intents:   fmt.Sprintf(`SELECT seq, data FROM %s ORDER BY seq`, it),
-		intentsF:  fmt.Sprintf(`SELECT seq, data FROM %s WHERE fleet = $1 ORDER BY seq`, it),
-		ack:       fmt.Sprintf(`DELETE FROM %s WHERE fleet = $1 AND seq <= $2`, it),
-		ackFenced: fmt.Sprintf(lockLease+`DELETE FROM %s WHERE fleet = $1 AND seq <= $2 AND (SELECT token FROM l) = $4`, lt, 3, it),
+		intents:      fmt.Sprintf(`SELECT seq, data FROM %s ORDER BY seq`, it),
+		intentsF:     fmt.Sprintf(`SELECT seq, data FROM %s WHERE fleet = $1 ORDER BY seq`, it),
+		intentsAfter: fmt.Sprintf(`SELECT seq, data FROM %s WHERE fleet = $1 AND seq > $2 ORDER BY seq`, it),
+		ack:          fmt.Sprintf(`DELETE FROM %s WHERE fleet = $1 AND seq <= $2`, it),
+		ackFenced:    fmt.Sprintf(lockLease+`DELETE FROM %s WHERE fleet = $1 AND seq <= $2 AND (SELECT token FROM l) = $4`, lt, 3, it),
 	}
 }

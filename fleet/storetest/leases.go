@@ -234,6 +234,7 @@ func testIntents(t *testing.T, _ LeaseHarness, s fleet.LeaseStore) {
 	alpha, err := s.Intents(ctx, "alpha")
 	require.NoError(t, err)
 	assert.Equal(t, []fleet.Intent{puts[0], puts[2], puts[3]}, alpha)
+	testIntentsAfter(t, s, puts)
 
 	l := acquire(t, s, fleet.FleetLease("alpha"), "r1", long)
 	require.NoError(t, s.AckIntents(fleet.WithLease(ctx, l), "alpha", puts[2].Seq))
@@ -244,6 +245,34 @@ func testIntents(t *testing.T, _ LeaseHarness, s fleet.LeaseStore) {
 	assert.Equal(t, []fleet.Intent{puts[3]}, all)
 	_, err = s.PutIntent(ctx, fleet.Intent{Kind: fleet.IntentDelete})
 	require.Error(t, err, "an intent needs a fleet")
+}
+
+// testIntentsAfter checks fleet.IntentTailReader, when s has it, on the
+// intents puts that testIntents recorded.
+func testIntentsAfter(t *testing.T, s fleet.LeaseStore, puts []fleet.Intent) {
+	tail, ok := s.(fleet.IntentTailReader)
+	if !ok {
+		return
+	}
+	ctx := t.Context()
+	for _, c := range []struct {
+		fleet string
+		after int64
+		want  []fleet.Intent
+	}{
+		{"alpha", 0, []fleet.Intent{puts[0], puts[2], puts[3]}},
+		{"alpha", puts[0].Seq, []fleet.Intent{puts[2], puts[3]}},
+		{"alpha", puts[1].Seq, []fleet.Intent{puts[2], puts[3]}},
+		{"alpha", puts[2].Seq, []fleet.Intent{puts[3]}},
+		{"alpha", puts[3].Seq, nil},
+		{"beta", puts[0].Seq, []fleet.Intent{puts[1]}},
+		{"beta", puts[1].Seq, nil},
+		{"", puts[1].Seq, []fleet.Intent{puts[2], puts[3]}},
+	} {
+		got, err := tail.IntentsAfter(ctx, c.fleet, c.after)
+		require.NoError(t, err)
+		assert.Equal(t, c.want, got, "IntentsAfter(%q, %d)", c.fleet, c.after)
+	}
 }
 
 // Of holders racing for a free lease, exactly one wins.
