@@ -28,6 +28,10 @@ var ErrNoIdle = errors.New("gpufleet: no idle instance")
 // taking the fleet over after the holder's death does not hand it out
 // again; when that write fails, Acquire returns an error answering
 // ErrNotRecorded (and wrapping the store's error) and the node stays idle.
+// A write whose answer was lost but which the store committed is found by
+// a read of the fleet's intents and the node handed out; when that read
+// fails too, the error is returned and this holder does not carry the
+// stored mark out should it appear later (Intent.Acquire).
 func (m *Manager) Acquire(ctx context.Context, fleet string) (Instance, error) {
 	if m.closed.Load() {
 		return Instance{}, ErrClosed

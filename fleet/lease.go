@@ -131,6 +131,12 @@ type Intent struct {
 	InstanceID string        // request id of the instance (release, busy, idle)
 	Policy     ReleasePolicy // release policy override (delete, release); "" for none
 	At         time.Time     // when it was recorded, by the recording replica's clock
+	// Acquire is, on an IntentBusy that Acquire recorded, a token drawn for
+	// that call: when the store's answer to the write is lost (the call
+	// returned ErrNotRecorded, and nothing was handed out) and the write
+	// committed all the same, the holder that recorded it does not carry
+	// it out (the node would stay busy with no job, for ever).
+	Acquire string `json:",omitempty"`
 }
 
 // LeaseStore is a Store that several Manager replicas share: it grants

@@ -264,7 +264,8 @@ func NewManager(cfg Config) (*Manager, error) {
 			return nil, errors.New("gpufleet: Config.ReplicaID needs a LeaseStore as Config.Store and Config.Owner")
 		}
 		m.rep = &replica{ls: ls, holder: cfg.ReplicaID, selfID: selfHolder(cfg.ReplicaID), ttl: m.pol.LeaseTTL, held: map[string]Lease{}, heldAt: map[string]time.Time{},
-			applied: map[string]int64{}, written: map[string]int64{}, acked: map[string]int64{}, keys: map[string]PrivateKey{}, unread: map[string]bool{}}
+			applied: map[string]int64{}, written: map[string]int64{}, acked: map[string]int64{}, keys: map[string]PrivateKey{}, unread: map[string]bool{},
+			voided: map[string]time.Time{}}
 		m.loaded = true // records are read fleet by fleet as their leases are taken
 	}
 	if err := m.load(ctx); err != nil {

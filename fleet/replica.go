@@ -35,6 +35,7 @@ type replica struct {
 	acked     map[string]int64
 	keys      map[string]PrivateKey // fleets' private keys given to this replica (never stored)
 	unread    map[string]bool       // fleets whose intents this replica recorded as holder, not read back yet
+	voided    map[string]time.Time  // Intent.Acquire tokens of busy marks whose recording failed → when
 	nextSync  time.Time
 
 	conflict  *LeaseHeldError // the replica lease as first seen held by another process (nil: it is ours)
@@ -421,6 +422,10 @@ func (m *Manager) applyStored(in Intent, now time.Time) {
 		m.releaseInstance(in.InstanceID, in.Policy, now)
 	case IntentBusy, IntentIdle:
 		delete(m.acquired, in.InstanceID)
+		if _, void := m.rep.voided[in.Acquire]; void && in.Acquire != "" {
+			delete(m.rep.voided, in.Acquire) // its Acquire answered an error: nobody uses the node
+			return
+		}
 		m.markBusy(in.InstanceID, in.Kind == IntentBusy, now)
 	}
 }
@@ -453,13 +458,20 @@ func (m *Manager) recordIntent(ctx context.Context, in Intent, local intent) (in
 	if !key.IsZero() {
 		m.rep.keys[in.Fleet] = key
 	}
-	if _, ok := m.rep.held[in.Fleet]; ok {
-		local.seq, local.fleet = seq, in.Fleet
+	m.noteRecorded(in.Fleet, seq, local)
+	return seq, nil
+}
+
+// noteRecorded queues an intent recorded with Seq seq when this replica
+// holds its fleet, and has the loop read the fleet's intents back. m.mu
+// held.
+func (m *Manager) noteRecorded(fleet string, seq int64, local intent) {
+	if _, ok := m.rep.held[fleet]; ok {
+		local.seq, local.fleet = seq, fleet
 		m.intents.push(local)
-		m.rep.unread[in.Fleet] = true
+		m.rep.unread[fleet] = true
 	}
 	m.wake()
-	return seq, nil
 }
 
 // lostWrite reports whether a store error means the lease is gone.

@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"context"
+	"time"
 )
 
 // acquireStored is Acquire on the replica holding fleet. The busy mark is
@@ -29,15 +30,18 @@ func (m *Manager) acquireStored(ctx context.Context, fleet string) (Instance, er
 		if err != nil {
 			return Instance{}, err
 		}
-		id := inst.RequestID
-		seq, err := m.recordIntent(ctx, Intent{Fleet: fleet, Kind: IntentBusy, InstanceID: id}, intent{kind: intentBusy, name: id})
+		id, token := inst.RequestID, NewRequestID()
+		local := intent{kind: intentBusy, name: id}
+		seq, err := m.recordIntent(ctx, Intent{Fleet: fleet, Kind: IntentBusy, InstanceID: id, Acquire: token}, local)
 		if err != nil {
+			if seq = m.recordedAnyway(ctx, fleet, id, seen, token); seq == 0 {
+				return Instance{}, err
+			}
 			m.mu.Lock()
-			delete(m.acquired, id)
+			m.noteRecorded(fleet, seq, local)
 			m.mu.Unlock()
-			return Instance{}, err
 		}
-		before, err := m.rep.ls.Intents(ctx, fleet)
+		before, err := m.intentsAfter(ctx, fleet, seen)
 		if err != nil {
 			return inst, nil
 		}
@@ -75,4 +79,43 @@ func takenBetween(ins []Intent, id string, after, before int64) (taken, deleted 
 		}
 	}
 	return busy || released, deleted
+}
+
+// recordedAnyway is, after the write of Acquire's busy mark of id (its token)
+// answered an error, the mark's Seq when a read of fleet's intents after
+// seen finds it stored all the same (the answer was lost, not the write),
+// else 0: then the node is given up (it stays idle) and the token voided,
+// so that a write committed after all is not carried out by this holder.
+// The read has a CallTimeout of its own: ctx may be what ended the write.
+func (m *Manager) recordedAnyway(ctx context.Context, fleet, id string, seen int64, token string) int64 {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.pol.CallTimeout)
+	defer cancel()
+	ins, err := m.intentsAfter(rctx, fleet, seen)
+	if err == nil {
+		for _, in := range ins {
+			if in.Acquire == token {
+				return in.Seq
+			}
+		}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := m.clock.Now()
+	for t, at := range m.rep.voided {
+		if now.Sub(at) > time.Hour {
+			delete(m.rep.voided, t) // never stored after all
+		}
+	}
+	m.rep.voided[token] = now
+	delete(m.acquired, id)
+	return 0
+}
+
+// intentsAfter reads fleet's pending intents with a Seq after after, by
+// Seq: only those when the store is an IntentTailReader.
+func (m *Manager) intentsAfter(ctx context.Context, fleet string, after int64) ([]Intent, error) {
+	if tail, ok := m.rep.ls.(IntentTailReader); ok {
+		return tail.IntentsAfter(ctx, fleet, after)
+	}
+	return m.rep.ls.Intents(ctx, fleet)
 }
