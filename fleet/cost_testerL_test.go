@@ -17,7 +17,7 @@ import (
 // job, while the benchmark's nodes are ready (and the job starts) 10 s after
 // the create call.
 func TestTesterLSingleHotAisleVMJobBeatsTheOptimum(t *testing.T) {
-	k := costKinds()[2]
+	k := costKinds(t)[2]
 	require.Equal(t, "Hot Aisle VM", k.b.Name)
 	job := 40 * time.Minute
 	res := driveJobs(t, k.req, []workJob{{0, job}}, defaultPolicy())
@@ -35,7 +35,7 @@ func TestTesterLSingleHotAisleVMJobBeatsTheOptimum(t *testing.T) {
 // have on the sim (the wait of a job that gets a new node, measured here)
 // instead of costopt's 90 s.
 func TestTesterLHotAisleVMRatioWithTheSimsBoot(t *testing.T) {
-	k := costKinds()[2]
+	k := costKinds(t)[2]
 	require.Equal(t, "Hot Aisle VM", k.b.Name)
 	boot := driveJobs(t, k.req, []workJob{{0, 40 * time.Minute}}, defaultPolicy()).Waits[0]
 	b := k.b
