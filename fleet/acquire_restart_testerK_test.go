@@ -55,48 +55,6 @@ func TestTesterKAcquireThenCloseKeepsTheBusyMark(t *testing.T) {
 	})
 }
 
-// Restart (same Store) between busy and idle: the job ends on the new
-// Manager 20 minutes into a Hot Aisle VM's 30-minute minimum; billed 30
-// minutes. Vultr: job ends at 20 minutes; billed one hour.
-func TestTesterKRestartBetweenBusyAndIdle(t *testing.T) {
-	for _, c := range []struct {
-		req    fleet.Requirements
-		billed time.Duration
-		kind   string
-	}{
-		{hotType("vm-mi300x-1"), 30 * time.Minute, "hotaisle"},
-		{vultrType("vcg-a100-12c-120g-80vram"), time.Hour, "vultr"},
-	} {
-		t.Run(c.kind, func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				e := newEnv(t, fleet.Policy{})
-				e.idleFleet("f", 1, 5*time.Minute, c.req)
-				got, err := e.m.Acquire(t.Context(), "f")
-				require.NoError(t, err)
-				require.NoError(t, e.m.Reconcile(t.Context()))
-				charges := func() []chargeT {
-					if c.kind == "vultr" {
-						return servers(e.vultr.Ledger().Charges)
-					}
-					return servers(e.hot.Ledger().Charges)
-				}
-				from := charges()[0].From
-				time.Sleep(time.Until(from.Add(10 * time.Minute)))
-				e.m.Close()
-				e.m = e.manager(e.store)
-				stop := e.running()
-				time.Sleep(time.Until(from.Add(20 * time.Minute)))
-				require.NoError(t, e.m.MarkIdle(got.ID))
-				time.Sleep(3 * time.Hour)
-				stop()
-				ch := charges()[0]
-				assert.False(t, ch.Live)
-				assert.Equal(t, c.billed, ch.Billed, "%s", ch.Description)
-			})
-		})
-	}
-}
-
 // Adopted after an empty-Store restart: Hot Aisle gives no start time, so
 // an adopted server's minimum (paid whole at reservation) cannot be known.
 // An idle bare-metal server adopted a few minutes after its reservation
@@ -127,8 +85,6 @@ func TestTesterKAdoptedHotAisleIdleNotForcedInsideItsMinimum(t *testing.T) {
 		})
 	}
 }
-
-type chargeT = sim.Charge
 
 // servers drops the SSH keys from a ledger.
 func servers(cs []sim.Charge) []sim.Charge {
