@@ -43,7 +43,7 @@ func (m *Manager) adoptUntracked(provider string, o *observation, now time.Time)
 	gc := m.isGC(now)
 	for _, seen := range o.list {
 		key := provider + "/" + seen.ID
-		if m.knownRental(holders[seen.ID], seen) || m.abandoned[key] {
+		if m.knownRental(holders[seen.ID], seen) || m.abandoned[key+"/"+seen.RequestID] {
 			continue
 		}
 		if m.rep != nil && !m.holds(seen.Fleet, now) && (!gc || m.storedFleetName(seen.Fleet)) {

@@ -171,7 +171,7 @@ type Manager struct {
 	agentNext      map[string]time.Time
 	agentCancel    map[string]context.CancelFunc // agent starts under way, by request id
 	keyedAgents    map[string]Agent
-	abandoned      map[string]bool // provider/id untracked by ReleaseCompat: never adopted again
+	abandoned      map[string]bool // provider/id/request id of rentals untracked by ReleaseCompat: never adopted again
 	keyMissing     map[string]bool // fleets whose private key was lost with a restart
 	keyMissingSaid map[string]bool
 	deadlineMisses map[string]int       // consecutive deadline misses per fleet

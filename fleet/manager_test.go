@@ -217,6 +217,17 @@ func TestManagerCompatUntracksRefusedBareMetalWithAnAlert(t *testing.T) {
 		assert.Equal(t, 1, p.live(), "compat mode leaves it billing, loudly")
 		passes(t, m, time.Hour)
 		assert.Zero(t, log.count(EventOrphanFound), "what it told the operator to release by hand is not taken back")
+		// Released by hand, then rented again under its name (Hot Aisle bare
+		// metal returns to the pool) by a create of this owner whose record is
+		// lost: a new rental, with a new request id in its label, is found.
+		p.mu.Lock()
+		for _, fi := range p.insts {
+			fi.inst.RequestID = NewRequestID()
+		}
+		p.mu.Unlock()
+		require.NoError(t, m.Apply(t.Context(), Spec{Name: "g", Nodes: 1})) // something to watch: listings
+		passes(t, m, 3*time.Hour)
+		assert.Equal(t, 1, log.count(EventOrphanFound), "a new rental of the abandoned server's name is not abandoned")
 	})
 }
 

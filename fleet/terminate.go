@@ -221,7 +221,9 @@ func (m *Manager) untrack(r *InstanceRecord) {
 			r.Instance.Provider, r.Instance.ID, m.pol.CompatGiveUp, r.Instance.ReservedUntil.Format(time.RFC3339))})
 	m.removeRecord(r.Instance.RequestID)
 	m.goneI[r.Instance.RequestID] = true
-	m.abandoned[r.Instance.Provider+"/"+r.Instance.ID] = true // never adopted again
+	// Never adopted again: this rental (a Hot Aisle bare-metal server rented
+	// again keeps its name, under a new request id).
+	m.abandoned[r.Instance.Provider+"/"+r.Instance.ID+"/"+r.Instance.RequestID] = true
 }
 
 // retryAfter extracts a Retry-After from a provider error, if any.
