@@ -74,14 +74,13 @@ func count(n int, one, many string) string {
 // counted as faults: they are how a release is confirmed.
 type meter struct {
 	mu      sync.Mutex
-	seq     int                       // calls noted so far
-	calls   map[string]int            // provider → calls
-	counts  map[string]map[string]int // provider → fault name → refusals
-	refused []refusal                 // every refusal of a listed class, in order
-	lastOK  map[string]int            // call and subject → seq of the last success
-	other   map[string]int            // provider → errors of no listed class
-	made    []made                    // what the run created, in order
-	links   map[string]string         // request id → provider id
+	seq     int               // calls noted so far
+	calls   map[string]int    // provider → calls
+	refused []refusal         // every refusal of a listed class, in order
+	lastOK  map[string]int    // call and subject → seq of the last success
+	other   map[string]int    // provider → errors of no listed class
+	made    []made            // what the run created, in order
+	links   map[string]string // request id → provider id
 }
 
 // refusal is one refused call and what it was about.
@@ -98,7 +97,7 @@ type made struct {
 }
 
 func newMeter() *meter {
-	return &meter{calls: map[string]int{}, counts: map[string]map[string]int{}, other: map[string]int{}, links: map[string]string{},
+	return &meter{calls: map[string]int{}, other: map[string]int{}, links: map[string]string{},
 		lastOK: map[string]int{}}
 }
 
@@ -117,10 +116,6 @@ func (m *meter) note(provider, call, subject string, err error) {
 	}
 	for _, f := range faults {
 		if errors.Is(err, f.class) {
-			if m.counts[provider] == nil {
-				m.counts[provider] = map[string]int{}
-			}
-			m.counts[provider][f.name]++
 			m.refused = append(m.refused, refusal{provider: provider, fault: f.name, call: call, subject: subject, seq: m.seq})
 			return
 		}
