@@ -32,7 +32,7 @@ func (d *driver) intro(ctx context.Context) error {
 	var all []fleet.Offer
 	seen := map[string]bool{}
 	var kept []job
-	var least float64
+	var least micros
 	for _, j := range d.jobs {
 		offers, err := d.m.Offers(ctx, j.requirements())
 		if err != nil {
@@ -48,7 +48,7 @@ func (d *driver) intro(ctx context.Context) error {
 		}
 		kept = append(kept, j)
 		o := offers[0]
-		least += float64(j.spec.Nodes) * leastUSD(o.Provider, o.PricePerHour, d.start, d.start.Add(j.work), o.MinimumReservation)
+		least += micros(j.spec.Nodes) * toMicros(leastUSD(o.Provider, o.PricePerHour, d.start, d.start.Add(j.work), o.MinimumReservation))
 		for _, o := range offers {
 			if !seen[o.Key()] {
 				seen[o.Key()] = true
@@ -73,7 +73,7 @@ func (d *driver) intro(ctx context.Context) error {
 		fmt.Fprintf(out, "  %-6s %d x %s (%s), then %s of work per node\n", j.spec.Name, j.spec.Nodes,
 			describe(j.spec.Requirements), where, j.work)
 	}
-	fmt.Fprintf(out, "The work alone costs at least $%.2f at these prices (boot time not counted).\n", least)
+	fmt.Fprintf(out, "The work alone costs at least $%s at these prices (boot time not counted).\n", least)
 	fmt.Fprintf(out, "%s\n\n", idLegend)
 	if d.w.sims != nil {
 		return d.sellOutFirstChoice(ctx)

@@ -20,18 +20,23 @@ const optimumText = "bill beside the offline optimum for the same jobs (the cost
 // work start to its work end, per kind of machine (provider and plan).
 // It is computed by costopt.Optimum, the measure of the cost benchmark;
 // proven reports that every kind's plan was proven optimal (otherwise the
-// figure is the best plan found).
+// figure is the best plan found). Every provider charged has a figure, 0
+// when none of its nodes worked; the sums are exact (see micros), so the
+// optimum and the bill of the same amounts print the same. It is nil only
+// when the optimum could not be computed (the run's errors say why).
 func (d *driver) offlineOptimum(charges []charge) (usd map[string]float64, proven bool) {
 	d.mu.Lock()
 	start, end := maps.Clone(d.workStart), maps.Clone(d.workEnd)
 	d.mu.Unlock()
+	sums := map[string]micros{"": 0}
 	kinds := map[string][]charge{}
 	for _, c := range charges {
+		sums[c.provider] += 0
 		if _, ok := start[c.id]; ok {
 			kinds[c.provider+"\x00"+c.plan] = append(kinds[c.provider+"\x00"+c.plan], c)
 		}
 	}
-	usd, proven = map[string]float64{}, true
+	proven = true
 	for _, cs := range kinds {
 		trace, b := kindTrace(cs, start, end, d.start)
 		opt, err := costopt.Optimum(trace, b)
@@ -39,16 +44,21 @@ func (d *driver) offlineOptimum(charges []charge) (usd map[string]float64, prove
 			d.fail("offline optimum: %v", err)
 			return nil, false
 		}
-		bill := opt.Bill()
-		if cs[0].ledger { // beside the ledgers' charges: rounded as they are
-			bill = 0
-			for _, m := range opt.Machines {
-				bill += ledgerRounded(cs[0].provider, b.Cost(m.Alive()))
+		var bill micros
+		for _, m := range opt.Machines {
+			cost := b.Cost(m.Alive())
+			if cs[0].ledger { // beside the ledgers' charges: rounded as they are
+				cost = ledgerRounded(cs[0].provider, cost)
 			}
+			bill += toMicros(cost)
 		}
-		usd[cs[0].provider] += bill
-		usd[""] += bill
+		sums[cs[0].provider] += bill
+		sums[""] += bill
 		proven = proven && opt.Proven
+	}
+	usd = map[string]float64{}
+	for p, s := range sums {
+		usd[p] = s.usd()
 	}
 	return usd, proven
 }

@@ -109,8 +109,8 @@ func TestQuickstartWithHotAisleBareMetal(t *testing.T) {
 
 func TestReportSentencesAndRounding(t *testing.T) {
 	assert.Equal(t, "1 release waited for the end of the minimum reservation (paid anyway); 2 were refused before it ended, and retried.",
-		minimumSentence(2, 1))
-	assert.Equal(t, "1 VPC attach failed; each was retried until listing the server's VPCs confirmed it.", faults[1].say(1))
+		minimumSentence(2, 1, 0, outcome{ok: 1}))
+	assert.Equal(t, "1 VPC attach failed; each was retried until listing the server's VPCs confirmed it.", faults[1].say(1, outcome{ok: 1}))
 	rep := &report{charges: []charge{{provider: "vultr", usd: 17.52}, {provider: "vultr", usd: 17.52}}}
 	assert.False(t, rep.rounded(), "rows add up to the total")
 	rep.charges = append(rep.charges, charge{provider: "hotaisle", usd: 1.495}, charge{provider: "hotaisle", usd: 1.495})

@@ -56,12 +56,19 @@ func (r *report) fault(provider, name string) int {
 	return 0
 }
 
-// bill returns the charged and least possible totals of a provider ("" for all).
+// bill returns the charged and least possible totals of a provider ("" for
+// all), summed exactly (see micros).
 func (r *report) bill(provider string) (charged, least float64) {
+	c, l := r.billMicros(provider)
+	return c.usd(), l.usd()
+}
+
+// billMicros is bill in micros: the figures the report prints.
+func (r *report) billMicros(provider string) (charged, least micros) {
 	for _, c := range r.charges {
 		if provider == "" || c.provider == provider {
-			charged += c.usd
-			least += c.least
+			charged += toMicros(c.usd)
+			least += toMicros(c.least)
 		}
 	}
 	return charged, least
@@ -79,13 +86,15 @@ func (d *driver) report() *report {
 			r.deferred[e.Provider]++
 		}
 	}
+	ev := evidence{events: events, m: d.w.meter}
 	for _, p := range d.w.providers {
 		name := p.Name()
 		for _, f := range faults {
-			n := d.w.meter.refusals(name, f.name)
-			sentence := f.say(n)
+			refused := d.w.meter.refusalsOf(name, f.name)
+			n, o := len(refused), ev.outcome(f, refused)
+			sentence := f.say(n, o)
 			if f.class == fleet.ErrMinReservation && name == fleet.ProviderHotAisle {
-				sentence = minimumSentence(n, r.deferred[name])
+				sentence = minimumSentence(n, r.deferred[name], ev.forcedAfterHold(name), o)
 				n += r.deferred[name]
 			}
 			if n > 0 {
@@ -109,14 +118,29 @@ func (d *driver) report() *report {
 }
 
 // minimumSentence says how Hot Aisle's minimum reservation was met:
-// releases held until it ended (the Manager's default) and releases the
-// cloud refused before it ended.
-func minimumSentence(refused, held int) string {
-	s := count(held, "release", "releases") + " waited for the end of the minimum reservation (paid anyway)"
-	if refused > 0 {
-		s += fmt.Sprintf("; %s refused before it ended, and retried", count(refused, "was", "were"))
+// releases held until it ended (the Manager's default), those of them
+// forced before it ended after all (a teardown), and releases the cloud
+// refused before it ended, retried (o: what became of their servers).
+func minimumSentence(refused, held, forced int, o outcome) string {
+	var parts []string
+	if waited := held - forced; waited > 0 {
+		parts = append(parts, count(waited, "release", "releases")+" waited for the end of the minimum reservation (paid anyway)")
 	}
-	return s + "."
+	if forced > 0 {
+		verb := "were"
+		if forced == 1 {
+			verb = "was"
+		}
+		parts = append(parts, fmt.Sprintf("%s held for it %s forced before it ended (paid anyway)", count(forced, "release", "releases"), verb))
+	}
+	if refused > 0 {
+		head := count(refused, "was", "were") + " refused before it ended, and retried"
+		if len(parts) == 0 {
+			head = count(refused, "release was", "releases were") + " refused before the minimum reservation ended, and retried"
+		}
+		parts = append(parts, strings.TrimSuffix(o.tell(head, head+": ", "%s confirmed gone", "%s given up", "%s never confirmed gone"), "."))
+	}
+	return strings.Join(parts, "; ") + "."
 }
 
 func simCalls(provider string, calls []sim.Call) callCount {
@@ -217,12 +241,8 @@ func (r *report) printBill(w io.Writer) {
 		row(c.provider, id, c.plan, billedText(c.billed), usd(c.usd), usd(c.least), live)
 	}
 	for _, p := range append(providersOf(r.charges), "") {
-		charged, least := r.bill(p)
-		name := p
-		if p == "" {
-			name = "all"
-		}
-		row(name, "total", "", "", usd(charged), usd(least), over(charged, least))
+		charged, least := r.billMicros(p)
+		row(providerName(p), "total", "", "", charged.String(), least.String(), over(charged.usd(), least.usd()))
 	}
 	if r.rounded() {
 		fmt.Fprintln(w, "  (rows are rounded to the cent; totals add the unrounded charges)")
@@ -238,9 +258,11 @@ func (r *report) printBill(w io.Writer) {
 }
 
 // printOptimum sets each provider's bill beside the offline optimum for
-// the same jobs.
+// the same jobs, always: with no job run the optimum is 0.00 and the whole
+// bill bought no work.
 func (r *report) printOptimum(w io.Writer) {
-	if len(r.optimum) == 0 {
+	if r.optimum == nil {
+		fmt.Fprintf(w, "%s: not computed (see the errors below)\n", optimumText)
 		return
 	}
 	proven := ""
@@ -250,39 +272,73 @@ func (r *report) printOptimum(w io.Writer) {
 	fmt.Fprintf(w, "%s%s:\n", optimumText, proven)
 	fmt.Fprintf(w, "  %-9s %8s %8s\n", "PROVIDER", "OPTIMUM", "CHARGED")
 	for _, p := range append(providersOf(r.charges), "") {
-		name := p
-		if p == "" {
-			name = "all"
+		charged, _ := r.billMicros(p)
+		opt := toMicros(r.optimum[p])
+		note := over(charged.usd(), opt.usd())
+		if opt == 0 && charged > 0 {
+			note = "no job ran"
 		}
-		charged, _ := r.bill(p)
-		fmt.Fprintf(w, "  %-9s %8s %8s  %s\n", name, usd(r.optimum[p]), usd(charged), over(charged, r.optimum[p]))
+		line := fmt.Sprintf("  %-9s %8s %8s  %s", providerName(p), opt, charged, note)
+		fmt.Fprintln(w, strings.TrimRight(line, " "))
+	}
+	if r.optimumRounded() {
+		fmt.Fprintln(w, `  (rounded to the cent; "all" adds the unrounded amounts)`)
 	}
 }
 
-// rounded reports whether a total differs from the sum of its rounded rows.
+// rounded reports whether a total of the bill differs from the sum of its
+// rows as printed: a provider's from its instances', and all's from the
+// instances' or the providers', in either column.
 func (r *report) rounded() bool {
-	for _, p := range append(providersOf(r.charges), "") {
-		var rows, total float64
+	var allRows, provRows [2]int64
+	for _, p := range providersOf(r.charges) {
+		var rows [2]int64
 		for _, c := range r.charges {
-			if p == "" || c.provider == p {
-				rows += cents(c.usd)
-				total += c.usd
+			if c.provider == p {
+				rows[0] += toMicros(c.usd).cents()
+				rows[1] += toMicros(c.least).cents()
 			}
 		}
-		if math.Abs(rows-cents(total)) > 0.001 {
+		charged, least := r.billMicros(p)
+		total := [2]int64{charged.cents(), least.cents()}
+		if rows != total {
 			return true
 		}
+		for i := range 2 {
+			allRows[i] += rows[i]
+			provRows[i] += total[i]
+		}
 	}
-	return false
+	charged, least := r.billMicros("")
+	all := [2]int64{charged.cents(), least.cents()}
+	return allRows != all || provRows != all
+}
+
+// optimumRounded reports whether the optimum table's "all" row differs
+// from the sum of the provider rows as printed.
+func (r *report) optimumRounded() bool {
+	var opt, charged int64
+	for _, p := range providersOf(r.charges) {
+		c, _ := r.billMicros(p)
+		opt += toMicros(r.optimum[p]).cents()
+		charged += c.cents()
+	}
+	c, _ := r.billMicros("")
+	return opt != toMicros(r.optimum[""]).cents() || charged != c.cents()
+}
+
+// providerName names a provider in a table ("" is "all").
+func providerName(p string) string {
+	if p == "" {
+		return "all"
+	}
+	return p
 }
 
 // padRight pads s with spaces to n characters (runes: "→" is one).
 func padRight(s string, n int) string {
 	return s + strings.Repeat(" ", max(n-utf8.RuneCountInString(s), 0))
 }
-
-// cents rounds USD to the cent, as usd prints it.
-func cents(v float64) float64 { return math.Round(v*100) / 100 }
 
 func providersOf(cs []charge) []string {
 	seen := map[string]bool{}
@@ -302,8 +358,6 @@ func over(charged, least float64) string {
 	}
 	return fmt.Sprintf("%+.1f%%", pct)
 }
-
-func usd(v float64) string { return fmt.Sprintf("%.2f", v) }
 
 // billedText formats billed time as "1h", "31m" or "8h01m".
 func billedText(d time.Duration) string {
