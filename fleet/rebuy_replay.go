@@ -41,11 +41,13 @@ type busyPeriod struct {
 const rebuyPriorSpan = 1.5
 
 // demandReturned reports whether a job started after an earlier one had
-// ended (jobs sorted by start).
+// ended (jobs sorted by start). A job that starts the moment one ends (an
+// orchestrator's queue: MarkIdle, then Acquire for the next job at once)
+// continues the batch: no node was idle in between.
 func demandReturned(jobs []busyPeriod) bool {
 	var firstEnd time.Time
 	for _, j := range jobs {
-		if !firstEnd.IsZero() && !j.start.Before(firstEnd) {
+		if !firstEnd.IsZero() && j.start.After(firstEnd) {
 			return true
 		}
 		if end := j.start.Add(j.used); firstEnd.IsZero() || end.Before(firstEnd) {

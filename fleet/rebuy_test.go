@@ -60,6 +60,9 @@ func TestBestRebuyDefaultsToTheBreakEvenHoldUntilTheJobsCanTell(t *testing.T) {
 	assert.NotEqual(t, rebuyPrior(bm), bestRebuy(returning, bm, t0.Add(13*time.Hour)), "past 12 h the jobs decide")
 	assert.True(t, demandReturned(returning))
 	assert.False(t, demandReturned(batch))
+	queued := []busyPeriod{{start: t0, used: time.Hour}, {start: t0.Add(time.Hour), used: time.Hour}}
+	assert.False(t, demandReturned(queued), "the next job took the node the moment the first ended")
+	assert.Equal(t, rebuyChoice{}, bestRebuy(queued, bm, t0.Add(9*time.Hour)), "a queue of jobs on one node")
 }
 
 // The replay bills each node its alive time up to its release (or now),
