@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -12,17 +13,33 @@ var ErrNoIdle = errors.New("gpufleet: no idle instance")
 
 // Acquire picks the fleet's idle instance whose use saves the most — the
 // one with the most paid time left (the rest of its billed hour on Vultr,
-// of its minimum reservation on Hot Aisle), oldest first on ties; never one
-// whose release is decided — marks it busy at once (no other Acquire gets
-// it) and returns it. Give it back with MarkIdle, or Release it. This is how
-// an orchestrator places jobs without stranding paid time. Errors:
-// ErrNotFound for an unknown fleet or one whose Delete is recorded, ErrNoIdle
-// when none is idle (a node whose Release or MarkBusy is recorded but not
-// yet carried out counts as taken), ErrClosed. With replicas, only the
+// of its minimum reservation on Hot Aisle), oldest first on ties — marks it
+// busy at once (no other Acquire gets it) and returns it. Give it back with
+// MarkIdle, or Release it. This is how an orchestrator places jobs without
+// stranding paid time.
+//
+// What counts is what was recorded, carried out by the loop or not: a node
+// given back with MarkIdle is handed out again at once (its idle mark need
+// not be carried out first), and a node whose Release, Delete or MarkBusy
+// (or Acquire) is recorded after its last idle mark counts as taken. Only a
+// node that can run a job now is handed out: ready (idle or busy, agent
+// started), no release decided, not powered off (Instance.Stopped, or a
+// power-on under way), not an orphan, and, with an Agent, its last agent
+// check passed.
+//
+// Errors: ErrNotFound for an unknown fleet or one whose Delete is recorded
+// (whether carried out or not: a fleet being deleted, its nodes waiting for
+// the end of their minimum, hands out nothing and cannot be grown with
+// Apply), ErrNoIdle when no node is idle, ErrClosed. With replicas, only the
 // replica holding the fleet's lease hands out its nodes (so that none is
 // handed out twice); another replica answers ErrNoIdle wrapping a
 // *LeaseHeldError that names the holder (errors.As), or ErrNoIdle alone
-// while no replica holds it. The holder records the busy mark in the
+// while no replica holds it (ErrNotFound for a fleet unknown or being
+// deleted in the shared store). The holder counts the marks recorded
+// through any replica: when its own view has no idle node it reads the
+// fleet's stored intents once, so that a node given back with MarkIdle
+// through another replica is handed out before that mark is carried out.
+// The holder records the busy mark in the
 // shared store before it returns the node (a node whose Release or MarkBusy
 // was recorded through any replica counts as taken), so that the replica
 // taking the fleet over after the holder's death does not hand it out
@@ -47,7 +64,10 @@ func (m *Manager) Acquire(ctx context.Context, fleet string) (Instance, error) {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	best, err := m.pickIdle(fleet, nil)
+	if m.closed.Load() { // Close carries out what was queued before it
+		return Instance{}, ErrClosed
+	}
+	best, err := m.pickIdle(fleet, nil, nil)
 	if err != nil {
 		return Instance{}, err
 	}
@@ -58,14 +78,17 @@ func (m *Manager) Acquire(ctx context.Context, fleet string) (Instance, error) {
 
 // pickIdle chooses the idle instance of fleet Acquire hands out (none in
 // skip) and reserves it (no other Acquire gets it until its busy intent
-// is carried out). m.mu held.
-func (m *Manager) pickIdle(fleet string, skip map[string]bool) (*InstanceRecord, error) {
+// is carried out). A node is idle by its record and then by the intents
+// recorded and not yet carried out, in their order: those queued and
+// (replica mode) stored, which Acquire read from the store. m.mu held.
+func (m *Manager) pickIdle(fleet string, skip map[string]bool, stored []Intent) (*InstanceRecord, error) {
 	m.intents.mu.Lock()
 	applied, deleted := m.intents.fleetState(fleet)
-	taken := m.intents.takenInstances()
 	m.intents.mu.Unlock()
-	if _, ok := m.fleets[fleet]; !ok || deleted {
-		if applied && !deleted {
+	marks, storedDelete := foldMarks(m.pendingOps(fleet, stored), fleet)
+	f, ok := m.fleets[fleet]
+	if !ok || deleted || storedDelete || f.Deleting {
+		if applied && !deleted && !storedDelete && !ok {
 			return nil, classed(ErrNoIdle, "fleet %s (just applied)", fleet)
 		}
 		return nil, classed(ErrNotFound, "fleet %s", fleet)
@@ -75,7 +98,19 @@ func (m *Manager) pickIdle(fleet string, skip map[string]bool) (*InstanceRecord,
 	var bestLeft time.Duration
 	for _, r := range m.byFleet[fleet] {
 		id := r.Instance.RequestID
-		if r.Instance.Status != StatusIdle || r.Busy || r.Termination != nil || m.acquired[id] || taken[id] || skip[id] {
+		if !m.runnable(r) || skip[id] || m.picking[id] > 0 {
+			continue
+		}
+		busy := r.Busy || r.Instance.Status == StatusBusy
+		switch marks[id] {
+		case markReleased:
+			continue
+		case markBusy:
+			busy = true
+		case markIdle:
+			busy = false
+		}
+		if busy {
 			continue
 		}
 		left := m.paidUntil(r, now).Sub(now)
@@ -88,6 +123,62 @@ func (m *Manager) pickIdle(fleet string, skip map[string]bool) (*InstanceRecord,
 	}
 	m.acquired[best.Instance.RequestID] = true
 	return best, nil
+}
+
+// runnable reports whether r's machine can run a job now: ready (idle or
+// busy), no release decided, powered on (not Stopped, no power-on under
+// way), claimed by its fleet (not an orphan), and, with an Agent, its last
+// agent check passed. m.mu held.
+func (m *Manager) runnable(r *InstanceRecord) bool {
+	st := r.Instance.Status
+	return (st == StatusIdle || st == StatusBusy) && r.Termination == nil && r.Instance.ID != "" &&
+		!r.Instance.Stopped && !m.busy("start/"+r.Instance.RequestID) && !r.Orphan &&
+		(m.cfg.Agent == nil || r.AgentCheckFails == 0)
+}
+
+// pendingOps is the intents recorded and not yet carried out, as Acquire
+// counts them: those queued (replica mode: not yet carried out from the
+// store) and those of stored, fleet's intents read from the store (a busy
+// mark whose Acquire answered an error is none). m.mu held.
+func (m *Manager) pendingOps(fleet string, stored []Intent) []intent {
+	m.intents.mu.Lock()
+	queued := slices.Clone(m.intents.ops)
+	m.intents.mu.Unlock()
+	if m.rep == nil {
+		return queued
+	}
+	ops := queued[:0]
+	seen := map[int64]bool{}
+	for _, op := range queued {
+		if op.seq != 0 && op.seq <= m.rep.applied[op.fleet] {
+			continue // carried out from the store: the record has it
+		}
+		seen[op.seq] = true
+		ops = append(ops, op)
+	}
+	for _, in := range stored {
+		if in.Fleet != fleet || in.Seq <= m.rep.applied[fleet] || seen[in.Seq] {
+			continue
+		}
+		if _, void := m.rep.voided[in.Acquire]; void && in.Acquire != "" {
+			continue
+		}
+		op := intent{seq: in.Seq, fleet: in.Fleet, name: in.InstanceID}
+		switch in.Kind {
+		case IntentDelete:
+			op.kind, op.name = intentDelete, in.Fleet
+		case IntentRelease:
+			op.kind = intentRelease
+		case IntentBusy:
+			op.kind = intentBusy
+		case IntentIdle:
+			op.kind = intentIdle
+		default:
+			continue
+		}
+		ops = append(ops, op)
+	}
+	return ops
 }
 
 // handedOut is the Instance Acquire returns for r: a copy, busy.
@@ -118,13 +209,22 @@ func (m *Manager) holdsNow(fleet string) bool {
 }
 
 // acquireElsewhere is Acquire's answer on a replica that does not hold
-// fleet: ErrNotFound when the shared store has no such fleet, else ErrNoIdle
-// with the holder's lease when there is one.
+// fleet: ErrNotFound when the shared store has no such fleet or has it
+// being deleted (its record Deleting, or a Delete of it recorded), else
+// ErrNoIdle with the holder's lease when there is one.
 func (m *Manager) acquireElsewhere(ctx context.Context, fleet string) error {
 	ctx, cancel := context.WithTimeout(ctx, m.pol.CallTimeout)
 	defer cancel()
-	if !m.storedFleet(ctx, fleet) {
+	rec, err := m.storedFleetRecord(ctx, fleet)
+	ins, ierr := m.rep.ls.Intents(ctx, fleet)
+	recorded := func(k IntentKind) bool {
+		return ierr == nil && slices.ContainsFunc(ins, func(in Intent) bool { return in.Kind == k })
+	}
+	switch {
+	case err != nil && !recorded(IntentApply):
 		return classed(ErrNotFound, "fleet %s", fleet)
+	case (err == nil && rec.Deleting) || recorded(IntentDelete):
+		return classed(ErrNotFound, "fleet %s (being deleted)", fleet)
 	}
 	leases, err := m.rep.ls.Leases(ctx)
 	if err != nil {

@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -93,24 +94,40 @@ func (q *intentQueue) fleetState(name string) (applied, deleted bool) {
 	return applied, deleted
 }
 
-// takenInstances returns the request ids a queued intent releases or marks
-// busy (the last mark wins), which Acquire must not hand out. q.mu held.
-func (q *intentQueue) takenInstances() map[string]bool {
-	busy, released := map[string]bool{}, map[string]bool{}
-	for _, op := range q.ops {
+// markState is what the intents recorded for an instance and not yet
+// carried out make of it, taken in their order.
+type markState int
+
+const (
+	markNone     markState = iota // none marks or releases it
+	markBusy                      // the last mark is busy (MarkBusy, Acquire)
+	markIdle                      // the last mark is idle (MarkIdle)
+	markReleased                  // released (a later mark does not undo it)
+)
+
+// foldMarks folds ops (in call order, stored ones by Seq) into each
+// instance's markState, and reports whether one deletes fleet.
+func foldMarks(ops []intent, fleet string) (marks map[string]markState, deleted bool) {
+	ops = slices.Clone(ops)
+	slices.SortStableFunc(ops, func(a, b intent) int { return cmp.Compare(a.seq, b.seq) }) // unstored ones (seq 0) keep their order
+	marks = map[string]markState{}
+	for _, op := range ops {
 		switch op.kind {
+		case intentDelete:
+			deleted = deleted || op.name == fleet
 		case intentRelease:
-			released[op.name] = true // a later idle mark does not undo a release
-		case intentBusy:
-			busy[op.name] = true
-		case intentIdle:
-			delete(busy, op.name)
+			marks[op.name] = markReleased
+		case intentBusy, intentIdle:
+			if marks[op.name] == markReleased {
+				continue
+			}
+			marks[op.name] = markIdle
+			if op.kind == intentBusy {
+				marks[op.name] = markBusy
+			}
 		}
 	}
-	for id := range released {
-		busy[id] = true
-	}
-	return busy
+	return marks, deleted
 }
 
 // wake tells the loop that something is waiting for it.
@@ -171,6 +188,9 @@ func (m *Manager) Apply(ctx context.Context, spec Spec) error {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.closed.Load() { // Close carries out what was queued before it
+		return ErrClosed
+	}
 	m.intents.mu.Lock()
 	defer m.intents.mu.Unlock()
 	_, queuedDelete := m.intents.fleetState(spec.Name)
@@ -228,6 +248,9 @@ func (m *Manager) Delete(ctx context.Context, name string, opts ...ReleaseOption
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.closed.Load() {
+		return ErrClosed
+	}
 	m.intents.mu.Lock()
 	defer m.intents.mu.Unlock()
 	applied, deleted := m.intents.fleetState(name)
@@ -295,6 +318,9 @@ func (m *Manager) Release(ctx context.Context, instanceID string, opts ...Releas
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.closed.Load() {
+		return time.Time{}, ErrClosed
+	}
 	r := m.find(instanceID)
 	if r == nil || r.Instance.Status == StatusTerminated {
 		return time.Time{}, classed(ErrNotFound, "instance %q (gone or unknown)", instanceID)
@@ -342,7 +368,8 @@ func (m *Manager) storedPolicy(ctx context.Context, name string) ReleasePolicy {
 
 // MarkBusy records that a ready instance is busy: it is not released for
 // idleness. ErrNotFound for an unknown id; an error for an instance that is
-// not ready; ErrClosed after Close.
+// not ready (one being released included: its Release, or its fleet's
+// Delete, recorded whether carried out yet or not); ErrClosed after Close.
 func (m *Manager) MarkBusy(instanceID string) error { return m.mark(instanceID, intentBusy) }
 
 // MarkIdle records that a busy instance is idle; its idle clock restarts
@@ -358,6 +385,9 @@ func (m *Manager) mark(instanceID string, kind intentKind) error {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.closed.Load() {
+		return ErrClosed
+	}
 	r := m.find(instanceID)
 	if r == nil {
 		return classed(ErrNotFound, "instance %s", instanceID)
@@ -365,9 +395,24 @@ func (m *Manager) mark(instanceID string, kind intentKind) error {
 	if st := r.Instance.Status; st != StatusIdle && st != StatusBusy {
 		return fmt.Errorf("gpufleet: instance %s is %s, not ready", instanceID, st)
 	}
+	if m.releaseQueued(r) {
+		return fmt.Errorf("gpufleet: instance %s is %s, not ready", instanceID, StatusTerminating)
+	}
 	m.intents.push(intent{kind: kind, name: r.Instance.RequestID})
 	m.wake()
 	return nil
+}
+
+// releaseQueued reports whether a queued intent releases r or deletes its
+// fleet: r is as good as terminating (the loop will move it there), and a
+// mark of it is refused as it is once that is carried out. m.mu held.
+func (m *Manager) releaseQueued(r *InstanceRecord) bool {
+	m.intents.mu.Lock()
+	defer m.intents.mu.Unlock()
+	_, deleted := m.intents.fleetState(r.Instance.Fleet)
+	return deleted || slices.ContainsFunc(m.intents.ops, func(op intent) bool {
+		return op.kind == intentRelease && op.name == r.Instance.RequestID
+	})
 }
 
 // applyIntents carries out the recorded intents in call order (replica
@@ -511,6 +556,9 @@ func (m *Manager) markStored(instanceID string, kind intentKind) error {
 	var rec InstanceRecord
 	if r != nil {
 		rec = cloneInstance(*r)
+		if m.releaseQueued(r) { // as the loop will have it
+			rec.Instance.Status = StatusTerminating
+		}
 	}
 	m.mu.Unlock()
 	if r == nil {

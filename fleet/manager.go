@@ -191,6 +191,7 @@ type Manager struct {
 	offerOK        map[string]bool      // offer key → a create of it succeeded
 	lastRefusal    map[string]string    // fleet → the last create refusal
 	acquired       map[string]bool      // request ids handed out by Acquire whose busy intent the loop has not taken yet
+	picking        map[string]int       // replica mode: request ids picked by an Acquire whose busy intent is not queued yet
 	answered       map[string]time.Time // request id → when its create answered
 	rebuy          map[string]*rebuyLog // fleet → recent demand, which sizes the re-buy hold (rebuy.go)
 
@@ -291,6 +292,7 @@ func (m *Manager) initMaps() {
 	m.agentChecked, m.relabel, m.labelNext = map[string]time.Time{}, map[string]bool{}, map[string]time.Time{}
 	m.providerHold, m.holdFails, m.offerOK = map[string]time.Time{}, map[string]int{}, map[string]bool{}
 	m.lastRefusal, m.acquired, m.answered = map[string]string{}, map[string]bool{}, map[string]time.Time{}
+	m.picking = map[string]int{}
 	m.agentNext, m.keyedAgents, m.abandoned = map[string]time.Time{}, map[string]Agent{}, map[string]bool{}
 	m.keyMissing, m.keyMissingSaid, m.deadlineMisses = map[string]bool{}, map[string]bool{}, map[string]int{}
 	m.readAt, m.attachRefused = map[string]time.Time{}, map[string]bool{}
@@ -310,9 +312,17 @@ func isNil(v any) bool {
 
 // Close stops the loop and every task under way (agent starts, provider
 // calls) and waits for them to end; the results that came back are applied
-// and written to the Store. The instances stay as they are: a new Manager
-// with the same Store resumes them. Every method returns ErrClosed after
-// Close. Close is idempotent.
+// and written to the Store. What a call recorded before Close and the loop
+// had not carried out yet (an Apply, a Delete, a Release, a MarkBusy or
+// MarkIdle, the busy mark of a node Acquire handed out) is carried out
+// into the records and written to the Store too: a call that returned nil
+// is never lost, and a new Manager with the same Store makes the provider
+// calls it decided (a create, a release) and finds a node handed out by
+// Acquire busy. (With replicas, intents are in the shared store already.)
+// The instances stay as they are: a new Manager with the same Store
+// resumes them. Every method returns ErrClosed after Close; a call that
+// Close overtakes returns ErrClosed rather than record anything. Close is
+// idempotent.
 func (m *Manager) Close() {
 	if !m.closed.CompareAndSwap(false, true) {
 		return
@@ -323,7 +333,9 @@ func (m *Manager) Close() {
 	m.bg.Wait()
 	m.catalog.Close()
 	m.mu.Lock()
-	m.drainResults(m.clock.Now())
+	now := m.clock.Now()
+	m.applyIntents(now) // the calls that take m.mu from here on see closed
+	m.drainResults(now)
 	m.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), m.pol.CallTimeout)
 	defer cancel()

@@ -2,6 +2,8 @@ package fleet
 
 import (
 	"context"
+	"errors"
+	"slices"
 	"time"
 )
 
@@ -13,20 +15,36 @@ import (
 // them, not yet carried out here, releases or marks busy is given up for
 // another (the extra mark is then a no-op), and a recorded Delete answers
 // ErrNotFound. When that read fails the node is handed out: its mark is
-// stored.
+// stored. When this replica's view (its records and the intents it
+// queued) has no idle node, the fleet's stored intents are read once and
+// counted too: a MarkIdle or a Delete recorded through another replica and
+// not yet carried out here.
 func (m *Manager) acquireStored(ctx context.Context, fleet string) (Instance, error) {
 	ctx, cancel := context.WithTimeout(ctx, m.pol.CallTimeout)
 	defer cancel()
 	skip := map[string]bool{}
+	var stored []Intent // the fleet's stored intents, once read
+	read := false
 	for {
 		m.mu.Lock()
-		r, err := m.pickIdle(fleet, skip)
+		r, err := m.pickIdle(fleet, skip, stored)
 		var inst Instance
 		var seen int64 // the Seq up to which the pick saw the fleet's intents carried out
 		if err == nil {
 			inst, seen = handedOut(r), m.rep.applied[fleet]
+			m.picking[inst.RequestID]++ // until its busy mark is queued (or given up)
 		}
+		after := m.rep.applied[fleet]
 		m.mu.Unlock()
+		if errors.Is(err, ErrNoIdle) && !read {
+			read = true
+			if ins, rerr := m.intentsAfter(ctx, fleet, after); rerr == nil && slices.ContainsFunc(ins, func(in Intent) bool {
+				return in.Kind == IntentIdle || in.Kind == IntentDelete
+			}) {
+				stored = ins
+				continue
+			}
+		}
 		if err != nil {
 			return Instance{}, err
 		}
@@ -35,12 +53,14 @@ func (m *Manager) acquireStored(ctx context.Context, fleet string) (Instance, er
 		seq, err := m.recordIntent(ctx, Intent{Fleet: fleet, Kind: IntentBusy, InstanceID: id, Acquire: token}, local)
 		if err != nil {
 			if seq = m.recordedAnyway(ctx, fleet, id, seen, token); seq == 0 {
+				m.unpick(id)
 				return Instance{}, err
 			}
 			m.mu.Lock()
 			m.noteRecorded(fleet, seq, local)
 			m.mu.Unlock()
 		}
+		m.unpick(id) // its busy mark is queued: it counts from there
 		before, err := m.intentsAfter(ctx, fleet, seen)
 		if err != nil {
 			return inst, nil
@@ -55,6 +75,17 @@ func (m *Manager) acquireStored(ctx context.Context, fleet string) (Instance, er
 		}
 		return inst, nil
 	}
+}
+
+// unpick ends one Acquire's reservation of id (picking).
+func (m *Manager) unpick(id string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.picking[id] <= 1 {
+		delete(m.picking, id)
+		return
+	}
+	m.picking[id]--
 }
 
 // takenBetween reports whether the intents with a Seq in (after, before),
