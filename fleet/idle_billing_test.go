@@ -87,15 +87,18 @@ func (j oneJobA) play(t *testing.T) (sim.Charge, []fleet.Event) {
 // with a 5-minute IdleTimeout, must be released at the last safe moment of
 // its minimum (minimum end less a minute) — "never carried into a new unit
 // by an idle timer that started late" — so it is billed exactly 30
-// minutes. A fleet with one job has no re-buy hold.
+// minutes without the re-buy hold. With it (the default) the node is kept
+// past its minimum for the next job (at most one minimum more, the
+// ski-rental break-even), and released when the hold ends.
 func TestHotAisleIdleTimerStartedLateDoesNotRunPastTheMinimum(t *testing.T) {
-	for _, holdOff := range []bool{false, true} {
-		c, _ := oneJobA{req: hotType("vm-mi300x-1"), pol: fleet.Policy{RebuyHoldOff: holdOff}, idle: 5 * time.Minute,
-			busyUntil: 27 * time.Minute, horizon: 3 * time.Hour}.play(t)
-		assert.False(t, c.Live, "still billing")
-		assert.Equal(t, 30*time.Minute, c.Billed, "RebuyHoldOff=%v: a job ending 3 minutes before the minimum's end; billed %v (%s)",
-			holdOff, c.Billed, c.Description)
-	}
+	c, _ := oneJobA{req: hotType("vm-mi300x-1"), pol: fleet.Policy{RebuyHoldOff: true}, idle: 5 * time.Minute,
+		busyUntil: 27 * time.Minute, horizon: 3 * time.Hour}.play(t)
+	assert.False(t, c.Live, "still billing")
+	assert.Equal(t, 30*time.Minute, c.Billed, "a job ending 3 minutes before the minimum's end; billed %v (%s)", c.Billed, c.Description)
+	c, _ = oneJobA{req: hotType("vm-mi300x-1"), idle: 5 * time.Minute, busyUntil: 27 * time.Minute, horizon: 3 * time.Hour}.play(t)
+	assert.False(t, c.Live, "still billing after the hold")
+	assert.Greater(t, c.Billed, 30*time.Minute, "held past its minimum for a re-buy (%s)", c.Description)
+	assert.LessOrEqual(t, c.Billed, 60*time.Minute, "held at most one minimum past its own (%s)", c.Description)
 }
 
 // Same on Hot Aisle bare metal (480-minute minimum): a job ending 476
@@ -145,11 +148,13 @@ func TestIdleReleaseWakesTheLoop(t *testing.T) {
 // Hot Aisle plans with other minimums (0, 1, 45, 60 and 120 minutes; the
 // fake's ledger charges per started minute, never less than the minimum):
 // a 10-minute job with a 1-minute IdleTimeout costs the minimum, or the
-// job's minutes plus at most two when the minimum is shorter.
+// job's minutes plus at most two when the minimum is shorter (without the
+// re-buy hold, which keeps the node past its minimum for a next job).
 func TestHotAisleOtherMinimums(t *testing.T) {
 	for _, minutes := range []int64{0, 1, 45, 60, 120} {
 		t.Run(fmt.Sprint(minutes), func(t *testing.T) {
-			c, _ := oneJobA{req: hotType("vm-mi300x-1"), idle: time.Minute, busyUntil: 10 * time.Minute, horizon: 4 * time.Hour,
+			c, _ := oneJobA{req: hotType("vm-mi300x-1"), pol: fleet.Policy{RebuyHoldOff: true},
+				idle: time.Minute, busyUntil: 10 * time.Minute, horizon: 4 * time.Hour,
 				setup: func(_ *sim.Vultr, h *sim.HotAisle) {
 					require.NoError(t, h.SetMinimumReservation("vm-mi300x-1", minutes))
 				}}.play(t)

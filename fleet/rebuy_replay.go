@@ -35,25 +35,10 @@ type busyPeriod struct {
 // rebuyPriorSpan: until a fleet's replayed jobs span this many minimum
 // reservations, the replay has seen at most half a minimum of releases and
 // re-buys, too little to judge a hold by, and the break-even hold
-// (rebuyPrior) is the one to beat — once demand has come back after a job
-// ended (demandReturned): a fleet that ran one job, or one batch, keeps no
-// node past its minimum by default.
+// (rebuyPrior) is the one to beat — from the fleet's first job, so that a
+// node freed by it is not released just before the next job buys a new
+// minimum (the named cause).
 const rebuyPriorSpan = 1.5
-
-// demandReturned reports whether a job started after an earlier one had
-// ended (jobs sorted by start).
-func demandReturned(jobs []busyPeriod) bool {
-	var firstEnd time.Time
-	for _, j := range jobs {
-		if !firstEnd.IsZero() && !j.start.Before(firstEnd) {
-			return true
-		}
-		if end := j.start.Add(j.used); firstEnd.IsZero() || end.Before(firstEnd) {
-			firstEnd = end
-		}
-	}
-	return false
-}
 
 // rebuyPrior is the ski-rental break-even hold: up to 8 idle nodes, each
 // kept one whole minimum past its own. It never pays more than twice what
@@ -65,15 +50,14 @@ func rebuyPrior(o Offer) rebuyChoice { return rebuyChoice{8, o.MinimumReservatio
 // returns the one that would have cost least (fewest billed minutes; ties to
 // the smaller hold) — unless it would not have saved at least one minimum
 // reservation (a replacement) over the default: no hold, or the break-even
-// hold (rebuyPrior) while the jobs span less than rebuyPriorSpan minimums
-// and demand has come back after a job ended.
+// hold (rebuyPrior) while the jobs span less than rebuyPriorSpan minimums.
 // The replay: each job takes an idle node in Acquire's order (most paid
 // time left, then oldest) or a new one created its boot time before; an
 // idle node past its minimum is kept while it is among the first spares
 // idle nodes in that order and its hold lasts, and released otherwise.
 func bestRebuy(jobs []busyPeriod, o Offer, now time.Time) rebuyChoice {
 	def := rebuyChoice{}
-	if len(jobs) > 0 && float64(now.Sub(jobs[0].start)) < rebuyPriorSpan*float64(o.MinimumReservation) && demandReturned(jobs) {
+	if len(jobs) > 0 && float64(now.Sub(jobs[0].start)) < rebuyPriorSpan*float64(o.MinimumReservation) {
 		def = rebuyPrior(o)
 	}
 	best, bestCost := def, replayRebuy(jobs, o, def, now)-o.MinimumReservation

@@ -46,20 +46,18 @@ func TestBestRebuyFromTheFleetsJobs(t *testing.T) {
 }
 
 // While a fleet's jobs span less than one and a half minimums the replay
-// cannot judge a hold, and the break-even hold is the default — once demand
-// has come back after a job ended. One job, or one batch of concurrent jobs,
-// keeps no node past its minimum.
+// cannot judge a hold, and the break-even hold is the default, from the
+// first job: one job, or one batch, keeps its nodes one minimum past their
+// own, so that the next job does not buy a new minimum.
 func TestBestRebuyDefaultsToTheBreakEvenHoldUntilTheJobsCanTell(t *testing.T) {
 	bm := vmOffer("hotaisle", 23.92, 8*time.Hour)
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	returning := []busyPeriod{{start: t0, used: time.Hour}, {start: t0.Add(2 * time.Hour), used: time.Hour}}
-	assert.Equal(t, rebuyPrior(bm), bestRebuy(returning, bm, t0.Add(9*time.Hour)), "demand came back, 9 h of jobs < 12 h")
-	assert.Equal(t, rebuyChoice{}, bestRebuy(returning[:1], bm, t0.Add(9*time.Hour)), "one job")
+	assert.Equal(t, rebuyPrior(bm), bestRebuy(returning, bm, t0.Add(9*time.Hour)), "9 h of jobs < 12 h")
+	assert.Equal(t, rebuyPrior(bm), bestRebuy(returning[:1], bm, t0.Add(9*time.Hour)), "one job")
 	batch := []busyPeriod{{start: t0, used: time.Hour}, {start: t0.Add(time.Minute), used: 3 * time.Hour}}
-	assert.Equal(t, rebuyChoice{}, bestRebuy(batch, bm, t0.Add(9*time.Hour)), "one batch, no job after another ended")
+	assert.Equal(t, rebuyPrior(bm), bestRebuy(batch, bm, t0.Add(9*time.Hour)), "one batch")
 	assert.NotEqual(t, rebuyPrior(bm), bestRebuy(returning, bm, t0.Add(13*time.Hour)), "past 12 h the jobs decide")
-	assert.True(t, demandReturned(returning))
-	assert.False(t, demandReturned(batch))
 }
 
 // The replay bills each node its alive time up to its release (or now),

@@ -285,11 +285,12 @@ type Policy struct {
 	// order or a new one; a hold is chosen only when it would have saved at
 	// least one minimum reservation over the default. The default is none,
 	// except while the fleet's jobs span less than one and a half minimums
-	// after demand has come back (a job started after another ended): then
-	// the replay has seen too few minimums end to judge, and the default is
-	// the ski-rental break-even — up to 8 idle instances, each kept one whole
-	// minimum past its own. A fleet that ran one job or one batch keeps none. The instances kept are the
-	// first idle ones in Acquire's order. A fleet with no recorded jobs
+	// (from its first job): then the replay has seen too few minimums end
+	// to judge, and the default is the ski-rental break-even — up to 8 idle
+	// instances, each kept one whole minimum past its own, so that a job
+	// arriving within a minimum of the last one's end finds a node already
+	// paid for. The instances kept are the first idle ones in Acquire's
+	// order. A fleet with no recorded jobs
 	// keeps none. Jobs are counted from Acquire, MarkBusy and MarkIdle since
 	// the Manager started (they are not stored). A kept instance idles at
 	// most the hold h past its minimum, so an idle period costs at most h

@@ -26,6 +26,13 @@ type Billing struct {
 	// BootTime is the time from the create call until the machine can run a
 	// job. It is billed.
 	BootTime time.Duration
+	// BareMetal marks a bare-metal server (dstack forces only its Hot Aisle
+	// VM deletes; see DstackRules).
+	BareMetal bool
+	// RefusedInMinimum: a delete sent without force before Minimum has
+	// passed since the create call is refused (Hot Aisle: 400 "minimum usage
+	// requirement"); with force it is accepted and the minimum charged.
+	RefusedInMinimum bool
 }
 
 // VultrVM is a Vultr Cloud GPU virtual machine (one A100, plan
@@ -43,24 +50,26 @@ func VultrVM() Billing {
 // call.
 func VultrBareMetal() Billing {
 	return Billing{Name: "Vultr bare metal", Unit: time.Hour, Minimum: time.Hour,
-		PricePerHour: 17.52, BootTime: 40 * time.Minute}
+		PricePerHour: 17.52, BootTime: 40 * time.Minute, BareMetal: true}
 }
 
 // HotAisleVM is a Hot Aisle virtual machine with one MI300X at 2.99 USD per
 // hour: billed per started minute, never less than its 30-minute minimum
-// reservation; SSH answers about 90 seconds after the create call.
+// reservation; SSH answers about 90 seconds after the create call. A delete
+// without force is refused inside the minimum.
 func HotAisleVM() Billing {
 	return Billing{Name: "Hot Aisle VM", Unit: time.Minute, Minimum: 30 * time.Minute,
-		PricePerHour: 2.99, BootTime: 90 * time.Second}
+		PricePerHour: 2.99, BootTime: 90 * time.Second, RefusedInMinimum: true}
 }
 
 // HotAisleBareMetal is a Hot Aisle bare-metal server with eight MI300X at
 // 27.12 USD per hour: billed per started minute with 480 minutes (eight
 // hours) charged at reservation; the operating system is installed about 10
-// minutes after the reservation.
+// minutes after the reservation. A delete without force is refused inside
+// the minimum.
 func HotAisleBareMetal() Billing {
 	return Billing{Name: "Hot Aisle bare metal", Unit: time.Minute, Minimum: 480 * time.Minute,
-		PricePerHour: 27.12, BootTime: 10 * time.Minute}
+		PricePerHour: 27.12, BootTime: 10 * time.Minute, BareMetal: true, RefusedInMinimum: true}
 }
 
 // Kinds returns the four machine kinds above, Vultr first.

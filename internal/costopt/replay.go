@@ -27,16 +27,36 @@ type Rules struct {
 	IdleTimeout time.Duration
 	KeepPaid    bool
 	Pick        Pick
+	// Check is how often the idle rule is looked at (zero: continuously):
+	// an idle machine is deleted at the first check, every Check from its
+	// creation, after it has been idle longer than IdleTimeout (strictly).
+	Check time.Duration
+	// Refusals applies where the Billing has RefusedInMinimum: a delete
+	// inside the minimum is sent without force (except VM deletes with
+	// ForceVMDeletes) and refused; it is retried every RetryEvery (zero: 30
+	// s) and succeeds at the first retry after the minimum, unless the
+	// refusals have lasted GiveUp (zero: never given up): then the machine is
+	// forgotten and keeps running, billed to the end of the trace (the
+	// latest job end, at least its minimum: a lower bound of a bill that
+	// has no end). A machine being deleted takes no job.
+	ForceVMDeletes bool
+	RetryEvery     time.Duration
+	GiveUp         time.Duration
 }
 
-// DstackRules are dstack's defaults for instances a run provisions: an
-// instance idle for 5 minutes is terminated whatever it has paid for (Hot
-// Aisle machines are deleted with force, so their minimum is charged), and a
-// new job reuses an idle instance or provisions a new one. dstack's choice
-// among several idle instances is not modelled; the oldest is taken. Its
-// check interval (seconds) is ignored.
+// DstackRules are dstack's defaults for instances a run provisions
+// (lifecycle notes §3, §4.1): an instance idle for more than 5 minutes is
+// terminated whatever it has paid for, at the first of its idle checks (14
+// s apart); Hot Aisle VM deletes are sent with force (the minimum is
+// charged); other deletes are retried every 30 s for 15 minutes of
+// failures, after which the instance is marked terminated and never looked
+// at again — a Hot Aisle bare-metal server refused inside its 8-hour
+// minimum keeps running (#3241). A new job reuses an idle instance or
+// provisions a new one; dstack's choice among several idle instances is
+// not modelled (the oldest is taken).
 func DstackRules() Rules {
-	return Rules{Name: "dstack", IdleTimeout: 5 * time.Minute, Pick: PickOldest}
+	return Rules{Name: "dstack", IdleTimeout: 5 * time.Minute, Pick: PickOldest, Check: 14 * time.Second,
+		ForceVMDeletes: true, RetryEvery: 30 * time.Second, GiveUp: 15 * time.Minute}
 }
 
 // PaidWindowRules keep an idle machine exactly until its paid time runs out
@@ -79,17 +99,24 @@ func Replay(t Trace, b Billing, r Rules) (Replayed, error) {
 	if err := b.Validate(); err != nil {
 		return Replayed{}, err
 	}
-	if r.IdleTimeout < 0 {
-		return Replayed{}, fmt.Errorf("costopt: negative idle timeout %v", r.IdleTimeout)
+	if r.IdleTimeout < 0 || r.Check < 0 || r.RetryEvery < 0 || r.GiveUp < 0 {
+		return Replayed{}, fmt.Errorf("costopt: negative duration in rules %+v", r)
 	}
 	rp := replayer{b: b, r: r}
 	out := Replayed{Plan: Plan{Billing: b}, Waits: make([]time.Duration, len(t.Jobs))}
 	for i, j := range t.Jobs {
 		out.Waits[i] = rp.serve(j)
 	}
+	var end time.Duration // the latest job end
+	for _, m := range rp.machines {
+		end = max(end, m.busyUntil)
+	}
 	for _, m := range rp.machines {
 		if !m.gone {
-			m.Deleted = rp.deleteAt(m)
+			_, m.Deleted, m.forgotten = rp.leave(m)
+		}
+		if m.forgotten {
+			m.Deleted = max(end, m.Created+rp.b.Minimum)
 		}
 		out.Machines = append(out.Machines, m.Machine)
 	}
@@ -106,6 +133,7 @@ type replayed struct {
 	Machine
 	busyUntil time.Duration
 	gone      bool
+	forgotten bool // its delete was given up: it runs to the end of the trace
 }
 
 // serve places job j and returns its wait.
@@ -130,8 +158,8 @@ func (rp *replayer) idle(now time.Duration) *replayed {
 		if m.gone || m.busyUntil > now {
 			continue
 		}
-		if at := rp.deleteAt(m); at <= now {
-			m.gone, m.Deleted = true, at
+		if at, deleted, forgotten := rp.leave(m); at <= now {
+			m.gone, m.Deleted, m.forgotten = true, deleted, forgotten
 			continue
 		}
 		free = append(free, m)
@@ -147,13 +175,30 @@ func (rp *replayer) idle(now time.Duration) *replayed {
 	return free[0]
 }
 
-// deleteAt is when an idle machine is deleted under the rules.
-func (rp *replayer) deleteAt(m *replayed) time.Duration {
-	at := m.busyUntil + rp.r.IdleTimeout
+// leave is when an idle machine stops taking jobs under the rules (its
+// delete is decided), when it is deleted, and whether its delete is given
+// up (then it runs on).
+func (rp *replayer) leave(m *replayed) (at, deleted time.Duration, forgotten bool) {
+	at = m.busyUntil + rp.r.IdleTimeout
+	if c := rp.r.Check; c > 0 {
+		at = m.Created + ((at-m.Created)/c+1)*c // the first check after
+	}
 	if rp.r.KeepPaid {
 		at = max(at, rp.paidUntil(m))
 	}
-	return at
+	minEnd := m.Created + rp.b.Minimum
+	if !rp.b.RefusedInMinimum || at >= minEnd || (rp.r.ForceVMDeletes && !rp.b.BareMetal) {
+		return at, at, false
+	}
+	every := rp.r.RetryEvery
+	if every <= 0 {
+		every = 30 * time.Second
+	}
+	deleted = at + (minEnd-at+every-1)/every*every // the first retry after the minimum
+	if g := rp.r.GiveUp; g > 0 && deleted-at > g {
+		return at, 0, true
+	}
+	return at, deleted, false
 }
 
 // paidUntil is when the billed time of a machine that went idle runs out.

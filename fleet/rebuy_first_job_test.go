@@ -16,17 +16,12 @@ import (
 // Policy (hold on):
 //   - Hot Aisle bare metal: a 7-hour job, then the next one 20 minutes
 //     after the machine's 8-hour minimum ended. Keeping it costs 20
-//     minutes; expected about 9 h 20 min billed. Got: released at 7:59,
-//     a new 8-hour reservation bought at 8:20 (the job waits 10 minutes
-//     for it), 16 hours billed.
+//     minutes; expected about 9 h 20 min billed (the hold used to keep
+//     nothing after one job: released at 7:59, a new 8-hour reservation
+//     bought at 8:20, 16 hours billed).
 //   - Hot Aisle VM: a 20-minute job, the next 5 minutes after the minimum.
-//     Expected about 45 minutes; got two 30-minute minimums.
-//
-// The Manager's hold keeps nothing for a fleet whose jobs so far are one
-// job (Policy.RebuyHoldOff's doc says so), so the first re-buy of every
-// fleet (and of every restarted Manager: jobs are not stored) is the
-// issue's case.
-func TestTesterKRebuy(t *testing.T) {
+//     Expected about 45 minutes (was two 30-minute minimums).
+func TestRebuyHoldFromTheFirstJob(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		req  fleet.Requirements

@@ -17,7 +17,7 @@ import (
 // minutes, then marks the instance terminated and never looks at it again
 // (lifecycle-notes §3, #3241): the server keeps running past its minimum.
 // ReplayDstack deletes it 5 idle minutes after its job, inside the minimum.
-func TestTesterLDstackReplayHotAisleBareMetalDeleteIsRefusedThenUntracked(t *testing.T) {
+func TestDstackReplayHotAisleBareMetalDeleteIsRefusedThenUntracked(t *testing.T) {
 	b := HotAisleBareMetal()
 	tr := Trace{Jobs: []Job{{ID: 0, Arrive: 0, Duration: 30 * time.Minute}}}
 	rp, err := ReplayDstack(tr, b)
@@ -34,7 +34,7 @@ func TestTesterLDstackReplayHotAisleBareMetalDeleteIsRefusedThenUntracked(t *tes
 // (lifecycle-notes §4.1): an instance idle for exactly 5 minutes is still
 // there, and a job arriving then reuses it. The replay deletes it at exactly
 // 5:00 and buys a new machine (a second 30-minute minimum).
-func TestTesterLDstackReplayIdleForExactlyFiveMinutesIsNotYetKilled(t *testing.T) {
+func TestDstackReplayIdleForExactlyFiveMinutesIsNotYetKilled(t *testing.T) {
 	b := HotAisleVM()
 	m := time.Minute
 	end := b.BootTime + 10*m // job 0 runs from the boot to here
