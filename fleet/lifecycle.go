@@ -142,6 +142,10 @@ func (m *Manager) idleReleaseDue(r *InstanceRecord, keep map[*InstanceRecord]boo
 //     ends saves the next hour, one that lands after costs no more than
 //     keeping it. IdleTimeout plays no part: releasing earlier inside a paid
 //     hour saves nothing.
+//   - start unknown (adopted from a list that gives none; Hot Aisle):
+//     IdleTimeout after it went idle, without force (see requestRelease):
+//     the provider's refusal for the minimum keeps it until the minimum
+//     is over (minimumNotOver).
 //   - per-minute billing with a minimum (Hot Aisle): an instance whose job
 //     ended before its minimum ends is released when it ends (less
 //     Policy.MinuteReleaseMargin; paid anyway) — IdleTimeout does not carry
