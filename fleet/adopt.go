@@ -177,6 +177,9 @@ func (m *Manager) readopt(r *InstanceRecord, seen Instance, why string, now time
 	m.event(Event{Type: EventInstanceAdopted, Fleet: r.Instance.Fleet, Provider: r.Instance.Provider, InstanceID: seen.ID, Message: why})
 	r.Termination, r.CreateUncertain = nil, false
 	m.setStatus(r, StatusPending, "showed up under its label", now)
+	// Given up and found later, perhaps much later: a start the provider
+	// does not give is unknown (Created, now, is only its latest).
+	r.CreatedUnknown = seen.Created.IsZero()
 	m.created(r, seen, "", now)
 	if seen.Stopped {
 		m.stoppedOutOfBand(r, now)

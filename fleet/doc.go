@@ -106,15 +106,23 @@
 // ([EventTerminationStuck]) and retrying goes on. [WithReleasePolicy]
 // overrides the policy for one [Manager.Release].
 //
-// Idle machines. [Spec.IdleTimeout] releases an instance idle that long,
-// counted from [EventInstanceReady] or the last [Manager.MarkIdle]; the
-// fleet shrinks instead of replacing it, never below [Spec.MinNodes]. A fleet
-// that grows again first takes back instances whose release still waits for
-// its window ([EventReleaseCancelled]). The release weighs billing units: an
-// hourly instance goes at the last safe moment of the hour it is in, a
-// per-minute one at the end of its minimum reservation, except the few idle
-// instances the re-buy hold keeps a while longer, chosen from the fleet's
-// recent jobs ([Policy.RebuyHoldOff] says how). Orchestrators place jobs with
+// Idle machines. [Spec.IdleTimeout] turns on the release of idle
+// instances, whose idle clock starts at [EventInstanceReady] or the last
+// [Manager.MarkIdle]; the fleet shrinks instead of replacing them, never
+// below [Spec.MinNodes]. A fleet that grows again first takes back instances
+// whose release still waits ([EventReleaseCancelled]). The release weighs
+// billing units, and IdleTimeout only applies where keeping an instance
+// longer costs more: an hourly instance goes at the last safe moment of the
+// hour it is in, however long its IdleTimeout; a per-minute one whose job
+// ended inside its minimum reservation at the minimum's end (less
+// [Policy.MinuteReleaseMargin]), one idle past its minimum after
+// IdleTimeout, except the few idle instances the re-buy hold keeps a while
+// longer, chosen from the fleet's recent jobs ([Policy.RebuyHoldOff] says
+// how). An instance whose start is unknown (adopted after a restart that
+// lost the [Store]; Hot Aisle gives no start) is released after IdleTimeout
+// without force: while the provider refuses for the minimum it is kept and
+// tried again ([EventReleaseDeferred]), forced only at the last safe moment
+// of the longest minimum it can have. Orchestrators place jobs with
 // [Manager.Acquire], which hands out the idle instance with the most paid time
 // left.
 //

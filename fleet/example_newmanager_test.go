@@ -50,8 +50,10 @@ func ExampleNewManager() {
 	}
 	defer m.Close()
 	// 8x MI300X in one VPC: today that is Vultr bare metal (40+ minutes to boot;
-	// Hot Aisle has no VPCs). An idle node is released after 30 min, once its paid
-	// window ends, and the fleet shrinks (never below MinNodes).
+	// Hot Aisle has no VPCs). An idle node is released at the last safe moment of
+	// the hour it is paid for (IdleTimeout only counts where each idle minute is
+	// billed, as past a Hot Aisle minimum; see Spec.IdleTimeout), and the fleet
+	// shrinks (never below MinNodes).
 	err = m.Apply(ctx, fleet.Spec{
 		Name: "train", Nodes: 2, MinNodes: 1, Placement: fleet.PlacementCluster, IdleTimeout: 30 * time.Minute,
 		Requirements: fleet.Requirements{GPUModel: "MI300X", GPUCount: 8, MaxPricePerHour: 30},

@@ -10,7 +10,7 @@ func FixRebuyHold(m *Manager, fleet string, spares int, hold time.Duration) {
 	if m.rebuy == nil {
 		m.rebuy = map[string]*rebuyLog{}
 	}
-	m.rebuy[fleet] = &rebuyLog{since: map[string]time.Time{}, chosen: -1, fixed: &rebuyChoice{spares, hold}}
+	m.rebuy[fleet] = &rebuyLog{since: map[string]time.Time{}, fixed: &rebuyChoice{spares, hold}}
 }
 
 // RebuyChoices lists the holds the re-buy replay compares for a minimum

@@ -11,9 +11,11 @@ import (
 )
 
 // A release the provider refuses because the minimum reservation is not
-// over (the Manager took it as over: an adopted instance whose start it
-// could not know) is forced at once, not retried unforced until the
-// minimum ends and then by backoff: the minimum is charged whole either way.
+// over, for an adopted instance whose start it could not know, waits for
+// the minimum — but never past the latest it can end (first seen plus the
+// minimum, less MinuteReleaseMargin): here first seen an hour ago, so that
+// bound has passed and the release is forced at once, not retried unforced
+// by backoff: the minimum is charged whole either way.
 func TestReleaseRefusedInsideTheMinimumIsForced(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := newFakeProvider("hotaisle", vmOffer("hotaisle", 2.99, 30*time.Minute))

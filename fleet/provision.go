@@ -292,7 +292,7 @@ func (m *Manager) reclaim(fleet string, n int, now time.Time) int {
 	for _, r := range cands {
 		t := r.Termination
 		if taken == n || r.Instance.Fleet != fleet || t == nil || r.Instance.Status != StatusTerminating ||
-			t.Attempts > 0 || !t.Accepted.IsZero() || !now.Before(t.NotBefore) || m.busy("delete/"+r.Instance.RequestID) ||
+			!releaseWaits(t, now) || m.busy("delete/"+r.Instance.RequestID) ||
 			(t.Reason != "scale down" && t.Reason != "idle" && !(t.Reason == "orphan" && r.Orphan)) {
 			continue
 		}
@@ -314,6 +314,20 @@ func (m *Manager) reclaim(fleet string, n int, now time.Time) int {
 		taken++
 	}
 	return taken
+}
+
+// releaseWaits reports whether a release still waits, with the instance
+// surely kept: for its reservation window (no attempt made yet), or for a
+// minimum reservation whose end is unknown (every attempt so far refused
+// for it, see minimumNotOver).
+func releaseWaits(t *Termination, now time.Time) bool {
+	if !t.Accepted.IsZero() {
+		return false
+	}
+	if t.Attempts == 0 {
+		return now.Before(t.NotBefore)
+	}
+	return t.Attempts == t.MinRefused
 }
 
 // shrink releases n members: stopped ones first (they would be replaced),
@@ -341,7 +355,21 @@ func (m *Manager) shrinkOf(live []*InstanceRecord, n int, want Status, stopped b
 		}
 	}
 	if want == StatusIdle {
-		slices.SortStableFunc(cands, func(a, b *InstanceRecord) int { return m.paidUntil(a, now).Compare(m.paidUntil(b, now)) })
+		// An instance whose start is unknown may still be inside its
+		// minimum (its release may well wait for it): after the known ones
+		// with as little paid time left.
+		slices.SortStableFunc(cands, func(a, b *InstanceRecord) int {
+			if x := m.paidUntil(a, now).Compare(m.paidUntil(b, now)); x != 0 {
+				return x
+			}
+			switch {
+			case a.CreatedUnknown == b.CreatedUnknown:
+				return 0
+			case a.CreatedUnknown:
+				return 1
+			}
+			return -1
+		})
 	}
 	for _, r := range cands[:min(n, len(cands))] {
 		m.requestRelease(r, "scale down", m.policyFor(f), now, true)
@@ -621,10 +649,22 @@ func (m *Manager) created(r *InstanceRecord, inst Instance, vpcID string, now ti
 	r.Instance.PublicIP, r.Instance.PrivateIP, r.Instance.SSH = inst.PublicIP, inst.PrivateIP, inst.SSH
 	r.Instance.VPCID = vpcID
 	r.Instance.LabelError = inst.LabelError
-	if !inst.Created.IsZero() {
-		r.Instance.Created = inst.Created
+	switch {
+	case !inst.Created.IsZero():
+		r.Instance.Created = inst.Created // the provider's own (Vultr's date_created)
+	case now.After(r.Instance.Created):
+		// The provider gives no start (Hot Aisle): the reservation began
+		// between the plan (Created so far) and now, when the create
+		// answered or its label was found. Its windows count from now, so
+		// that its minimum is never taken as over before it is (a slow
+		// create would otherwise be forced inside it); the lookups of an
+		// uncertain create keep their own times (CreateUncertainSince).
+		r.Instance.Created = now
 	}
 	r.Instance.ReservedUntil = m.reservedUntil(r, now)
+	if t := r.Termination; t != nil && t.Attempts == 0 && !t.NotBefore.IsZero() {
+		t.NotBefore = maxTime(t.NotBefore, r.Instance.ReservedUntil) // released while the call was under way: its window as it is now known
+	}
 	m.dirtyI[r.Instance.RequestID] = true
 	delete(m.fleetFails, r.Instance.Fleet)
 	m.event(Event{Type: EventInstanceCreated, Fleet: r.Instance.Fleet, Provider: r.Instance.Provider, InstanceID: inst.ID,

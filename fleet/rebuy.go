@@ -10,15 +10,30 @@ import (
 const rebuyKeep = 64
 
 // rebuyLog is a fleet's recent demand (its nodes' busy periods), from
-// which the re-buy hold is chosen (see bestRebuy), and the latest choice.
+// which the re-buy hold is chosen (see bestRebuy), and the latest choice
+// for each kind of offer its nodes have (a fleet whose spec changed may
+// have nodes of several).
 type rebuyLog struct {
 	done    []busyPeriod         // ended, oldest first
 	since   map[string]time.Time // request id → busy since (ongoing)
 	version int                  // bumped on every change
-	choice  rebuyChoice
-	chosen  int          // version the choice was made at
-	at      time.Time    // when it was made
+	choices map[rebuyKey]rebuyMemo
 	fixed   *rebuyChoice // set by tests: the choice, whatever the jobs
+}
+
+// rebuyKey is what of an offer the re-buy replay depends on (bestRebuy):
+// offers alike in it share their hold.
+type rebuyKey struct {
+	minimum, boot time.Duration
+}
+
+func rebuyKeyOf(o Offer) rebuyKey { return rebuyKey{o.MinimumReservation, o.TypicalBoot} }
+
+// rebuyMemo is the latest choice for one rebuyKey.
+type rebuyMemo struct {
+	choice rebuyChoice
+	chosen int       // version the choice was made at
+	at     time.Time // when it was made
 }
 
 // noteBusy records a node of a per-minute offer with a minimum reservation
@@ -33,7 +48,7 @@ func (m *Manager) noteBusy(r *InstanceRecord, busy bool, now time.Time) {
 	}
 	l := m.rebuy[r.Instance.Fleet]
 	if l == nil {
-		l = &rebuyLog{since: map[string]time.Time{}, chosen: -1}
+		l = &rebuyLog{since: map[string]time.Time{}}
 		m.rebuy[r.Instance.Fleet] = l
 	}
 	id := r.Instance.RequestID
@@ -57,8 +72,9 @@ func (m *Manager) noteBusy(r *InstanceRecord, busy bool, now time.Time) {
 // minimum reservation when longer.
 func rebuyWindow(o Offer) time.Duration { return max(3*time.Hour, 2*o.MinimumReservation) }
 
-// rebuyHold is the fleet's re-buy hold now: the candidate that would have
-// cost least on the fleet's jobs of the last rebuyWindow (bestRebuy),
+// rebuyHold is the fleet's re-buy hold now for its idle nodes of offer o:
+// the candidate that would have cost least on the fleet's jobs of the last
+// rebuyWindow (bestRebuy) with o's minimum reservation and boot time,
 // chosen again when a job starts or ends and at least every ten minutes.
 // No jobs: no hold. m.mu held.
 func (m *Manager) rebuyHold(fleet string, o Offer, now time.Time) rebuyChoice {
@@ -69,8 +85,9 @@ func (m *Manager) rebuyHold(fleet string, o Offer, now time.Time) rebuyChoice {
 	if l.fixed != nil {
 		return *l.fixed
 	}
-	if l.chosen == l.version && now.Sub(l.at) < 10*time.Minute {
-		return l.choice
+	k := rebuyKeyOf(o)
+	if c, ok := l.choices[k]; ok && c.chosen == l.version && now.Sub(c.at) < 10*time.Minute {
+		return c.choice
 	}
 	from := now.Add(-rebuyWindow(o))
 	var jobs []busyPeriod
@@ -90,35 +107,45 @@ func (m *Manager) rebuyHold(fleet string, o Offer, now time.Time) rebuyChoice {
 		}
 	}
 	slices.SortFunc(jobs, func(a, b busyPeriod) int { return cmp.Compare(a.start.UnixNano(), b.start.UnixNano()) })
-	l.choice, l.chosen, l.at = bestRebuy(jobs, o, now), l.version, now
-	return l.choice
+	c := rebuyMemo{choice: bestRebuy(jobs, o, now), chosen: l.version, at: now}
+	if l.choices == nil {
+		l.choices = map[rebuyKey]rebuyMemo{}
+	}
+	l.choices[k] = c
+	return c.choice
 }
 
-// held picks, per fleet, the idle per-minute nodes the re-buy hold keeps —
-// the first ones in Acquire's order (most paid time left, then oldest), as
-// many as the fleet's hold says — and how long each is held past its
-// minimum. m.mu held.
-func (m *Manager) held(now time.Time) (map[*InstanceRecord]bool, map[string]time.Duration) {
-	idle := map[string][]*InstanceRecord{}
+// held picks, per fleet and kind of offer (rebuyKey), the idle per-minute
+// nodes the re-buy hold keeps — the first ones in Acquire's order (most
+// paid time left, then oldest), as many as the hold for their offer says —
+// and how long each is held past its minimum. Nodes whose start is unknown
+// are not among them (their minimum's end, which the hold counts from, is
+// not known). m.mu held.
+func (m *Manager) held(now time.Time) (map[*InstanceRecord]bool, map[*InstanceRecord]time.Duration) {
+	type group struct {
+		fleet string
+		key   rebuyKey
+	}
+	idle := map[group][]*InstanceRecord{}
 	for _, r := range m.insts {
 		o := r.Instance.Offer
-		if r.Instance.Status != StatusIdle || r.Busy || r.Termination != nil || o.BillingGranularity >= time.Hour || o.MinimumReservation <= 0 {
+		if r.Instance.Status != StatusIdle || r.Busy || r.Termination != nil || r.CreatedUnknown || o.BillingGranularity >= time.Hour || o.MinimumReservation <= 0 {
 			continue
 		}
-		idle[r.Instance.Fleet] = append(idle[r.Instance.Fleet], r)
+		g := group{r.Instance.Fleet, rebuyKeyOf(o)}
+		idle[g] = append(idle[g], r)
 	}
 	for fleet := range m.rebuy {
 		if _, ok := m.fleets[fleet]; !ok {
 			delete(m.rebuy, fleet) // deleted: its jobs no longer matter
 		}
 	}
-	keep, hold := map[*InstanceRecord]bool{}, map[string]time.Duration{}
-	for fleet, rs := range idle {
-		c := m.rebuyHold(fleet, rs[0].Instance.Offer, now)
+	keep, hold := map[*InstanceRecord]bool{}, map[*InstanceRecord]time.Duration{}
+	for g, rs := range idle {
+		c := m.rebuyHold(g.fleet, rs[0].Instance.Offer, now) // alike in what the choice depends on
 		if c.spares == 0 {
 			continue
 		}
-		hold[fleet] = c.hold
 		slices.SortFunc(rs, func(a, b *InstanceRecord) int {
 			if x := m.paidUntil(b, now).Compare(m.paidUntil(a, now)); x != 0 {
 				return x
@@ -129,7 +156,7 @@ func (m *Manager) held(now time.Time) (map[*InstanceRecord]bool, map[string]time
 			return cmp.Compare(a.Instance.RequestID, b.Instance.RequestID)
 		})
 		for _, r := range rs[:min(c.spares, len(rs))] {
-			keep[r] = true
+			keep[r], hold[r] = true, c.hold
 		}
 	}
 	return keep, hold

@@ -46,16 +46,23 @@ func (m *Manager) requestRelease(r *InstanceRecord, reason string, policy Releas
 		if minEnd := inst.Created.Add(inst.Offer.MinimumReservation); forceable && now.Before(minEnd) {
 			t.Force = true
 			usd := inst.Offer.PricePerHour * minEnd.Sub(now).Hours()
+			msg := fmt.Sprintf("forced release inside the minimum reservation; $%.2f of it is not refunded", usd)
+			if r.CreatedUnknown {
+				msg = fmt.Sprintf("forced release, perhaps inside the minimum reservation (its start is unknown); at most $%.2f of it is not refunded", usd)
+			}
 			m.event(Event{Type: EventReleaseForced, Fleet: inst.Fleet, Provider: inst.Provider, InstanceID: inst.ID,
-				USD: usd, At: minEnd, Message: fmt.Sprintf("forced release inside the minimum reservation; $%.2f of it is not refunded", usd)})
+				USD: usd, At: minEnd, Message: msg})
 		}
 	case policy == ReleaseCompat:
 		// Original behaviour: try without force, give up after CompatGiveUp.
 		t.Compat = true
 	default:
 		// Inside the minimum the release must be forced; the minimum is
-		// charged whole either way (see MinuteReleaseMargin).
-		t.Force = forceable && now.Before(inst.Created.Add(inst.Offer.MinimumReservation))
+		// charged whole either way (see MinuteReleaseMargin). A start that
+		// is unknown (adopted; Created is when it was first seen) is never
+		// forced: the release is tried without force, and a refusal for the
+		// minimum makes it wait (see minimumNotOver).
+		t.Force = forceable && !r.CreatedUnknown && now.Before(inst.Created.Add(inst.Offer.MinimumReservation))
 		if now.Before(rt) {
 			t.NotBefore = rt
 			m.event(Event{Type: EventReleaseDeferred, Fleet: inst.Fleet, Provider: inst.Provider, InstanceID: inst.ID,
@@ -81,8 +88,9 @@ func (m *Manager) requestRelease(r *InstanceRecord, reason string, policy Releas
 func (m *Manager) reservedUntil(r *InstanceRecord, now time.Time) time.Time {
 	o, c := r.Instance.Offer, r.Instance.Created
 	if c.IsZero() || r.CreatedUnknown {
-		// Unknown start (adopted from a list that gives none): the window
-		// is taken as over, since releasing then costs nothing extra.
+		// Unknown start (adopted from a list that gives none): no window is
+		// known. A release is tried without force, and the provider's
+		// refusal for the minimum says it is still paid (minimumNotOver).
 		return time.Time{}
 	}
 	g := o.BillingGranularity

@@ -80,11 +80,36 @@ type Spec struct {
 	Placement Placement
 	// MinNodes is the size below which idle instances are not released.
 	MinNodes int
-	// IdleTimeout releases an instance idle this long (0: never by idleness);
-	// the idle clock starts when the instance is ready, and release waits for
-	// the reservation window unless the release policy is ReleaseNow. An idle
+	// IdleTimeout turns on the release of idle instances (0: never by
+	// idleness). The idle clock starts when the instance is ready, or at its
+	// last MarkIdle. When an idle instance goes depends on its billing, not
+	// on IdleTimeout alone: IdleTimeout only applies where keeping the
+	// instance longer costs more.
+	//
+	//   - Billed per started hour (Vultr): at the last safe moment of the
+	//     hour it is in (or of its minimum reservation when longer): the
+	//     hour's end less Policy.HourlyReleaseMargin, whatever IdleTimeout
+	//     says — releasing earlier saves nothing, later buys the next hour.
+	//     With the default margin and an IdleTimeout of 3 hours, a node idle
+	//     since minute 5 still goes at minute 50.
+	//   - Billed per minute with a minimum reservation (Hot Aisle): a node
+	//     whose job ended inside its minimum goes at the minimum's end less
+	//     Policy.MinuteReleaseMargin (the minimum is paid anyway; the timer
+	//     does not carry it past). A node idle after its minimum, or never
+	//     used yet, goes IdleTimeout after it went idle, not before its
+	//     minimum's end less the margin — or later while the re-buy hold
+	//     keeps it (Policy.RebuyHoldOff). A node whose start is unknown
+	//     (adopted after a restart that lost the Store: Hot Aisle gives no
+	//     start) is released IdleTimeout after it went idle without force;
+	//     while the provider refuses for the minimum it is kept (paid anyway)
+	//     and tried again (see Policy.MinuteReleaseMargin).
+	//   - Billed per minute without a minimum: IdleTimeout after it went idle.
+	//
+	// With the ReleaseNow policy an instance goes once idle IdleTimeout,
+	// whatever it has paid for (forced inside a Hot Aisle minimum). An idle
 	// release lowers the fleet's Nodes by one (never below MinNodes), so the
-	// node is not replaced; Apply again to grow the fleet.
+	// node is not replaced; Apply again to grow the fleet (it first takes
+	// back instances whose release still waits).
 	IdleTimeout time.Duration
 	// ReleasePolicy overrides Policy.Release for this fleet when set.
 	ReleasePolicy ReleasePolicy
@@ -223,6 +248,12 @@ type Policy struct {
 	// (Hot Aisle) the window ends this long before the minimum does, and the
 	// release is forced (the minimum is charged whole either way), so a
 	// delete that blocks or lands a pass late bills no extra minute (1 min).
+	// For an instance whose start is unknown (adopted; Hot Aisle gives none)
+	// the release is tried without force, and while the provider refuses it
+	// for the minimum it is tried again every MinuteReleaseMargin (so it
+	// lands within a margin of the minimum's end) and forced at the latest
+	// at the last safe moment of the longest minimum it can have (first
+	// seen plus the minimum, less the margin).
 	MinuteReleaseMargin time.Duration
 	// CreateTimeout bounds one create call, which runs detached from the
 	// caller's context so that a cancellation cannot lose its answer (5 min).
@@ -298,7 +329,10 @@ type Policy struct {
 	// least possible for that period (twice when h is the whole minimum, the
 	// ski-rental break-even). The hold is a bet on the recent past, not a
 	// guarantee. With RebuyHoldOff, IdleTimeout alone decides once the
-	// minimum is paid.
+	// minimum is paid. The hold is chosen per kind of offer (its minimum
+	// reservation and boot time): a fleet whose spec changed from 30-minute
+	// virtual machines to 8-hour bare metal holds each of its idle nodes for
+	// its own offer. Nodes whose start is unknown (adopted) are not held.
 	RebuyHoldOff bool
 	// LeaseTTL is how long a replica's lease on a fleet lasts without
 	// renewal (30 s; renewed every third of it): a replica that dies is

@@ -50,6 +50,11 @@ type Termination struct {
 	LastError    string
 	Alerted      bool
 	Compat       bool // ReleaseCompat: untracked after CompatGiveUp of refusals
+	// MinRefused counts the attempts the provider refused because the
+	// minimum reservation is not over, for an instance whose start is
+	// unknown: it is kept meanwhile (paid anyway), and while every attempt
+	// was such a refusal a fleet that grows takes it back.
+	MinRefused int
 }
 
 // InstanceRecord is what the Manager keeps about an instance.
@@ -67,7 +72,10 @@ type InstanceRecord struct {
 	CreateAnswered bool
 	// CreatedUnknown is set for an instance adopted from a list that gives
 	// no creation time (Hot Aisle): Instance.Created is when it was first
-	// seen, and its reservation window is taken as over.
+	// seen, the latest its reservation can have started. Its release is
+	// never forced before that bound's minimum is nearly over: it is tried
+	// without force, and while the provider refuses it for the minimum it
+	// is tried again (see Policy.MinuteReleaseMargin).
 	CreatedUnknown bool
 	// UnlabelledBefore lists the provider's unlabelled instances of the same
 	// type seen before the create call (offers with LabelAfterCreate): an

@@ -127,6 +127,10 @@ func (m *Manager) releaseResult(r *InstanceRecord, err error, goneNow bool, now 
 		m.markGone(r, now)
 		return
 	}
+	if o := r.Instance.Offer; r.CreatedUnknown && errors.Is(err, ErrMinReservation) && !t.Force && !t.Compat && o.BillingGranularity < time.Hour {
+		m.minimumNotOver(r, err, now)
+		return
+	}
 	if t.FirstFailure.IsZero() {
 		t.FirstFailure = now
 	}
@@ -137,9 +141,10 @@ func (m *Manager) releaseResult(r *InstanceRecord, err error, goneNow bool, now 
 		return
 	}
 	if o := r.Instance.Offer; errors.Is(err, ErrMinReservation) && !t.Force && !t.Compat && o.BillingGranularity < time.Hour {
-		// The minimum is not over after all (its start was unknown or
-		// misread): it is charged whole either way, so waiting for it
-		// only adds billed time after it. Forced at once.
+		// The minimum is not over after all (its known start was
+		// misread): it is charged whole either way, and when it ends is
+		// not known, so waiting for it could only add billed time after
+		// it. Forced at once.
 		t.Force, t.NextAttempt = true, now
 		m.event(Event{Type: EventReleaseForced, Fleet: r.Instance.Fleet, Provider: r.Instance.Provider, InstanceID: r.Instance.ID,
 			Err: err.Error(), Message: "the provider refused the release inside the minimum reservation; forced (the minimum is charged whole either way)"})
@@ -153,6 +158,44 @@ func (m *Manager) releaseResult(r *InstanceRecord, err error, goneNow bool, now 
 		t.Alerted = true
 		m.event(Event{Type: EventTerminationStuck, Fleet: r.Instance.Fleet, Provider: r.Instance.Provider, InstanceID: r.Instance.ID,
 			Err: err.Error(), Message: fmt.Sprintf("release has failed for %s; still retrying — the instance may be billing", now.Sub(t.FirstFailure).Round(time.Second))})
+	}
+}
+
+// minimumNotOver handles the provider's refusal of a release because the
+// minimum reservation is not over, for an instance whose start is unknown
+// (adopted: Instance.Created is when it was first seen, so the minimum
+// ends by Created plus the offer's minimum). The instance is paid until
+// then anyway: it is kept, and the release is tried again without force
+// every Policy.MinuteReleaseMargin (so it lands within a margin of the
+// minimum's end, whenever that is; a Retry-After is honoured), and forced
+// at the last safe moment of the latest minimum it can have (that bound
+// less the margin), as a known start's would be. The fleet may take it
+// back meanwhile (reclaim). m.mu held.
+func (m *Manager) minimumNotOver(r *InstanceRecord, err error, now time.Time) {
+	t, o := r.Termination, r.Instance.Offer
+	t.MinRefused++
+	t.LastError = err.Error()
+	last := r.Instance.Created.Add(o.MinimumReservation - min(m.pol.MinuteReleaseMargin, o.MinimumReservation))
+	every := max(m.pol.MinuteReleaseMargin, boundaryMinGap)
+	next := now.Add(every)
+	if ra := retryAfter(err); ra > 0 {
+		next = maxTime(next, now.Add(ra))
+	}
+	if !next.Before(last) {
+		t.Force, t.NextAttempt = true, maxTime(now, last)
+		usd := o.PricePerHour * r.Instance.Created.Add(o.MinimumReservation).Sub(t.NextAttempt).Hours()
+		m.event(Event{Type: EventReleaseForced, Fleet: r.Instance.Fleet, Provider: r.Instance.Provider, InstanceID: r.Instance.ID,
+			Err: err.Error(), USD: usd, At: t.NextAttempt, Message: fmt.Sprintf(
+				"the provider still refuses the release for the minimum reservation, which ends by %s at the latest (the instance's start is unknown); forced then, at most $%.2f of it not refunded",
+				r.Instance.Created.Add(o.MinimumReservation).UTC().Format(time.RFC3339), usd)})
+		return
+	}
+	t.NextAttempt = next
+	if t.MinRefused == 1 {
+		m.event(Event{Type: EventReleaseDeferred, Fleet: r.Instance.Fleet, Provider: r.Instance.Provider, InstanceID: r.Instance.ID,
+			Err: err.Error(), At: last, Message: fmt.Sprintf(
+				"the provider refuses the release: the minimum reservation is not over (the instance's start is unknown); kept (paid anyway) and tried again every %s until it is accepted, forced at %s at the latest",
+				every, last.UTC().Format(time.RFC3339))})
 	}
 }
 

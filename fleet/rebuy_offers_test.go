@@ -1,0 +1,74 @@
+package fleet
+
+import (
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// A fleet whose spec moved from a 30-minute VM to 8-hour bare metal has
+// idle nodes of both. The re-buy hold is chosen per kind of offer (its
+// minimum reservation): each idle node is held for its own offer's hold,
+// never for the other's (a 30-minute VM held 8 hours, or bare metal held
+// 30 minutes), whatever order the Manager's maps give the nodes in.
+func TestRebuyHoldIsPerOffer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		vm := vmOffer("hotaisle", 2.99, 30*time.Minute)
+		bm := vmOffer("hotaisle", 27.12, 8*time.Hour)
+		bm.InstanceType, bm.BareMetal = "bm-1", true
+		p := newFakeProvider("hotaisle", vm, bm)
+		m, _ := newTestManager(t, Config{Providers: []Provider{p}})
+		s := Spec{Name: "f", Nodes: 1, IdleTimeout: time.Minute, Requirements: Requirements{InstanceTypes: []string{"vm-1"}}}
+		require.NoError(t, m.Apply(t.Context(), s))
+		passes(t, m, 3*time.Minute)
+		job, err := m.Acquire(t.Context(), "f") // one job: the fleet's re-buy log
+		require.NoError(t, err)
+		passes(t, m, 4*time.Minute)
+		require.NoError(t, m.MarkIdle(job.ID))
+		s.Nodes, s.Requirements.InstanceTypes = 2, []string{"bm-1"}
+		require.NoError(t, m.Apply(t.Context(), s))
+		passes(t, m, 5*time.Minute)
+		var vmRec, bmRec *InstanceRecord
+		m.mu.Lock()
+		for _, r := range m.insts {
+			switch r.Instance.Offer.InstanceType {
+			case "vm-1":
+				vmRec = r
+			case "bm-1":
+				bmRec = r
+			}
+		}
+		require.NotNil(t, vmRec)
+		require.NotNil(t, bmRec)
+		now := time.Now()
+		want := map[*InstanceRecord]time.Duration{
+			vmRec: m.rebuyHold("f", vm, now).hold,
+			bmRec: m.rebuyHold("f", bm, now).hold,
+		}
+		m.mu.Unlock()
+		// Both within their first minimum's span of the job: the break-even
+		// hold, one whole minimum each.
+		require.Equal(t, 30*time.Minute, want[vmRec])
+		require.Equal(t, 8*time.Hour, want[bmRec])
+		for range 50 {
+			m.mu.Lock()
+			m.rebuy["f"].choices = nil // chosen afresh, from whichever node the maps give first
+			keep, hold := m.held(now)
+			m.mu.Unlock()
+			assert.True(t, keep[vmRec] && keep[bmRec], "both idle nodes kept")
+			assert.Equal(t, want[vmRec], hold[vmRec], "the VM's hold")
+			assert.Equal(t, want[bmRec], hold[bmRec], "bare metal's hold")
+		}
+		// Run on: the VM is released by its minimum's end plus its own hold
+		// at the latest (an hour in), bare metal stays inside its 8 hours.
+		passes(t, m, 55*time.Minute)
+		m.mu.Lock()
+		vmStatus, bmStatus := vmRec.Instance.Status, bmRec.Instance.Status
+		m.mu.Unlock()
+		assert.Contains(t, []Status{StatusTerminating, StatusTerminated}, vmStatus, "the 30-minute VM is not held for bare metal's 8 hours")
+		assert.Equal(t, StatusIdle, bmStatus)
+	})
+}
