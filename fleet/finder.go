@@ -120,7 +120,7 @@ func (m *Manager) findStoredInstance(ctx context.Context, id string) (rec Instan
 
 // IntentTailReader is an optional LeaseStore capability: reading only the
 // intents of a fleet recorded after a given Seq. The holder of a fleet
-// reads its newly recorded intents after each one (readIntents); with it
+// reads back each intent recorded through it before carrying it out; with it
 // each read costs the intents not yet carried out rather than every intent
 // not yet acknowledged (acknowledgements wait for a flush, every third of
 // the lease TTL). MemoryLeaseStore and fleet/pgstore's Store have it.

@@ -44,8 +44,8 @@ type Rules struct {
 	GiveUp         time.Duration
 }
 
-// DstackRules are dstack's defaults for instances a run provisions
-// (lifecycle notes §3, §4.1): an instance idle for more than 5 minutes is
+// DstackRules are dstack's defaults for instances a run provisions (its
+// idle check and termination retries): an instance idle for more than 5 minutes is
 // terminated whatever it has paid for, at the first of its idle checks (14
 // s apart); Hot Aisle VM deletes are sent with force (the minimum is
 // charged); other deletes are retried every 30 s for 15 minutes of
