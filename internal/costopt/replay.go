@@ -51,7 +51,7 @@ type Rules struct {
 // charged); other deletes are retried every 30 s for 15 minutes of
 // failures, after which the instance is marked terminated and never looked
 // at again — a Hot Aisle bare-metal server refused inside its 8-hour
-// minimum keeps running (#3241). A new job reuses an idle instance or
+// minimum keeps running (dstack issue 3241). A new job reuses an idle instance or
 // provisions a new one; dstack's choice among several idle instances is
 // not modelled (the oldest is taken).
 func DstackRules() Rules {
