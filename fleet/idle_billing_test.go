@@ -175,3 +175,19 @@ func TestVultrBareMetalBilledTwoHours(t *testing.T) {
 	assert.Equal(t, 2*time.Hour, c.Billed, "billed %v (%s)", c.Billed, c.Description)
 	assert.Greater(t, c.To.Sub(c.From), time.Hour+45*time.Minute, "the second hour is paid anyway: kept for reuse until its last safe moment")
 }
+
+// Policy.RebuySpares and RebuyHold fix the re-buy hold: a Hot Aisle VM
+// (30-minute minimum) whose only job ends 5 minutes in is kept 10 minutes
+// past its minimum, then released: billed 40 minutes (the automatic
+// choice, the break-even, keeps it longer).
+func TestRebuyHoldSetByPolicy(t *testing.T) {
+	c, _ := oneJobA{req: hotType("vm-mi300x-1"), pol: fleet.Policy{RebuySpares: 1, RebuyHold: 10 * time.Minute},
+		idle: time.Minute, busyUntil: 5 * time.Minute, horizon: 3 * time.Hour}.play(t)
+	assert.False(t, c.Live, "still billing")
+	assert.InDelta(t, (40 * time.Minute).Minutes(), c.Billed.Minutes(), 1, "billed %v (%s)", c.Billed, c.Description)
+	e := newEnv(t, fleet.Policy{})
+	for _, p := range []fleet.Policy{{RebuySpares: 2}, {RebuyHold: time.Hour}, {RebuySpares: -1, RebuyHold: time.Hour}} {
+		_, err := fleet.NewManager(fleet.Config{Providers: []fleet.Provider{e.hp}, Policy: p})
+		assert.Error(t, err, "%+v", p)
+	}
+}

@@ -85,6 +85,9 @@ func (m *Manager) rebuyHold(fleet string, o Offer, now time.Time) rebuyChoice {
 	if l.fixed != nil {
 		return *l.fixed
 	}
+	if m.pol.RebuySpares > 0 {
+		return rebuyChoice{m.pol.RebuySpares, m.pol.RebuyHold}
+	}
 	k := rebuyKeyOf(o)
 	if c, ok := l.choices[k]; ok && c.chosen == l.version && now.Sub(c.at) < 10*time.Minute {
 		return c.choice

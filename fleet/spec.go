@@ -185,10 +185,13 @@ func (p Policy) validate() error {
 		"CreateLookupGrace": p.CreateLookupGrace, "HourlyReleaseMargin": p.HourlyReleaseMargin,
 		"MinuteReleaseMargin": p.MinuteReleaseMargin, "CreateTimeout": p.CreateTimeout, "CallTimeout": p.CallTimeout,
 		"VisibilityGrace": p.VisibilityGrace, "HistoryRetention": p.HistoryRetention, "DriftCheckInterval": p.DriftCheckInterval,
-		"AgentCheckInterval": p.AgentCheckInterval, "LeaseTTL": p.LeaseTTL} {
+		"AgentCheckInterval": p.AgentCheckInterval, "LeaseTTL": p.LeaseTTL, "RebuyHold": p.RebuyHold} {
 		if d < 0 {
 			return fmt.Errorf("gpufleet: Policy.%s must not be negative", name)
 		}
+	}
+	if p.RebuySpares < 0 || (p.RebuySpares > 0) != (p.RebuyHold > 0) {
+		return fmt.Errorf("gpufleet: Policy.RebuySpares and RebuyHold are set together, neither negative")
 	}
 	if p.TerminationMaxBackoff > 0 && p.TerminationMinBackoff > p.TerminationMaxBackoff {
 		return fmt.Errorf("gpufleet: Policy.TerminationMinBackoff is over TerminationMaxBackoff")
@@ -334,6 +337,16 @@ type Policy struct {
 	// virtual machines to 8-hour bare metal holds each of its idle nodes for
 	// its own offer. Nodes whose start is unknown (adopted) are not held.
 	RebuyHoldOff bool
+	// RebuySpares and RebuyHold set the re-buy hold instead of choosing it
+	// from the fleet's jobs: up to RebuySpares idle instances of each fleet
+	// (the first in Acquire's order) are each kept RebuyHold past the end of
+	// their minimum reservation, once the fleet has run a job. Both or
+	// neither (zero: chosen as RebuyHoldOff says); RebuyHoldOff wins. The
+	// break-even is RebuyHold equal to the offer's minimum (at most twice the
+	// least possible for an idle period); shorter holds cost less when no job
+	// comes and buy a new minimum more often when one does.
+	RebuySpares int
+	RebuyHold   time.Duration
 	// LeaseTTL is how long a replica's lease on a fleet lasts without
 	// renewal (30 s; renewed every third of it): a replica that dies is
 	// replaced within it. Only with a LeaseStore.
