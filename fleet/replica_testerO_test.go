@@ -1,0 +1,140 @@
+package fleet_test
+
+import (
+	"fmt"
+	"hash/fnv"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gpufleet/gpufleet/fleet"
+)
+
+// holderOf returns the index of the replica holding fleet's lease, by
+// the store's leases (-1: none).
+func holderOfO(t *testing.T, store fleet.LeaseStore, fleetName string, ids []string) int {
+	t.Helper()
+	ls, err := store.Leases(t.Context())
+	require.NoError(t, err)
+	for _, l := range ls {
+		if l.Name == fleet.FleetLease(fleetName) {
+			for i, id := range ids {
+				if l.Holder == id {
+					return i
+				}
+			}
+		}
+	}
+	return -1
+}
+
+// Acquire on the holder: its busy-mark write commits but the answer is
+// lost, and the read that would find it fails too. Acquire answers
+// ErrNotRecorded and, per its docs, "the node stays idle". The holder then
+// dies (its voided token dies with it) and the other replica takes the
+// fleet over: it carries out the stored busy mark, and the node is busy
+// for ever with no job (no MarkIdle will ever come for it; Acquire
+// answers ErrNoIdle on a fleet whose only node is unused).
+func TestTesterOVoidedAcquireMarkCarriedOutByTheNextHolder(t *testing.T) {
+	for _, how := range []string{"crash", "close"} {
+		t.Run(how, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				e := newEnv(t, fleet.Policy{})
+				store := &lostAnswerStore{MemoryLeaseStore: fleet.NewMemoryLeaseStore(nil)}
+				rs := newReplicaSet(t, e, store, 2)
+				require.NoError(t, rs.ms[0].Apply(t.Context(), spec("vo", 1, vultrVM("ewr"))))
+				for deadline := time.Now().Add(time.Hour); !converged(t, store, map[string]int{"vo": 1}); time.Sleep(30 * time.Second) {
+					require.True(t, time.Now().Before(deadline), "not converged")
+				}
+				h := holderOfO(t, store, "vo", []string{"r0", "r1"})
+				require.GreaterOrEqual(t, h, 0)
+				store.mu.Lock()
+				store.armed, store.failRead = true, true
+				store.mu.Unlock()
+				_, err := rs.ms[h].Acquire(t.Context(), "vo")
+				require.ErrorIs(t, err, fleet.ErrNotRecorded, "the answer was lost and the read failed")
+				if how == "crash" {
+					rs.stop(h)
+				} else {
+					rs.stop(h)
+					rs.ms[h].Close()
+				}
+				other := rs.ms[1-h]
+				time.Sleep(3 * time.Minute) // the lease runs out, the other takes the fleet
+				require.Equal(t, 1-h, holderOfO(t, store, "vo", []string{"r0", "r1"}), "taken over")
+				got := other.Instances("vo")
+				require.Len(t, got, 1)
+				assert.Equal(t, fleet.StatusIdle, got[0].Status, "Acquire failed: nobody runs a job on the node, it must stay idle")
+				_, err = other.Acquire(t.Context(), "vo")
+				assert.NoError(t, err, "the fleet's only node is unused: Acquire hands it out")
+				rs.stop(1 - h)
+			})
+		})
+	}
+}
+
+// rendezvousO is the replicas' pick of a fleet's holder (copied from the
+// package: FNV-1a of name and holder, MurmurHash3's finalizer, highest).
+func rendezvousO(key string, holders []string) string {
+	best, bestH := "", uint64(0)
+	for _, h := range holders {
+		f := fnv.New64a()
+		f.Write([]byte(key + "\x00" + h))
+		x := f.Sum64()
+		x ^= x >> 33
+		x *= 0xff51afd7ed558ccd
+		x ^= x >> 33
+		x *= 0xc4ceb9fe1a85ec53
+		x ^= x >> 33
+		if best == "" || x > bestH {
+			best, bestH = h, x
+		}
+	}
+	return best
+}
+
+// movingFleetO names a fleet that r0 holds alone and that falls to r1 once
+// r1 is live.
+func movingFleetO(prefix string) string {
+	for i := 0; ; i++ {
+		name := fmt.Sprintf("%s%d", prefix, i)
+		if rendezvousO(name, []string{"r0", "r1"}) == "r1" {
+			return name
+		}
+	}
+}
+
+// The same without any crash: one replica runs, a second one joins (scale
+// out), and the fleet is handed over to it by the hashing. The holder had
+// voided the busy mark of a failed Acquire; the new holder carries it out.
+func TestTesterOVoidedAcquireMarkCarriedOutAfterAHandover(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t, fleet.Policy{})
+		store := &lostAnswerStore{MemoryLeaseStore: fleet.NewMemoryLeaseStore(nil)}
+		r0 := startReplica(t, e, store, "r0")
+		name := movingFleetO("ho")
+		require.NoError(t, r0.m.Apply(t.Context(), spec(name, 1, vultrVM("ewr"))))
+		for deadline := time.Now().Add(time.Hour); !converged(t, store, map[string]int{name: 1}); time.Sleep(30 * time.Second) {
+			require.True(t, time.Now().Before(deadline), "not converged")
+		}
+		require.Equal(t, 0, holderOfO(t, store, name, []string{"r0", "r1"}))
+		store.mu.Lock()
+		store.armed, store.failRead = true, true
+		store.mu.Unlock()
+		_, err := r0.m.Acquire(t.Context(), name)
+		require.ErrorIs(t, err, fleet.ErrNotRecorded, "the answer was lost and the read failed")
+		r1 := startReplica(t, e, store, "r1")
+		time.Sleep(3 * time.Minute)
+		require.Equal(t, 1, holderOfO(t, store, name, []string{"r0", "r1"}), "handed over to r1")
+		got := r1.m.Instances(name)
+		require.Len(t, got, 1)
+		assert.Equal(t, fleet.StatusIdle, got[0].Status, "Acquire failed: nobody runs a job on the node, it must stay idle")
+		_, err = r1.m.Acquire(t.Context(), name)
+		assert.NoError(t, err, "the fleet's only node is unused: Acquire hands it out")
+		require.NoError(t, r0.stop())
+		require.NoError(t, r1.stop())
+	})
+}
