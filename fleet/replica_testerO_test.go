@@ -1,8 +1,11 @@
 package fleet_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"hash/fnv"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -136,5 +139,74 @@ func TestTesterOVoidedAcquireMarkCarriedOutAfterAHandover(t *testing.T) {
 		assert.NoError(t, err, "the fleet's only node is unused: Acquire hands it out")
 		require.NoError(t, r0.stop())
 		require.NoError(t, r1.stop())
+	})
+}
+
+// ackFailStore fails AckIntents of a fleet while armed (the database was
+// unreachable for that one call: nothing was acknowledged).
+type ackFailStore struct {
+	*fleet.MemoryLeaseStore
+	mu    sync.Mutex
+	fail  map[string]int // fleet → acks left to fail
+	fails int
+}
+
+func (s *ackFailStore) AckIntents(ctx context.Context, f string, through int64) error {
+	s.mu.Lock()
+	if s.fail[f] > 0 {
+		s.fail[f]--
+		s.fails++
+		s.mu.Unlock()
+		return errors.New("ack: connection reset")
+	}
+	s.mu.Unlock()
+	return s.MemoryLeaseStore.AckIntents(ctx, f, through)
+}
+
+func (s *ackFailStore) arm(f string, n int) {
+	s.mu.Lock()
+	s.fail[f] += n
+	s.mu.Unlock()
+}
+
+// One AckIntents fails (an outage of one call) after a Delete was carried
+// out. The holder counts the intents as acknowledged all the same and
+// never acknowledges them again: the Delete intent stays stored for ever,
+// and the fleet's name can never be applied again ("being deleted").
+// (With the failure not armed, the same steps pass.)
+func TestTesterOFailedAckOfADeleteIsNeverRetried(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t, fleet.Policy{})
+		store := &ackFailStore{MemoryLeaseStore: fleet.NewMemoryLeaseStore(nil), fail: map[string]int{}}
+		rs := newReplicaSet(t, e, store, 2)
+		require.NoError(t, rs.ms[0].Apply(t.Context(), spec("ad", 1, vultrVM("ewr"))))
+		for deadline := time.Now().Add(time.Hour); !converged(t, store, map[string]int{"ad": 1}); time.Sleep(30 * time.Second) {
+			require.True(t, time.Now().Before(deadline), "not converged")
+		}
+		time.Sleep(time.Minute)
+		ins, err := store.Intents(t.Context(), "ad")
+		require.NoError(t, err)
+		require.Empty(t, ins, "the Apply is acknowledged")
+		store.arm("ad", 1)
+		require.NoError(t, rs.ms[0].Delete(t.Context(), "ad"))
+		for deadline := time.Now().Add(3 * time.Hour); ; time.Sleep(time.Minute) {
+			fleets, err := store.Fleets(t.Context())
+			require.NoError(t, err)
+			if len(fleets) == 0 {
+				break
+			}
+			require.True(t, time.Now().Before(deadline), "not deleted")
+		}
+		time.Sleep(10 * time.Minute)
+		store.mu.Lock()
+		fails := store.fails
+		store.mu.Unlock()
+		require.Equal(t, 1, fails, "one acknowledgement failed")
+		ins, err = store.Intents(t.Context(), "ad")
+		require.NoError(t, err)
+		assert.Empty(t, ins, "the Delete was carried out: its intent is acknowledged (the failed ack retried)")
+		err = rs.ms[1].Apply(t.Context(), spec("ad", 1, vultrVM("ewr")))
+		assert.NoError(t, err, "the fleet is deleted: its name can be applied again")
+		rs.stopAll()
 	})
 }
