@@ -210,3 +210,41 @@ func TestTesterOFailedAckOfADeleteIsNeverRetried(t *testing.T) {
 		rs.stopAll()
 	})
 }
+
+// lostPutStore commits the next PutIntent of a kind and answers an error
+// (a timeout after the commit: the answer was lost).
+type lostPutStore struct {
+	*fleet.MemoryLeaseStore
+	mu   sync.Mutex
+	kind fleet.IntentKind
+}
+
+func (s *lostPutStore) PutIntent(ctx context.Context, in fleet.Intent) (int64, error) {
+	seq, err := s.MemoryLeaseStore.PutIntent(ctx, in)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err == nil && in.Kind == s.kind {
+		s.kind = ""
+		return 0, errors.New("timeout after commit")
+	}
+	return seq, err
+}
+
+// ErrNotRecorded's docs: "nothing of the call will be carried out. Call
+// again." An Apply whose intent write committed but whose answer was lost
+// answers ErrNotRecorded, and the fleet is created all the same: servers
+// are bought and bill though the caller was told nothing would happen
+// (a caller that gives up on the fleet is never told to delete it).
+func TestTesterOApplyAnsweredNotRecordedIsCarriedOut(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t, fleet.Policy{})
+		store := &lostPutStore{MemoryLeaseStore: fleet.NewMemoryLeaseStore(nil), kind: fleet.IntentApply}
+		rs := newReplicaSet(t, e, store, 2)
+		err := rs.ms[0].Apply(t.Context(), spec("lp", 2, vultrVM("ewr")))
+		require.ErrorIs(t, err, fleet.ErrNotRecorded)
+		time.Sleep(30 * time.Minute)
+		assert.Empty(t, rs.ms[1].Fleets(), "Apply answered ErrNotRecorded: no fleet")
+		assert.Zero(t, e.liveServers(), "Apply answered ErrNotRecorded: nothing bought")
+		rs.stopAll()
+	})
+}
