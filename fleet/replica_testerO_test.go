@@ -101,10 +101,13 @@ func rendezvousO(key string, holders []string) string {
 
 // movingFleetO names a fleet that r0 holds alone and that falls to r1 once
 // r1 is live.
-func movingFleetO(prefix string) string {
+func movingFleetO(prefix string) string { return fleetForO(prefix, "r1") }
+
+// fleetForO names a fleet that falls to holder among r0 and r1.
+func fleetForO(prefix, holder string) string {
 	for i := 0; ; i++ {
 		name := fmt.Sprintf("%s%d", prefix, i)
-		if rendezvousO(name, []string{"r0", "r1"}) == "r1" {
+		if rendezvousO(name, []string{"r0", "r1"}) == holder {
 			return name
 		}
 	}
@@ -246,5 +249,109 @@ func TestTesterOApplyAnsweredNotRecordedIsCarriedOut(t *testing.T) {
 		assert.Empty(t, rs.ms[1].Fleets(), "Apply answered ErrNotRecorded: no fleet")
 		assert.Zero(t, e.liveServers(), "Apply answered ErrNotRecorded: nothing bought")
 		rs.stopAll()
+	})
+}
+
+// stallStore is one replica's connection to a shared LeaseStore: while
+// stalled, its intent writes and lease calls wait (a database connection
+// that stops answering for a while: a network stall, a long lock wait),
+// then go through; the other replicas' connections are unaffected.
+type stallStore struct {
+	*fleet.MemoryLeaseStore
+	mu    sync.Mutex
+	until time.Time
+}
+
+func (s *stallStore) stall(ctx context.Context) error {
+	s.mu.Lock()
+	d := time.Until(s.until)
+	s.mu.Unlock()
+	if d <= 0 {
+		return nil
+	}
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(d):
+		return nil
+	}
+}
+
+func (s *stallStore) PutIntent(ctx context.Context, in fleet.Intent) (int64, error) {
+	if err := s.stall(ctx); err != nil {
+		return 0, err
+	}
+	return s.MemoryLeaseStore.PutIntent(ctx, in)
+}
+
+func (s *stallStore) RenewLease(ctx context.Context, l fleet.Lease) (fleet.Lease, error) {
+	if err := s.stall(ctx); err != nil {
+		return fleet.Lease{}, err
+	}
+	return s.MemoryLeaseStore.RenewLease(ctx, l)
+}
+
+func (s *stallStore) AcquireLease(ctx context.Context, name, holder string, ttl time.Duration) (fleet.Lease, error) {
+	if err := s.stall(ctx); err != nil {
+		return fleet.Lease{}, err
+	}
+	return s.MemoryLeaseStore.AcquireLease(ctx, name, holder, ttl)
+}
+
+// The holder's connection to the database stalls for 80 s (less than the
+// default CallTimeout of 90 s) just as an Acquire on it has picked the
+// fleet's only idle node and is writing its busy mark. Its lease runs
+// out; the other replica takes the fleet over and hands the node to a job
+// (its mark carried out and acknowledged). Then the stalled write goes
+// through and the first Acquire returns the same node: handed out twice,
+// by a replica that had lost its lease before it acted (issue 14 point 2:
+// a replica that lost its lease cannot act).
+func TestTesterOStalledHolderHandsOutANodeTheNewHolderHandedOut(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t, fleet.Policy{})
+		shared := fleet.NewMemoryLeaseStore(nil)
+		sa, sb := &stallStore{MemoryLeaseStore: shared}, &stallStore{MemoryLeaseStore: shared}
+		a := startReplica(t, e, sa, "r0")
+		name := fleetForO("st", "r0") // stays with r0 when r1 joins
+		require.NoError(t, a.m.Apply(t.Context(), spec(name, 1, vultrVM("ewr"))))
+		for deadline := time.Now().Add(time.Hour); !converged(t, shared, map[string]int{name: 1}); time.Sleep(30 * time.Second) {
+			require.True(t, time.Now().Before(deadline), "not converged")
+		}
+		b := startReplica(t, e, sb, "r1")
+		name2 := movingFleetO("other") // b is live and holds fleets of its own
+		require.NoError(t, b.m.Apply(t.Context(), spec(name2, 1, vultrVM("ewr"))))
+		time.Sleep(2 * time.Minute)
+		require.Equal(t, 0, holderOfO(t, shared, name, []string{"r0", "r1"}))
+		sa.mu.Lock()
+		sa.until = time.Now().Add(80 * time.Second)
+		sa.mu.Unlock()
+		type res struct {
+			in  fleet.Instance
+			err error
+		}
+		first := make(chan res, 1)
+		start := time.Now()
+		go func() {
+			in, err := a.m.Acquire(t.Context(), name)
+			t.Logf("r0's Acquire returned after %s: %s %v", time.Since(start), in.RequestID, err)
+			first <- res{in, err}
+		}()
+		var second fleet.Instance
+		for {
+			time.Sleep(5 * time.Second)
+			in, err := b.m.Acquire(t.Context(), name)
+			if err == nil {
+				second = in
+				t.Logf("r1's Acquire returned after %s: %s", time.Since(start), in.RequestID)
+				break
+			}
+			require.Less(t, time.Since(sa.until), -5*time.Second, "r1 never took the fleet over: %v", err)
+		}
+		r := <-first
+		if r.err == nil {
+			assert.NotEqual(t, second.RequestID, r.in.RequestID, "the fleet's only node handed out by both replicas (r0 lost its lease while its Acquire waited)")
+		}
+		require.NoError(t, a.stop())
+		require.NoError(t, b.stop())
 	})
 }
