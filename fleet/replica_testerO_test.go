@@ -355,3 +355,37 @@ func TestTesterOStalledHolderHandsOutANodeTheNewHolderHandedOut(t *testing.T) {
 		require.NoError(t, b.stop())
 	})
 }
+
+// MarkBusy's docs: "an error for an instance that is not ready (one being
+// released included: its Release, or its fleet's Delete, recorded whether
+// carried out yet or not)". With replicas, a Release recorded through one
+// replica and a MarkBusy of the same node through the other a moment
+// later: MarkBusy answers nil (the orchestrator starts a job on the
+// node), and the node is released under the job.
+func TestTesterOMarkBusyAfterAReleaseRecordedThroughTheOtherReplica(t *testing.T) {
+	for _, relOnHolder := range []bool{true, false} {
+		t.Run(map[bool]string{true: "release on holder", false: "release on non-holder"}[relOnHolder], func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				e := newEnv(t, fleet.Policy{})
+				store := fleet.NewMemoryLeaseStore(nil)
+				rs := newReplicaSet(t, e, store, 2)
+				require.NoError(t, rs.ms[0].Apply(t.Context(), spec("mb", 1, vultrVM("ewr"))))
+				for deadline := time.Now().Add(time.Hour); !converged(t, store, map[string]int{"mb": 1}); time.Sleep(30 * time.Second) {
+					require.True(t, time.Now().Before(deadline), "not converged")
+				}
+				h := rs.holderOf(t, "mb")
+				require.GreaterOrEqual(t, h, 0)
+				rel, mark := rs.ms[h], rs.ms[1-h]
+				if !relOnHolder {
+					rel, mark = mark, rel
+				}
+				x := storedIdle(t, store, "mb")[0].Instance
+				_, err := rel.Release(t.Context(), x.ID, fleet.WithReleasePolicy(fleet.ReleaseNow))
+				require.NoError(t, err)
+				err = mark.MarkBusy(x.ID)
+				assert.Error(t, err, "the node's Release is recorded: MarkBusy must refuse it")
+				rs.stopAll()
+			})
+		})
+	}
+}
