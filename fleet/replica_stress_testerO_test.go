@@ -96,3 +96,49 @@ func TestTesterOAcquireStormAcrossReplicas(t *testing.T) {
 		})
 	}
 }
+
+// Applies of one fleet with varying sizes through random replicas, while
+// replicas die and come back (the lease moves with intents pending): the
+// fleet ends at the size of the last Apply that returned nil.
+func TestTesterOAppliesThroughReplicasWhileTheLeaseMoves(t *testing.T) {
+	for seed := range 4 {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				e := newEnv(t, fleet.Policy{})
+				store := fleet.NewMemoryLeaseStore(nil)
+				rs := newReplicaSet(t, e, store, 3)
+				rng := rand.New(rand.NewPCG(uint64(seed), 7))
+				down := -1
+				last := 0
+				for i := range 40 {
+					if i%8 == 4 {
+						if down >= 0 {
+							rs.start(down)
+						}
+						down = rng.IntN(3)
+						rs.stop(down)
+					}
+					k := rng.IntN(3)
+					if k == down {
+						k = (k + 1) % 3
+					}
+					n := 1 + rng.IntN(3)
+					if err := rs.ms[k].Apply(t.Context(), spec("ap", n, vultrVM("ewr"))); err == nil {
+						last = n
+					}
+					time.Sleep(time.Duration(rng.IntN(15000)) * time.Millisecond)
+				}
+				if down >= 0 {
+					rs.start(down)
+				}
+				for deadline := time.Now().Add(time.Hour); !converged(t, store, map[string]int{"ap": last}); time.Sleep(30 * time.Second) {
+					if !time.Now().Before(deadline) {
+						t.Fatalf("not at %d nodes; stored spec %d", last, storedFleetSpec(t, store, "ap").Nodes)
+					}
+				}
+				assert.Equal(t, last, storedFleetSpec(t, store, "ap").Nodes)
+				rs.stopAll()
+			})
+		})
+	}
+}
