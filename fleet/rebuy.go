@@ -14,6 +14,7 @@ const rebuyKeep = 64
 // for each kind of offer its nodes have (a fleet whose spec changed may
 // have nodes of several).
 type rebuyLog struct {
+	first   time.Time            // the fleet's first job's start (since the Manager started)
 	done    []busyPeriod         // ended, oldest first
 	since   map[string]time.Time // request id → busy since (ongoing)
 	version int                  // bumped on every change
@@ -56,6 +57,9 @@ func (m *Manager) noteBusy(r *InstanceRecord, busy bool, now time.Time) {
 	switch {
 	case busy && !ok:
 		l.since[id] = now
+		if l.first.IsZero() {
+			l.first = now
+		}
 	case !busy && ok:
 		delete(l.since, id)
 		l.done = append(l.done, busyPeriod{start: at, used: now.Sub(at)})
@@ -110,7 +114,7 @@ func (m *Manager) rebuyHold(fleet string, o Offer, now time.Time) rebuyChoice {
 		}
 	}
 	slices.SortFunc(jobs, func(a, b busyPeriod) int { return cmp.Compare(a.start.UnixNano(), b.start.UnixNano()) })
-	c := rebuyMemo{choice: bestRebuy(jobs, o, now), chosen: l.version, at: now}
+	c := rebuyMemo{choice: bestRebuy(jobs, o, l.first, now), chosen: l.version, at: now}
 	if l.choices == nil {
 		l.choices = map[rebuyKey]rebuyMemo{}
 	}

@@ -40,25 +40,65 @@ type busyPeriod struct {
 // minimum (the named cause).
 const rebuyPriorSpan = 1.5
 
-// rebuyPrior is the ski-rental break-even hold: up to 8 idle nodes, each
-// kept one whole minimum past its own. It never pays more than twice what
-// the best choice knowing the future would for the same period (the hold
-// costs at most the minimum a re-buy would have cost).
-func rebuyPrior(o Offer) rebuyChoice { return rebuyChoice{8, o.MinimumReservation} }
+// rebuyPrior is the ski-rental break-even hold: idle nodes kept one whole
+// minimum past their own, up to 8 of them, or as many as the most jobs
+// that ran at once in the last hour when more (peakJobs; a fleet whose
+// every node works in waves keeps them all between waves). For each node
+// held it never pays more than twice what the best choice knowing the
+// future would for the same period (the hold costs at most the minimum a
+// re-buy would have cost).
+func rebuyPrior(o Offer, jobs []busyPeriod, now time.Time) rebuyChoice {
+	var recent []busyPeriod
+	for _, j := range jobs {
+		if now.Sub(j.start.Add(j.used)) < time.Hour {
+			recent = append(recent, j)
+		}
+	}
+	return rebuyChoice{max(8, peakJobs(recent)), o.MinimumReservation}
+}
+
+// peakJobs is the most jobs running at once (a job ending as another
+// starts is not counted with it).
+func peakJobs(jobs []busyPeriod) int {
+	type edge struct {
+		at    time.Time
+		delta int
+	}
+	edges := make([]edge, 0, 2*len(jobs))
+	for _, j := range jobs {
+		edges = append(edges, edge{j.start, 1}, edge{j.start.Add(j.used), -1})
+	}
+	slices.SortFunc(edges, func(a, b edge) int {
+		if c := a.at.Compare(b.at); c != 0 {
+			return c
+		}
+		return a.delta - b.delta // ends first
+	})
+	n, peak := 0, 0
+	for _, e := range edges {
+		n += e.delta
+		peak = max(peak, n)
+	}
+	return peak
+}
 
 // bestRebuy replays the fleet's recent jobs under each candidate hold and
 // returns the one that would have cost least (fewest billed minutes; ties to
 // the smaller hold) — unless it would not have saved at least one minimum
 // reservation (a replacement) over the default: no hold, or the break-even
-// hold (rebuyPrior) while the jobs span less than rebuyPriorSpan minimums.
+// hold (rebuyPrior) while less than rebuyPriorSpan minimums have passed
+// since the fleet's first job (first; not the first replayed: a fleet quiet
+// for a while does not start over).
 // The replay: each job takes an idle node in Acquire's order (most paid
 // time left, then oldest) or a new one created its boot time before; an
 // idle node past its minimum is kept while it is among the first spares
-// idle nodes in that order and its hold lasts, and released otherwise.
-func bestRebuy(jobs []busyPeriod, o Offer, now time.Time) rebuyChoice {
+// idle nodes in that order (those inside their minimum, paid anyway, come
+// first: at most spares nodes wait idle) and its hold lasts, and released
+// otherwise.
+func bestRebuy(jobs []busyPeriod, o Offer, first, now time.Time) rebuyChoice {
 	def := rebuyChoice{}
-	if len(jobs) > 0 && float64(now.Sub(jobs[0].start)) < rebuyPriorSpan*float64(o.MinimumReservation) {
-		def = rebuyPrior(o)
+	if len(jobs) > 0 && float64(now.Sub(first)) < rebuyPriorSpan*float64(o.MinimumReservation) {
+		def = rebuyPrior(o, jobs, now)
 	}
 	best, bestCost := def, replayRebuy(jobs, o, def, now)-o.MinimumReservation
 	for _, c := range rebuyChoices(o.MinimumReservation) {
@@ -121,8 +161,10 @@ func pickReplayed(nodes []*replayNode, o Offer, c rebuyChoice, t time.Time) *rep
 	for _, n := range idle {
 		base := maxTime(n.created.Add(o.MinimumReservation), n.free)
 		switch {
-		case base.After(t):
+		case base.After(t): // inside its minimum: kept, and it counts among the spares
+			rank++
 		case rank < c.spares && base.Add(c.hold).After(t):
+			rank++
 		case rank < c.spares:
 			n.gone = base.Add(c.hold)
 			continue
@@ -130,7 +172,6 @@ func pickReplayed(nodes []*replayNode, o Offer, c rebuyChoice, t time.Time) *rep
 			n.gone = base
 			continue
 		}
-		rank++
 		if take == nil {
 			take = n
 		}

@@ -40,7 +40,7 @@ func TestBestRebuyFromTheFleetsJobs(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			assert.Equal(t, c.want, bestRebuy(c.jobs, o, t0.Add(8*time.Hour)))
+			assert.Equal(t, c.want, bestRebuy(c.jobs, o, t0, t0.Add(8*time.Hour)))
 		})
 	}
 }
@@ -53,11 +53,24 @@ func TestBestRebuyDefaultsToTheBreakEvenHoldUntilTheJobsCanTell(t *testing.T) {
 	bm := vmOffer("hotaisle", 23.92, 8*time.Hour)
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	returning := []busyPeriod{{start: t0, used: time.Hour}, {start: t0.Add(2 * time.Hour), used: time.Hour}}
-	assert.Equal(t, rebuyPrior(bm), bestRebuy(returning, bm, t0.Add(9*time.Hour)), "9 h of jobs < 12 h")
-	assert.Equal(t, rebuyPrior(bm), bestRebuy(returning[:1], bm, t0.Add(9*time.Hour)), "one job")
+	assert.Equal(t, rebuyChoice{8, 8 * time.Hour}, bestRebuy(returning, bm, t0, t0.Add(9*time.Hour)), "9 h of jobs < 12 h")
+	assert.Equal(t, rebuyChoice{8, 8 * time.Hour}, bestRebuy(returning[:1], bm, t0, t0.Add(9*time.Hour)), "one job")
 	batch := []busyPeriod{{start: t0, used: time.Hour}, {start: t0.Add(time.Minute), used: 3 * time.Hour}}
-	assert.Equal(t, rebuyPrior(bm), bestRebuy(batch, bm, t0.Add(9*time.Hour)), "one batch")
-	assert.NotEqual(t, rebuyPrior(bm), bestRebuy(returning, bm, t0.Add(13*time.Hour)), "past 12 h the jobs decide")
+	assert.Equal(t, rebuyChoice{8, 8 * time.Hour}, bestRebuy(batch, bm, t0, t0.Add(9*time.Hour)), "one batch")
+	var wave []busyPeriod
+	for range 10 {
+		wave = append(wave, busyPeriod{start: t0.Add(7 * time.Hour), used: 15 * time.Minute})
+	}
+	assert.Equal(t, rebuyChoice{10, 8 * time.Hour}, bestRebuy(wave, bm, t0, t0.Add(7*time.Hour+30*time.Minute)),
+		"a wave of 10 jobs in the last hour: 10 held")
+	assert.NotEqual(t, rebuyPrior(bm, returning, t0.Add(13*time.Hour)), bestRebuy(returning, bm, t0, t0.Add(13*time.Hour)), "past 12 h the jobs decide")
+	assert.Equal(t, rebuyPrior(bm, returning, t0.Add(13*time.Hour)), bestRebuy(returning, bm, t0.Add(2*time.Hour), t0.Add(13*time.Hour)),
+		"the span counts from the fleet's first job, not the first replayed")
+	assert.Equal(t, 0, peakJobs(nil))
+	assert.Equal(t, 1, peakJobs(returning))
+	assert.Equal(t, 2, peakJobs(batch))
+	queue := []busyPeriod{{start: t0, used: time.Hour}, {start: t0.Add(time.Hour), used: time.Hour}}
+	assert.Equal(t, 1, peakJobs(queue), "a job starting as another ends")
 }
 
 // The replay bills each node its alive time up to its release (or now),
@@ -143,7 +156,7 @@ func TestRebuyLogForgetsWhatIsGone(t *testing.T) {
 		m.mu.Unlock()
 		_, err = m.Release(t.Context(), inst.ID, WithReleasePolicy(ReleaseNow))
 		require.NoError(t, err)
-		passes(t, m, 11*time.Minute) // the idle node asks for a new choice
+		passes(t, m, 30*time.Minute) // the idle node, its minimum over, asks for a choice
 		m.mu.Lock()
 		assert.Empty(t, m.rebuy["f"].since, "released while busy: no longer running")
 		m.mu.Unlock()

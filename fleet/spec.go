@@ -318,13 +318,15 @@ type Policy struct {
 	// replayed under each choice, each taking an idle instance in Acquire's
 	// order or a new one; a hold is chosen only when it would have saved at
 	// least one minimum reservation over the default. The default is none,
-	// except while the fleet's jobs span less than one and a half minimums
-	// (from its first job): then the replay has seen too few minimums end
-	// to judge, and the default is the ski-rental break-even — up to 8 idle
-	// instances, each kept one whole minimum past its own, so that a job
-	// arriving within a minimum of the last one's end finds a node already
-	// paid for. The instances kept are the first idle ones in Acquire's
-	// order. A fleet with no recorded jobs
+	// until one and a half minimums have passed since the fleet's first job
+	// (since the Manager started): then the replay has seen too few minimums
+	// end to judge, and the default is the ski-rental break-even — idle
+	// instances kept one whole minimum past their own, up to 8 of them or as
+	// many as the most jobs that ran at once in the last hour when more, so
+	// that a job arriving within a minimum of the last one's end finds a
+	// node already paid for. The instances kept are the first idle ones in
+	// Acquire's order, those still inside their minimum (paid anyway)
+	// first: at most that many instances wait idle. A fleet with no recorded jobs
 	// keeps none. Jobs are counted from Acquire, MarkBusy and MarkIdle since
 	// the Manager started (they are not stored). A kept instance idles at
 	// most the hold h past its minimum, so an idle period costs at most h

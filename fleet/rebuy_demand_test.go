@@ -18,7 +18,7 @@ import (
 // measures the span from the first job still inside the replay window
 // (jobs[0] in bestRebuy), so every job after a quiet gap longer than the
 // window is treated as a fleet's first job and held.
-func TestTesterNSparseJobsNotHeldPastTheirMinimum(t *testing.T) {
+func TestRebuySparseJobsNotHeldPastTheirMinimum(t *testing.T) {
 	for _, c := range []struct {
 		name  string
 		req   fleet.Requirements
@@ -60,7 +60,7 @@ func TestTesterNSparseJobsNotHeldPastTheirMinimum(t *testing.T) {
 // ten reach their minimum's end, the nodes not among the spares are
 // released in the gap and bought again minutes later, and every new node
 // then takes a spare slot from an old one, so the churn goes on.
-func TestTesterNSteadyWavesNotReleasedAndRebought(t *testing.T) {
+func TestRebuySteadyWavesNotReleasedAndRebought(t *testing.T) {
 	for _, c := range []struct {
 		name      string
 		req       fleet.Requirements
