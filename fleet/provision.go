@@ -51,6 +51,9 @@ func (m *Manager) planCreates(ctx context.Context, now time.Time) []*InstanceRec
 		if need <= 0 || now.Before(m.fleetRetry[name]) || f.Stalled || !m.listedFor(f.Spec) {
 			continue
 		}
+		if f.VPC != nil && m.busy("vpcdel/"+name) {
+			continue // its VPC is being deleted (no member was left): no create joins it; the answer decides
+		}
 		waitVPC := f.Spec.Placement == PlacementCluster && f.VPC == nil && m.vpcFirst(name)
 		if waitVPC {
 			if m.fleetHasMember(name) {

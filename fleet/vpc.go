@@ -10,7 +10,8 @@ import (
 // reconcileVPCs gives cluster fleets their VPC after the first member
 // exists (so a failed launch leaks no VPC), attaches members until listing
 // their VPCs confirms it, and deletes a fleet's VPC once its members are
-// all confirmed gone. m.mu held.
+// all confirmed gone (the fleet deleted or scaled to zero, or every launch
+// failed). m.mu held.
 func (m *Manager) reconcileVPCs(now time.Time) {
 	for _, name := range m.fleetNames() {
 		f := m.fleets[name]
@@ -136,8 +137,12 @@ func (m *Manager) fleetVPC(f *FleetRecord, now time.Time) {
 			m.attachMember(vp, r, vrec.VPC.ID)
 		}
 	}
-	wanted := f.Spec.Placement == PlacementCluster && !f.Deleting
-	if active == 0 && !wanted && !now.Before(vrec.NextAttempt) && !m.busy("vpcdel/"+f.Spec.Name) {
+	// No live member (the fleet deleted, scaled to zero, or its launches
+	// failing): the VPC goes. A fleet that grows again gets a new one after
+	// its first member (planVPC); planCreates starts no create while the
+	// delete is under way, and a create planned first counts as a member
+	// here (so no delete starts under it).
+	if active == 0 && !now.Before(vrec.NextAttempt) && !m.busy("vpcdel/"+f.Spec.Name) {
 		m.deleteFleetVPC(vp, f.Spec.Name, vrec.VPC.ID)
 	}
 }
