@@ -168,6 +168,7 @@ type Manager struct {
 	reported         map[string]bool // provider/id of unlabelled or foreign resources reported once
 	orphanVPCs       map[string]*VPCRecord
 	deletedVPCs      map[string]time.Time // deleted by a fleet; ignored while lists still show them
+	vpcDelRefused    map[string]bool      // VPC id → its last delete was refused outright (it is still there)
 	fleetRetry       map[string]time.Time // no create attempt for the fleet before
 	fleetFails       map[string]int
 	avoid            map[string]avoidance // fleet|offer key → skip the offer until, and why
@@ -290,6 +291,7 @@ func (m *Manager) initMaps() {
 	m.keysListed, m.listFails, m.listRetry = map[string]time.Time{}, map[string]int{}, map[string]time.Time{}
 	m.vpcListed = map[string]time.Time{}
 	m.reported, m.orphanVPCs, m.deletedVPCs = map[string]bool{}, map[string]*VPCRecord{}, map[string]time.Time{}
+	m.vpcDelRefused = map[string]bool{}
 	m.fleetRetry, m.fleetFails, m.avoid = map[string]time.Time{}, map[string]int{}, map[string]avoidance{}
 	m.agentCancel, m.ownKeys, m.keyObs = map[string]context.CancelFunc{}, map[string]int{}, map[string][]SSHKey{}
 	m.keyRetry, m.keyFails = map[string]time.Time{}, map[string]int{}
