@@ -98,7 +98,10 @@ type Config struct {
 	Clock Clock
 	// Interval is the longest pause between two loop steps of Run, and the
 	// pause between listings of a provider that has work in flight
-	// (default 10 s).
+	// (default 10 s). A call the loop repeats after it failed (a listing,
+	// a create refused for its rate) waits Interval, doubled per failure in
+	// a row up to a minute, or ten minutes for a refused key or permission
+	// (HTTP 401, 403).
 	Interval time.Duration
 	// CatalogTTL is how long offers are cached (default DefaultCatalogTTL).
 	CatalogTTL time.Duration
