@@ -160,47 +160,48 @@ type Manager struct {
 	rescanRetry map[string]time.Time    // a failed listing after start is tried again then
 	vpcListed   map[string]time.Time    // provider → its last successful VPC listing
 	startedAt   time.Time
-	keysDirty   map[string]bool      // a create registered SSH keys since the last key listing
-	scanned     map[string]bool      // instances of every kind listed once since start
-	keysListed  map[string]time.Time // provider → its last successful SSH key listing
-	listFails   map[string]int       // "list/", "vpcs/" or "keys/" + provider → failures in a row of that part of its listing
-	listRetry   map[string]time.Time // the same → not tried again before (see failWait)
+	keysDirty   map[string]bool // a create registered SSH keys since the last key listing
+	scanned     map[string]bool // instances of every kind listed once since start
 	offersErr   error
 	offersAt    time.Time
 
-	reported         map[string]bool // provider/id of unlabelled or foreign resources reported once
-	orphanVPCs       map[string]*VPCRecord
-	deletedVPCs      map[string]time.Time // deleted by a fleet; ignored while lists still show them
+	reported       map[string]bool // provider/id of unlabelled or foreign resources reported once
+	orphanVPCs     map[string]*VPCRecord
+	deletedVPCs    map[string]time.Time // deleted by a fleet; ignored while lists still show them
+	fleetRetry     map[string]time.Time // no create attempt for the fleet before
+	fleetFails     map[string]int
+	avoid          map[string]avoidance // fleet|offer key → skip the offer until, and why
+	agentNext      map[string]time.Time
+	agentCancel    map[string]context.CancelFunc // agent starts under way, by request id
+	keyedAgents    map[string]Agent
+	abandoned      map[string]bool // provider/id untracked by ReleaseCompat: never adopted again
+	keyMissing     map[string]bool // fleets whose private key was lost with a restart
+	keyMissingSaid map[string]bool
+	deadlineMisses map[string]int       // consecutive deadline misses per fleet
+	readAt         map[string]time.Time // request id → when this process read the record from the store (see checkDeadlines)
+	attachRefused  map[string]bool      // request id → its last VPC attach was refused outright (see attachMember)
+	storeFailing   bool
+	vpcCreates     []string       // fleets whose VPC create is planned this step
+	ownKeys        map[string]int // this owner's SSH keys seen in the latest listing (or maybe registered since), per provider
+	keyObs         map[string][]SSHKey
+	keyRetry       map[string]time.Time
+	keyFails       map[string]int
+	agentChecked   map[string]time.Time // request id → last agent check
+	relabel        map[string]bool      // request id → its listed label differs from the record
+	labelNext      map[string]time.Time
+	providerHold   map[string]time.Time // provider → no creates before (account-level refusal)
+	holdFails      map[string]int
+	offerOK        map[string]bool      // offer key → a create of it succeeded
+	lastRefusal    map[string]string    // fleet → the last create refusal
+	acquired       map[string]bool      // request ids handed out by Acquire whose busy intent the loop has not taken yet
+	answered       map[string]time.Time // request id → when its create answered
+	rebuy          map[string]*rebuyLog // fleet → recent demand, which sizes the re-buy hold (rebuy.go)
+
+	keysListed       map[string]time.Time // provider → its last successful SSH key listing
+	listFails        map[string]int       // "list/", "vpcs/" or "keys/" + provider → failures in a row of that part of its listing
+	listRetry        map[string]time.Time // the same → not tried again before (see failWait)
 	vpcDelRefused    map[string]bool      // VPC id → its last delete was refused outright (it is still there)
-	fleetRetry       map[string]time.Time // no create attempt for the fleet before
-	fleetFails       map[string]int
-	avoid            map[string]avoidance // fleet|offer key → skip the offer until, and why
-	agentNext        map[string]time.Time
-	agentCancel      map[string]context.CancelFunc // agent starts under way, by request id
-	keyedAgents      map[string]Agent
-	abandoned        map[string]bool // provider/id untracked by ReleaseCompat: never adopted again
-	keyMissing       map[string]bool // fleets whose private key was lost with a restart
-	keyMissingSaid   map[string]bool
-	deadlineMisses   map[string]int       // consecutive deadline misses per fleet
 	deadlineDeferred map[string]bool      // request id → its provisioning deadline passed inside its prepaid minimum (said once)
-	readAt           map[string]time.Time // request id → when this process read the record from the store (see checkDeadlines)
-	attachRefused    map[string]bool      // request id → its last VPC attach was refused outright (see attachMember)
-	storeFailing     bool
-	vpcCreates       []string       // fleets whose VPC create is planned this step
-	ownKeys          map[string]int // this owner's SSH keys seen in the latest listing (or maybe registered since), per provider
-	keyObs           map[string][]SSHKey
-	keyRetry         map[string]time.Time
-	keyFails         map[string]int
-	agentChecked     map[string]time.Time // request id → last agent check
-	relabel          map[string]bool      // request id → its listed label differs from the record
-	labelNext        map[string]time.Time
-	providerHold     map[string]time.Time // provider → no creates before (account-level refusal)
-	holdFails        map[string]int
-	offerOK          map[string]bool      // offer key → a create of it succeeded
-	lastRefusal      map[string]string    // fleet → the last create refusal
-	acquired         map[string]bool      // request ids handed out by Acquire whose busy intent the loop has not taken yet
-	answered         map[string]time.Time // request id → when its create answered
-	rebuy            map[string]*rebuyLog // fleet → recent demand, which sizes the re-buy hold (rebuy.go)
 
 	evMu      sync.Mutex // guards pending
 	deliverMu sync.Mutex // one delivering goroutine at a time
@@ -292,9 +293,9 @@ func (m *Manager) initMaps() {
 	m.lastFull, m.suspect, m.rescanned = map[string]time.Time{}, map[string]time.Time{}, map[string]bool{}
 	m.rescanRetry = map[string]time.Time{}
 	m.keysListed, m.listFails, m.listRetry = map[string]time.Time{}, map[string]int{}, map[string]time.Time{}
+	m.vpcDelRefused, m.deadlineDeferred = map[string]bool{}, map[string]bool{}
 	m.vpcListed = map[string]time.Time{}
 	m.reported, m.orphanVPCs, m.deletedVPCs = map[string]bool{}, map[string]*VPCRecord{}, map[string]time.Time{}
-	m.vpcDelRefused = map[string]bool{}
 	m.fleetRetry, m.fleetFails, m.avoid = map[string]time.Time{}, map[string]int{}, map[string]avoidance{}
 	m.agentCancel, m.ownKeys, m.keyObs = map[string]context.CancelFunc{}, map[string]int{}, map[string][]SSHKey{}
 	m.keyRetry, m.keyFails = map[string]time.Time{}, map[string]int{}
@@ -303,7 +304,7 @@ func (m *Manager) initMaps() {
 	m.lastRefusal, m.acquired, m.answered = map[string]string{}, map[string]bool{}, map[string]time.Time{}
 	m.agentNext, m.keyedAgents, m.abandoned = map[string]time.Time{}, map[string]Agent{}, map[string]bool{}
 	m.keyMissing, m.keyMissingSaid, m.deadlineMisses = map[string]bool{}, map[string]bool{}, map[string]int{}
-	m.readAt, m.attachRefused, m.deadlineDeferred = map[string]time.Time{}, map[string]bool{}, map[string]bool{}
+	m.readAt, m.attachRefused = map[string]time.Time{}, map[string]bool{}
 }
 
 // Owner returns the owner id this Manager writes into its labels.
