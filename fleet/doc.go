@@ -76,9 +76,15 @@
 //
 // Deadlines. An instance must be reported running within its offer's
 // [Offer.ProvisionTimeout] (Vultr bare metal: 55 minutes, set by package
-// vultr; [EventSlowProvisioning] warns up front) or else
-// [Policy.ProvisionTimeout] (20 minutes); its agent must then be healthy
-// within [Policy.AgentTimeout] (15 minutes). A miss releases the instance
+// vultr; [EventSlowProvisioning] warns up front; Hot Aisle bare metal 45)
+// or else [Policy.BareMetalProvisionTimeout] (55 minutes) for bare metal
+// and [Policy.ProvisionTimeout] (20 minutes) for VMs; its agent must then
+// be healthy within [Policy.AgentTimeout] (15 minutes). An instance that
+// misses its provisioning deadline inside a prepaid minimum reservation
+// (Hot Aisle: 8 hours of bare metal charged at the reserve) is kept until
+// the minimum's end less [Policy.MinuteReleaseMargin]
+// ([EventDeadlineDeferred]): releasing it earlier saves nothing, and it may
+// still come up. A miss releases the instance
 // ([EventDeadlineMissed]); after [Policy.MaxDeadlineMisses] misses in a row
 // the fleet stops creating ([EventFleetStalled], [FleetRecord.Stalled])
 // until it is applied again.

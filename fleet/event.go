@@ -28,6 +28,7 @@ const (
 	EventFleetStalled        EventType = "FleetStalled"          // alert: too many deadline misses in a row; no creates until applied again
 	EventAgentKeyMissing     EventType = "AgentKeyMissing"       // warning: restarted without the fleet's private key; agents wait for Apply
 	EventDeadlineMissed      EventType = "DeadlineMissed"        // warning: provisioning or agent deadline passed; terminating
+	EventDeadlineDeferred    EventType = "DeadlineDeferred"      // warning: the provisioning deadline passed inside a prepaid minimum reservation; kept provisioning until Event.At, then released if still not running
 	EventReleaseDeferred     EventType = "ReleaseDeferred"       // release waits for the reservation window (see Event.At)
 	EventReleaseCancelled    EventType = "ReleaseCancelled"      // a waiting release was taken back to grow the fleet again
 	EventReleaseRequested    EventType = "ReleaseRequested"      // terminating

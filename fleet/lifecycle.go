@@ -29,11 +29,32 @@ func (m *Manager) avoided(fleet string, o Offer, now time.Time) bool {
 	return now.Before(m.avoid[fleet+"|"+o.Key()].until)
 }
 
+// provisionTimeout is how long an instance of o may take to be reported
+// running: the offer's own deadline, else the policy's for its kind.
 func (m *Manager) provisionTimeout(o Offer) time.Duration {
-	if o.ProvisionTimeout > 0 {
+	switch {
+	case o.ProvisionTimeout > 0:
 		return o.ProvisionTimeout
+	case o.BareMetal:
+		return m.pol.BareMetalProvisionTimeout
 	}
 	return m.pol.ProvisionTimeout
+}
+
+// prepaidUntil is the last moment of r's prepaid minimum reservation worth
+// waiting in: for an offer billed per minute with a minimum reservation
+// longer than that (Hot Aisle: 8 hours of bare metal charged at the
+// reserve; 30 or 60 minutes of a VM) the minimum's end less
+// Policy.MinuteReleaseMargin. A release before then refunds nothing.
+// Zero for hourly billing (Vultr: the deadline is judged within the billed
+// hour, and the fleet moves on to another offer) and for an unknown
+// creation time. m.mu held.
+func (m *Manager) prepaidUntil(r *InstanceRecord) time.Time {
+	o, c := r.Instance.Offer, r.Instance.Created
+	if c.IsZero() || r.CreatedUnknown || o.BillingGranularity >= time.Hour || o.MinimumReservation <= o.BillingGranularity {
+		return time.Time{}
+	}
+	return c.Add(o.MinimumReservation - min(m.pol.MinuteReleaseMargin, o.MinimumReservation))
 }
 
 // checkDeadlines releases instances that missed the provisioning or the
@@ -45,7 +66,11 @@ func (m *Manager) provisionTimeout(o Offer) time.Duration {
 // judged only once a listing has shown it since (its stored status may be
 // old: the machine may have come up while no process watched), and its
 // agent deadline counts from the read at the earliest (the agent start of
-// the process that died is begun again). m.mu held.
+// the process that died is begun again). An instance that misses its
+// provisioning deadline inside a prepaid minimum reservation (see
+// prepaidUntil) is kept provisioning until the minimum's end less the
+// margin, said once with EventDeadlineDeferred: releasing it earlier
+// saves nothing, and it may still come up. m.mu held.
 func (m *Manager) checkDeadlines(now time.Time) {
 	for _, r := range m.insts {
 		var deadline time.Time
@@ -72,6 +97,18 @@ func (m *Manager) checkDeadlines(now time.Time) {
 		if now.Before(deadline) || (what == "provisioning" && m.seen[id].Before(deadline)) {
 			continue // not yet, or no listing since the deadline has shown it still provisioning
 		}
+		if end := m.prepaidUntil(r); what == "provisioning" && deadline.Before(end) {
+			if !m.deadlineDeferred[id] {
+				m.deadlineDeferred[id] = true
+				m.event(Event{Type: EventDeadlineDeferred, Fleet: r.Instance.Fleet, Provider: r.Instance.Provider, InstanceID: r.Instance.ID,
+					At: end, Message: fmt.Sprintf("provisioning deadline (%s) passed inside the prepaid minimum reservation; still waiting for it, released at %s if it is not running by then (an earlier release refunds nothing)",
+						m.provisionTimeout(r.Instance.Offer), end.UTC().Format(time.RFC3339))})
+			}
+			if deadline = end; now.Before(deadline) || m.seen[id].Before(deadline) {
+				continue
+			}
+		}
+		delete(m.deadlineDeferred, id)
 		m.event(Event{Type: EventDeadlineMissed, Fleet: r.Instance.Fleet, Provider: r.Instance.Provider, InstanceID: r.Instance.ID,
 			At: deadline, Message: fmt.Sprintf("%s deadline passed; releasing", what)})
 		m.requestRelease(r, what+" deadline", ReleaseNow, now, true)

@@ -205,6 +205,11 @@ func (m *Manager) untilNext() time.Duration {
 		}
 	}
 	early(m.nextDue())
+	for _, t := range m.listRetry {
+		if t.After(now) {
+			early(t) // a failed listing is tried again then (the first one after start, if nothing else)
+		}
+	}
 	early(m.nextKeyRetry(now))
 	keep, hold := m.held(now)
 	for _, r := range m.insts {

@@ -98,7 +98,10 @@ type Config struct {
 	Clock Clock
 	// Interval is the longest pause between two loop steps of Run, and the
 	// pause between listings of a provider that has work in flight
-	// (default 10 s).
+	// (default 10 s). A call the loop repeats after it failed (a listing,
+	// a create refused for its rate) waits Interval, doubled per failure in
+	// a row up to a minute, or ten minutes for a refused key or permission
+	// (HTTP 401, 403).
 	Interval time.Duration
 	// CatalogTTL is how long offers are cached (default DefaultCatalogTTL).
 	CatalogTTL time.Duration
@@ -158,7 +161,7 @@ type Manager struct {
 	vpcListed   map[string]time.Time    // provider → its last successful VPC listing
 	startedAt   time.Time
 	keysDirty   map[string]bool // a create registered SSH keys since the last key listing
-	scanned     map[string]bool // listed once since start (every kind)
+	scanned     map[string]bool // instances of every kind listed once since start
 	offersErr   error
 	offersAt    time.Time
 
@@ -194,6 +197,12 @@ type Manager struct {
 	picking        map[string]int       // replica mode: request ids picked by an Acquire whose busy intent is not queued yet
 	answered       map[string]time.Time // request id → when its create answered
 	rebuy          map[string]*rebuyLog // fleet → recent demand, which sizes the re-buy hold (rebuy.go)
+
+	keysListed       map[string]time.Time // provider → its last successful SSH key listing
+	listFails        map[string]int       // "list/", "vpcs/" or "keys/" + provider → failures in a row of that part of its listing
+	listRetry        map[string]time.Time // the same → not tried again before (see failWait)
+	vpcDelRefused    map[string]bool      // VPC id → its last delete was refused outright (it is still there)
+	deadlineDeferred map[string]bool      // request id → its provisioning deadline passed inside its prepaid minimum (said once)
 
 	evMu      sync.Mutex // guards pending
 	deliverMu sync.Mutex // one delivering goroutine at a time
@@ -284,6 +293,8 @@ func (m *Manager) initMaps() {
 	m.obs, m.seen, m.scanned, m.keysDirty = map[string]*observation{}, map[string]time.Time{}, map[string]bool{}, map[string]bool{}
 	m.lastFull, m.suspect, m.rescanned = map[string]time.Time{}, map[string]time.Time{}, map[string]bool{}
 	m.rescanRetry = map[string]time.Time{}
+	m.keysListed, m.listFails, m.listRetry = map[string]time.Time{}, map[string]int{}, map[string]time.Time{}
+	m.vpcDelRefused, m.deadlineDeferred = map[string]bool{}, map[string]bool{}
 	m.vpcListed = map[string]time.Time{}
 	m.reported, m.orphanVPCs, m.deletedVPCs = map[string]bool{}, map[string]*VPCRecord{}, map[string]time.Time{}
 	m.fleetRetry, m.fleetFails, m.avoid = map[string]time.Time{}, map[string]int{}, map[string]avoidance{}

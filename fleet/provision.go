@@ -51,6 +51,9 @@ func (m *Manager) planCreates(ctx context.Context, now time.Time) []*InstanceRec
 		if need <= 0 || now.Before(m.fleetRetry[name]) || f.Stalled || !m.listedFor(f.Spec) {
 			continue
 		}
+		if m.vpcBeingDeleted(f) {
+			continue // no member was left and its VPC is being deleted: no create joins it
+		}
 		waitVPC := f.Spec.Placement == PlacementCluster && f.VPC == nil && m.vpcFirst(name)
 		if waitVPC {
 			if m.fleetHasMember(name) {
@@ -592,6 +595,9 @@ func (m *Manager) createResult(reqID string, inst Instance, vpcID string, err er
 		case !errors.Is(err, ErrRateLimited) && !errors.Is(err, ErrNotSent): // neither says anything of the offer
 			m.avoidOffer(fleet, r.Instance.Offer, now.Add(soldOutPenalty), refusalReason(err))
 			delete(m.offerOK, r.Instance.Offer.Key())
+		default: // the same create would be refused again at once: the fleet's next one waits
+			m.fleetFails["paced/"+fleet]++
+			m.fleetRetry[fleet] = maxTime(m.fleetRetry[fleet], now.Add(m.failWait(m.fleetFails["paced/"+fleet], err)))
 		}
 		m.dropPending(reqID)
 		m.event(Event{Type: EventOfferSkipped, Fleet: fleet, Provider: provider, Message: r.Instance.Offer.String(), Err: err.Error()})
@@ -667,6 +673,7 @@ func (m *Manager) created(r *InstanceRecord, inst Instance, vpcID string, now ti
 	}
 	m.dirtyI[r.Instance.RequestID] = true
 	delete(m.fleetFails, r.Instance.Fleet)
+	delete(m.fleetFails, "paced/"+r.Instance.Fleet)
 	m.event(Event{Type: EventInstanceCreated, Fleet: r.Instance.Fleet, Provider: r.Instance.Provider, InstanceID: inst.ID,
 		Message: r.Instance.RequestID + " → " + inst.ID + " " + r.Instance.Offer.String(), At: r.Instance.ReservedUntil})
 	if r.Termination != nil {

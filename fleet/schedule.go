@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"context"
+	"errors"
 	"time"
 )
 
@@ -131,28 +132,36 @@ func (m *Manager) dueKinds(now time.Time) map[string]kindSet {
 	return due
 }
 
-// nextDue is the earliest time some record needs a listing. m.mu held.
+// nextDue is the earliest time some record needs a listing, not before its
+// provider's listing may be tried again after a failure. m.mu held.
 func (m *Manager) nextDue() time.Time {
 	var next time.Time
 	for _, r := range m.insts {
-		if t := m.nextCheck(r); !t.IsZero() && (next.IsZero() || t.Before(next)) {
-			next = t
+		if t := m.nextCheck(r); !t.IsZero() {
+			t = maxTime(t, m.listRetry["list/"+r.Instance.Provider])
+			if next.IsZero() || t.Before(next) {
+				next = t
+			}
 		}
 	}
 	return next
 }
 
 // listDue starts a listing of every provider that has something due: a
-// record's check (by kind, one list serving all), an uncertain VPC create,
-// SSH keys registered since the last listing, or the first listing after
-// start, which reads every kind (so that a Manager with an empty Store
-// finds what its owner left). The sweeps of the first hour after start and
-// of a suspect provider list its VPCs too (a VPC create sent just before a
-// crash may land minutes later). m.mu held.
+// record's check (by kind, one list serving all), an uncertain VPC create
+// (every uncertainCheck), SSH keys registered since the last listing, or
+// the first listing after start, which reads every kind (so that a Manager
+// with an empty Store finds what its owner left) and the VPCs and SSH keys.
+// The sweeps of the first hour after start and of a suspect provider list
+// its VPCs too (a VPC create sent just before a crash may land minutes
+// later). A part of a listing that failed (the instances, the VPCs, the
+// keys) is not asked again before its backoff (see failWait) has passed,
+// whatever is due: an instant refusal (a revoked key) must not turn the
+// loop into a stream of calls. m.mu held.
 func (m *Manager) listDue(now time.Time) {
 	due := m.dueKinds(now)
 	for _, name := range m.order {
-		if m.busy("list/" + name) {
+		if m.busy("list/"+name) || now.Before(m.listRetry["list/"+name]) {
 			continue
 		}
 		p := m.providers[name]
@@ -167,15 +176,20 @@ func (m *Manager) listDue(now time.Time) {
 			m.lastFull[name] = now
 		}
 		suspect := now.Before(m.suspect[name].Add(suspectFor)) && vms && metal
-		wantVPCs := vp != nil && (first || rescan || suspect || m.vpcUncertain(name))
-		wantKeys := kp != nil && (first || suspect || m.keysDirty[name])
+		uncertainVPC := m.vpcUncertain(name) && !now.Before(m.vpcListed[name].Add(uncertainCheck))
+		wantVPCs := vp != nil && !now.Before(m.listRetry["vpcs/"+name]) &&
+			(m.vpcListed[name].IsZero() || rescan || suspect || uncertainVPC)
+		wantKeys := kp != nil && !now.Before(m.listRetry["keys/"+name]) &&
+			(m.keysListed[name].IsZero() || suspect || m.keysDirty[name])
 		if first {
 			vms, metal = true, true
 		}
 		if !vms && !metal && !wantVPCs && !wantKeys {
 			continue
 		}
-		m.keysDirty[name] = false
+		if wantKeys {
+			m.keysDirty[name] = false
+		}
 		m.launch("list/"+name, taskList, m.pol.CallTimeout, func(ctx context.Context) func(time.Time) {
 			var list []Instance
 			var err, verr, kerr error
@@ -199,26 +213,72 @@ func (m *Manager) listDue(now time.Time) {
 					m.applyList(name, list, err, kindSet{vms, metal}, now)
 				}
 				m.rescanDone(name, rescan, err, now)
+				m.listOutcome("list/"+name, err, now)
 				if err != nil {
 					if wantKeys {
 						m.keysDirty[name] = true // not listed: next time
 					}
 					return
 				}
+				if vms && metal {
+					m.scanned[name] = true
+				}
 				if wantVPCs {
 					m.applyVPCList(name, vpcs, verr, now)
+					m.listOutcome("vpcs/"+name, verr, now)
 				}
-				if wantKeys && kerr == nil {
-					m.observeKeys(name, keys, now)
-				} else if wantKeys {
-					m.keysDirty[name] = true
-				}
-				if first && (!wantVPCs || verr == nil) && (!wantKeys || kerr == nil) {
-					m.scanned[name] = true
+				if wantKeys {
+					m.listOutcome("keys/"+name, kerr, now)
+					if kerr == nil {
+						m.keysListed[name] = now
+						m.observeKeys(name, keys, now)
+					} else {
+						m.keysDirty[name] = true
+					}
 				}
 			}
 		})
 	}
+}
+
+// listOutcome records how a part of a provider's listing ended (key
+// "list/", "vpcs/" or "keys/" and the provider's name): a failure puts off
+// the next try of that part by failWait, a success clears it. m.mu held.
+func (m *Manager) listOutcome(key string, err error, now time.Time) {
+	if err == nil {
+		delete(m.listFails, key)
+		delete(m.listRetry, key)
+		return
+	}
+	m.listFails[key]++
+	m.listRetry[key] = now.Add(m.failWait(m.listFails[key], err))
+}
+
+// failWaitMax and failWaitMaxRefused cap failWait: a minute for failures
+// that pass by themselves (an outage, HTTP 5xx, 429), ten minutes for
+// refusals of the account that last until someone acts (a wrong or revoked
+// key, a missing permission).
+const (
+	failWaitMax        = time.Minute
+	failWaitMaxRefused = 10 * time.Minute
+)
+
+// failWait is the pause before the loop repeats a call that has failed n
+// times in a row, the last time with err: Config.Interval, doubled with
+// each further failure up to failWaitMax (failWaitMaxRefused for
+// ErrUnauthorized and ErrForbidden), never shorter than the Retry-After the
+// provider sent.
+func (m *Manager) failWait(n int, err error) time.Duration {
+	limit := failWaitMax
+	if errors.Is(err, ErrUnauthorized) || errors.Is(err, ErrForbidden) {
+		limit = failWaitMaxRefused
+	}
+	d := m.cfg.Interval
+	for i := 1; i < n && d < limit; i++ {
+		d *= 2
+	}
+	d = min(d, max(limit, m.cfg.Interval))
+	return max(d, retryAfter(err))
 }
 
 // kindSet says which kinds a listing covered.

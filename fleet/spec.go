@@ -179,7 +179,8 @@ func validateAuthorizedKey(k string) error {
 
 // validate reports a policy that cannot work.
 func (p Policy) validate() error {
-	for name, d := range map[string]time.Duration{"ProvisionTimeout": p.ProvisionTimeout, "AgentTimeout": p.AgentTimeout,
+	for name, d := range map[string]time.Duration{"ProvisionTimeout": p.ProvisionTimeout,
+		"BareMetalProvisionTimeout": p.BareMetalProvisionTimeout, "AgentTimeout": p.AgentTimeout,
 		"TerminationMinBackoff": p.TerminationMinBackoff, "TerminationMaxBackoff": p.TerminationMaxBackoff,
 		"TerminationAlertAfter": p.TerminationAlertAfter, "CompatGiveUp": p.CompatGiveUp, "OrphanGrace": p.OrphanGrace,
 		"CreateLookupGrace": p.CreateLookupGrace, "HourlyReleaseMargin": p.HourlyReleaseMargin,
@@ -217,10 +218,19 @@ func (p Policy) validate() error {
 type Policy struct {
 	// Release is the default release policy (ReleaseAtReservationEnd).
 	Release ReleasePolicy
-	// ProvisionTimeout is how long a provider may take to say an instance
-	// is running when the offer does not say (20 min). Vultr bare metal
-	// offers carry 55 min: under the second billed hour, image pull included.
+	// ProvisionTimeout is how long a provider may take to say a VM is
+	// running when the offer does not say (20 min). Vultr bare metal
+	// offers carry 55 min: under the second billed hour, image pull
+	// included; Hot Aisle bare metal 45 min. An instance that misses it
+	// inside a prepaid minimum reservation (Hot Aisle: 8 hours of bare
+	// metal are charged at the reserve) is kept until the minimum's end
+	// less MinuteReleaseMargin ([EventDeadlineDeferred]): releasing it
+	// earlier saves nothing.
 	ProvisionTimeout time.Duration
+	// BareMetalProvisionTimeout is ProvisionTimeout for bare-metal offers
+	// that do not say (55 min; bare metal takes 10 to 40 minutes and more
+	// to install and boot).
+	BareMetalProvisionTimeout time.Duration
 	// AgentTimeout is how long the agent may take to become healthy once
 	// the provider says running (15 min).
 	AgentTimeout time.Duration
@@ -368,6 +378,7 @@ func (p Policy) withDefaults() Policy {
 		p.Release = ReleaseAtReservationEnd
 	}
 	def(&p.ProvisionTimeout, 20*time.Minute)
+	def(&p.BareMetalProvisionTimeout, 55*time.Minute)
 	def(&p.AgentTimeout, 15*time.Minute)
 	def(&p.TerminationMinBackoff, 10*time.Second)
 	def(&p.TerminationMaxBackoff, 5*time.Minute)

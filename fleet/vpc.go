@@ -10,7 +10,8 @@ import (
 // reconcileVPCs gives cluster fleets their VPC after the first member
 // exists (so a failed launch leaks no VPC), attaches members until listing
 // their VPCs confirms it, and deletes a fleet's VPC once its members are
-// all confirmed gone. m.mu held.
+// all confirmed gone (the fleet deleted or scaled to zero, or every launch
+// failed). m.mu held.
 func (m *Manager) reconcileVPCs(now time.Time) {
 	for _, name := range m.fleetNames() {
 		f := m.fleets[name]
@@ -136,10 +137,62 @@ func (m *Manager) fleetVPC(f *FleetRecord, now time.Time) {
 			m.attachMember(vp, r, vrec.VPC.ID)
 		}
 	}
-	wanted := f.Spec.Placement == PlacementCluster && !f.Deleting
-	if active == 0 && !wanted && !now.Before(vrec.NextAttempt) && !m.busy("vpcdel/"+f.Spec.Name) {
+	// No live member (the fleet deleted, scaled to zero, or its launches
+	// failing): the VPC goes, and from the first delete call on it is
+	// Deleting: no create joins it (see vpcBeingDeleted), since a delete
+	// whose answer was lost may still take effect. A fleet that grows again
+	// gets a new VPC after its first member (planVPC). A create planned
+	// first counts as a member here, so no delete starts under it.
+	busy := m.busy("vpcdel/" + f.Spec.Name)
+	switch {
+	case active == 0 && !now.Before(vrec.NextAttempt) && !busy:
+		if !vrec.Deleting {
+			vrec.Deleting = true
+			m.dirtyF[f.Spec.Name] = true
+		}
 		m.deleteFleetVPC(vp, f.Spec.Name, vrec.VPC.ID)
+	case active > 0 && vrec.Deleting && !busy && m.vpcDelRefused[vrec.VPC.ID]:
+		m.keepVPC(f) // a member came back (adopted, listed again): the VPC, still there, is wanted again
 	}
+}
+
+// vpcBeingDeleted reports whether fleet f's VPC is being deleted, so that
+// no create may start (its members would join a VPC that may be gone by
+// the time they run). A deletion whose last delete call the provider
+// refused outright (the VPC is certainly still there: attachments linger
+// a minute after the last member is deleted) is called off instead, with
+// no call under way, and the growing fleet keeps its VPC. m.mu held.
+func (m *Manager) vpcBeingDeleted(f *FleetRecord) bool {
+	v := f.VPC
+	busy := m.busy("vpcdel/" + f.Spec.Name)
+	switch {
+	case v == nil || (!v.Deleting && !busy):
+		return false
+	case busy || !m.vpcDelRefused[v.VPC.ID]:
+		return true // under way, or its outcome unknown: the next attempt (or a 404) decides
+	}
+	m.keepVPC(f)
+	return false
+}
+
+// keepVPC calls off the deletion of f's VPC. m.mu held.
+func (m *Manager) keepVPC(f *FleetRecord) {
+	v := f.VPC
+	delete(m.vpcDelRefused, v.VPC.ID)
+	v.Deleting, v.Attempts, v.NextAttempt, v.LastError = false, 0, time.Time{}, ""
+	m.dirtyF[f.Spec.Name] = true
+}
+
+// refusedOutright reports whether a VPC delete's error proves that the
+// delete took no effect (the VPC still has members, or the call was
+// refused before anything happened); a timeout or a 5xx proves nothing.
+func refusedOutright(err error) bool {
+	for _, class := range []error{ErrVPCInUse, ErrRateLimited, ErrNotSent, ErrUnauthorized, ErrForbidden} {
+		if errors.Is(err, class) {
+			return true
+		}
+	}
+	return false
 }
 
 // firstVPCMember returns a created, live member on a VPC-capable provider
@@ -168,11 +221,15 @@ func (m *Manager) deleteFleetVPC(vp VPCProvider, fleet, id string) {
 				return
 			}
 			m.dirtyF[fleet] = true
+			delete(m.vpcDelRefused, id)
 			if err == nil || errors.Is(err, ErrNotFound) {
 				f.VPC = nil
 				m.deletedVPCs[id] = now // lists may still show it for a while
 				m.event(Event{Type: EventVPCDeleted, Fleet: fleet, Provider: vp.(Provider).Name(), Message: id})
 				return
+			}
+			if refusedOutright(err) {
+				m.vpcDelRefused[id] = true
 			}
 			f.VPC.Attempts++
 			f.VPC.LastError = err.Error()

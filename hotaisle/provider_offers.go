@@ -81,6 +81,12 @@ func vmOffer(row VMType) fleet.Offer {
 // takes to install its OS (os_install_status first_boot → installed).
 const BareMetalTypicalBoot = 10 * time.Minute
 
+// BareMetalProvisionTimeout is the provisioning deadline of bare-metal
+// offers: the install usually takes 10 minutes but can take several times
+// that. (The Manager keeps a server that misses it inside its 8 prepaid
+// hours anyway: releasing it earlier refunds nothing.)
+const BareMetalProvisionTimeout = 45 * time.Minute
+
 // bareMetalOffer converts one bare-metal type row. The boot disk (the
 // smallest SATA SSD, Hot Aisle's 480 GB M.2) is DiskGiB; the NVMe drives
 // are LocalDisks with their mount paths.
@@ -91,7 +97,7 @@ func bareMetalOffer(row BareMetalType) fleet.Offer {
 		MemoryGiB: floorGiB(s.RAMCapacity), GPU: offerGPU(s.GPUs), PricePerHour: float64(row.OnDemandPrice) / 100,
 		MinimumReservation: time.Duration(row.MinimumReservationMinutes) * time.Minute,
 		BillingGranularity: time.Minute, Available: row.Quantity > 0, Quantity: int(row.Quantity),
-		TypicalBoot: BareMetalTypicalBoot, ProviderData: s}
+		TypicalBoot: BareMetalTypicalBoot, ProvisionTimeout: BareMetalProvisionTimeout, ProviderData: s}
 	if len(s.CPUs) > 0 {
 		o.CPUModel = s.CPUs[0].Model
 	}

@@ -63,7 +63,7 @@ func TestOffersGoldenDefaultCatalog(t *testing.T) {
 			CPUArch: "x86", VCPUs: 104, CPUCores: 104, CPUModel: offers[len(offers)-1].CPUModel, MemoryGiB: 2048, DiskGiB: 447,
 			LocalDisks: nvme, GPU: fleet.GPU{Vendor: "AMD", Model: "MI300X", Count: 8, MemoryGiB: 192},
 			PricePerHour: 27.12, MinimumReservation: 8 * time.Hour, BillingGranularity: time.Minute, Available: true, Quantity: 2,
-			TypicalBoot: 10 * time.Minute},
+			TypicalBoot: 10 * time.Minute, ProvisionTimeout: 45 * time.Minute},
 	}
 	require.Len(t, offers, len(want))
 	for i := range want {

@@ -78,7 +78,8 @@ func vmInstance(in Instance) fleet.Instance {
 	inst := fleet.Instance{ID: in.ID, Provider: fleet.ProviderVultr, Created: in.DateCreated.Time,
 		ProviderStatus: in.Status + "/" + in.ServerStatus, Status: fleet.StatusProvisioning,
 		Offer: fleet.Offer{Provider: fleet.ProviderVultr, Region: in.Region, InstanceType: in.Plan,
-			VCPUs: in.VCPUCount, MemoryGiB: float64(in.RAM) / 1024, DiskGiB: float64(in.Disk), CPUArch: "x86"}}
+			VCPUs: in.VCPUCount, MemoryGiB: float64(in.RAM) / 1024, DiskGiB: float64(in.Disk), CPUArch: "x86",
+			ProvisionTimeout: VMProvisionTimeout, TypicalBoot: VMTypicalBoot}}
 	if ip, ok := in.PublicIP(); ok {
 		inst.PublicIP = ip
 		inst.SSH = fleet.SSHEndpoint{User: LoginUser, Host: ip, Port: 22}
@@ -98,7 +99,7 @@ func bareMetalInstance(bm BareMetal) fleet.Instance {
 	inst := fleet.Instance{ID: bm.ID, Provider: fleet.ProviderVultr, Created: bm.DateCreated.Time,
 		ProviderStatus: bm.Status, Status: fleet.StatusProvisioning,
 		Offer: fleet.Offer{Provider: fleet.ProviderVultr, Region: bm.Region, InstanceType: bm.Plan, BareMetal: true,
-			VCPUs: bm.CPUCount, CPUArch: "x86"}}
+			VCPUs: bm.CPUCount, CPUArch: "x86", ProvisionTimeout: BareMetalProvisionTimeout, TypicalBoot: BareMetalTypicalBoot}}
 	if mb, err := bm.RAMMB(); err == nil {
 		inst.Offer.MemoryGiB = float64(mb) / 1024
 	}

@@ -156,9 +156,10 @@ func (c *Client) Do(ctx context.Context, req Request, out any) (*Response, error
 	var (
 		resp *Response
 		last error
+		sent bool // an attempt reached the HTTP client: the request may have left
 	)
 	attempt := func() error {
-		r, err := c.once(ctx, req, body)
+		r, err := c.once(ctx, req, body, &sent)
 		resp, last = r, err
 		return err
 	}
@@ -170,6 +171,10 @@ func (c *Client) Do(ctx context.Context, req Request, out any) (*Response, error
 	}
 	if err != nil && ctx.Err() != nil {
 		err = c.ctxError(req, ctx.Err(), last)
+		var ce *contextError
+		if errors.As(err, &ce) {
+			ce.notSent = !sent
+		}
 	}
 	if err != nil || out == nil {
 		return resp, err
@@ -213,13 +218,18 @@ func (c *Client) ctxError(req Request, cerr, last error) error {
 	return &contextError{provider: c.cfg.Provider, method: req.Method, path: req.Path, err: cerr, last: last}
 }
 
-func (c *Client) once(ctx context.Context, req Request, body []byte) (*Response, error) {
+// once makes one attempt; *sent becomes true when the request is handed
+// to the HTTP client (from then on it may have reached the API).
+func (c *Client) once(ctx context.Context, req Request, body []byte, sent *bool) (*Response, error) {
 	if err := c.wait(ctx); err != nil {
 		if cerr := ctx.Err(); cerr != nil {
 			return nil, &contextError{provider: c.cfg.Provider, method: req.Method, path: req.Path,
 				during: "rate limiter wait", err: cerr}
 		}
 		return nil, fmt.Errorf("%s: %s %s: rate limiter: %w", c.cfg.Provider, req.Method, req.Path, err)
+	}
+	if cerr := ctx.Err(); cerr != nil { // ended before the call, or just as the wait ended: not sent
+		return nil, &contextError{provider: c.cfg.Provider, method: req.Method, path: req.Path, err: cerr}
 	}
 	actx := ctx // the attempt's; ctx stays the caller's, to tell its cancellation from a timeout here
 	if _, ok := ctx.Deadline(); !ok && c.cfg.HTTPClient.Timeout <= 0 {
@@ -232,6 +242,7 @@ func (c *Client) once(ctx context.Context, req Request, body []byte) (*Response,
 		return nil, err
 	}
 	start := time.Now()
+	*sent = true
 	hresp, err := c.cfg.HTTPClient.Do(hreq)
 	if err != nil {
 		return nil, c.sendError(ctx, req, err, start)

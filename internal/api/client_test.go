@@ -216,3 +216,61 @@ func TestAttemptWithoutAnyDeadlineIsBounded(t *testing.T) {
 		assert.LessOrEqual(t, time.Since(start), time.Duration(calls.Load())*(AttemptTimeout+time.Minute))
 	})
 }
+
+// A call whose context ends before anything reached the HTTP client — in
+// the limiter's wait, or already cancelled — answers fleet.ErrNotSent; one
+// cut after an attempt was sent (in the backoff, or in the limiter wait of
+// a retry) does not: that attempt may have taken effect.
+func TestDoCutBeforeSendingIsNotSent(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var calls atomic.Int32
+		c := newTestClient(rtFunc(func(r *http.Request) (*http.Response, error) {
+			calls.Add(1)
+			return answer(503, `{}`), nil
+		}), rate.NewLimiter(rate.Every(time.Hour), 1))
+
+		// The first call takes the only token and is sent; cut in its backoff.
+		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+		_, err := c.Do(ctx, Request{Method: "GET", Path: "/x"}, nil)
+		cancel()
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+		assert.EqualValues(t, 1, calls.Load())
+		assert.NotErrorIs(t, err, fleet.ErrNotSent, "an attempt was sent: %v", err)
+
+		// A POST cut in the limiter wait.
+		ctx, cancel = context.WithTimeout(t.Context(), 5*time.Second)
+		_, err = c.Do(ctx, Request{Method: "POST", Path: "/x", Body: map[string]int{"a": 1}}, nil)
+		cancel()
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+		assert.ErrorIs(t, err, fleet.ErrNotSent, "%v", err)
+		assert.Contains(t, err.Error(), "request not sent")
+		assert.EqualValues(t, 1, calls.Load(), "nothing more was sent")
+
+		// A POST with a context cancelled before the call (no limiter).
+		c2 := newTestClient(rtFunc(func(r *http.Request) (*http.Response, error) {
+			calls.Add(1)
+			return answer(201, `{}`), nil
+		}), nil)
+		ctx, cancel = context.WithCancel(t.Context())
+		cancel()
+		_, err = c2.Do(ctx, Request{Method: "POST", Path: "/x"}, nil)
+		require.ErrorIs(t, err, context.Canceled)
+		assert.ErrorIs(t, err, fleet.ErrNotSent, "%v", err)
+		assert.EqualValues(t, 1, calls.Load(), "nothing more was sent")
+	})
+}
+
+// A POST cut while the API holds it was sent: not ErrNotSent.
+func TestDoCutWhileSentIsNotNotSent(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newTestClient(rtFunc(func(r *http.Request) (*http.Response, error) {
+			<-r.Context().Done()
+			return nil, r.Context().Err()
+		}), nil)
+		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+		defer cancel()
+		_, err := c.Do(ctx, Request{Method: "POST", Path: "/x"}, nil)
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+		assert.NotErrorIs(t, err, fleet.ErrNotSent, "%v", err)
+	})
+}

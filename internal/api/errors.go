@@ -63,12 +63,16 @@ func parseRetryAfter(v string, now time.Time) time.Duration {
 // contextError is a call cut short by its context: cancelled, or past its
 // deadline, during an attempt, a limiter wait or a backoff. It unwraps to the
 // context's error and to the last answer or failure, when there was one (so
-// errors.Is finds both); its text names the call once.
+// errors.Is finds both); its text names the call once. When no attempt of
+// the call reached the HTTP client (the context ended before the call, or
+// during the limiter's wait for the first attempt), it also answers
+// fleet.ErrNotSent: nothing can have happened.
 type contextError struct {
 	provider, method, path string
 	during                 string // "rate limiter wait", or "" for the call itself
 	err                    error  // ctx.Err()
 	last                   error  // the last attempt's error, nil when none
+	notSent                bool   // no attempt was handed to the HTTP client
 }
 
 func (e *contextError) Error() string {
@@ -81,6 +85,9 @@ func (e *contextError) Error() string {
 	if e.last != nil {
 		s += " (last error: " + strings.TrimPrefix(e.last.Error(), call) + ")"
 	}
+	if e.notSent {
+		s += " (request not sent)"
+	}
 	return s
 }
 
@@ -90,6 +97,9 @@ func (e *contextError) Unwrap() []error {
 	}
 	return []error{e.err, e.last}
 }
+
+// Is makes a contextError of a call never sent match fleet.ErrNotSent.
+func (e *contextError) Is(target error) bool { return e.notSent && target == fleet.ErrNotSent }
 
 // KeyError is a call refused before sending because the API key, once
 // trimmed of surrounding white space, cannot be sent: it is empty where the

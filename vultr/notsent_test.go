@@ -19,7 +19,7 @@ import (
 // context ended while it waited for its turn ...)"), and the Manager takes
 // a create failing with it as a definite failure instead of an ambiguous one
 // that blocks the offer for CreateLookupGrace. The error must answer it.
-func TestTesterMCreateCutInLimiterWaitIsNotSent(t *testing.T) {
+func TestCreateCutInLimiterWaitIsNotSent(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		v, c := newSim(t, vultr.WithRateLimit(1.0/60, 1)) // one call a minute
 		_, err := c.GetInstance(t.Context(), "nope")      // takes the only token
@@ -37,7 +37,7 @@ func TestTesterMCreateCutInLimiterWaitIsNotSent(t *testing.T) {
 }
 
 // The same with a context cancelled before the call: no request leaves.
-func TestTesterMCreateWithCancelledContextIsNotSent(t *testing.T) {
+func TestCreateWithCancelledContextIsNotSent(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		v, c := newSim(t)
 		before := len(v.Calls())
@@ -51,7 +51,7 @@ func TestTesterMCreateWithCancelledContextIsNotSent(t *testing.T) {
 }
 
 // At the Provider the Manager uses: a Create cut in the limiter wait.
-func TestTesterMProviderCreateCutInLimiterWaitIsNotSent(t *testing.T) {
+func TestProviderCreateCutInLimiterWaitIsNotSent(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		v := sim.NewVultr()
 		p := vultr.NewProvider(vultr.New(sim.DefaultAPIKey, vultr.WithHTTPClient(v.Client()),
