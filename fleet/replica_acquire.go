@@ -15,7 +15,7 @@ import (
 // out again; when that write fails nothing is handed out. Then the
 // fleet's intents recorded before the mark are read: a node that one of
 // them, not yet carried out here, releases or marks busy is given up for
-// another (the extra mark is then a no-op), and a recorded Delete answers
+// another (its mark voided), and a recorded Delete answers
 // ErrNotFound. When that read fails the node is handed out: its mark is
 // stored. Last, the lease this replica held when it picked the node must
 // still be its own and valid: one lost meanwhile (a write stalled past
@@ -84,6 +84,9 @@ func (m *Manager) acquireStored(ctx context.Context, fleet string) (Instance, er
 		case deleted:
 			return Instance{}, classed(ErrNotFound, "fleet %s (its Delete is recorded)", fleet)
 		case taken:
+			// Its mark is void too: a no-op while the earlier one stands,
+			// it would leave the node busy should that one be voided.
+			m.voidAcquire(ctx, fleet, id, token)
 			skip[id] = true
 			continue
 		}
@@ -197,22 +200,30 @@ func (m *Manager) unpick(id string) {
 
 // takenBetween reports whether the intents with a Seq in (after, before),
 // in Seq order, leave the instance id released or busy, and whether they
-// delete its fleet.
+// delete its fleet. An Acquire's busy mark voided in that range is none:
+// every holder skips or undoes it before it comes to the mark at before.
 func takenBetween(ins []Intent, id string, after, before int64) (taken, deleted bool) {
+	in := func(x Intent) bool { return x.Seq > after && x.Seq < before }
+	voided := map[string]bool{}
+	for _, x := range ins {
+		if in(x) && x.Kind == IntentVoid && x.Acquire != "" {
+			voided[x.Acquire] = true
+		}
+	}
 	var busy, released bool
-	for _, in := range ins {
-		if in.Seq <= after || in.Seq >= before {
+	for _, x := range ins {
+		if !in(x) {
 			continue
 		}
 		switch {
-		case in.Kind == IntentDelete:
+		case x.Kind == IntentDelete:
 			deleted = true
-		case in.InstanceID != id:
-		case in.Kind == IntentRelease:
+		case x.InstanceID != id:
+		case x.Kind == IntentRelease:
 			released = true
-		case in.Kind == IntentBusy:
-			busy = true
-		case in.Kind == IntentIdle:
+		case x.Kind == IntentBusy:
+			busy = busy || !voided[x.Acquire] || x.Acquire == ""
+		case x.Kind == IntentIdle:
 			busy = false
 		}
 	}

@@ -635,3 +635,82 @@ func TestReleaseAndMarkIdleWithALostAnswer(t *testing.T) {
 		rs.stopAll()
 	})
 }
+
+// interleaveStore stores, just before the next busy mark of an Acquire,
+// another Acquire's busy mark of the same node and, with void, that
+// mark's void (a stale holder's mark landing late, then voided).
+type interleaveStore struct {
+	*fleet.MemoryLeaseStore
+	mu         sync.Mutex
+	armed      bool
+	void, done bool
+}
+
+func (s *interleaveStore) PutIntent(ctx context.Context, in fleet.Intent) (int64, error) {
+	s.mu.Lock()
+	hit := s.armed && in.Kind == fleet.IntentBusy && in.Acquire != ""
+	if hit {
+		s.armed = false
+	}
+	s.mu.Unlock()
+	if hit {
+		other := fleet.Intent{Fleet: in.Fleet, Kind: fleet.IntentBusy, InstanceID: in.InstanceID, Acquire: "stale"}
+		if _, err := s.MemoryLeaseStore.PutIntent(ctx, other); err != nil {
+			return 0, err
+		}
+		if s.void {
+			other.Kind = fleet.IntentVoid
+			if _, err := s.MemoryLeaseStore.PutIntent(ctx, other); err != nil {
+				return 0, err
+			}
+		}
+	}
+	return s.MemoryLeaseStore.PutIntent(ctx, in)
+}
+
+// Another Acquire's busy mark of the node lands between an Acquire's pick
+// and its own mark. When that mark is voided first, the node is not taken:
+// it is handed out (and stays busy). When it is not, the Acquire gives the
+// node up and voids its own mark; once the stale mark is voided too, the
+// node is idle, not busy for ever from the second (no-op) mark.
+func TestAcquireAfterAnInterleavedMarkOfTheSameNode(t *testing.T) {
+	for _, voidFirst := range []bool{true, false} {
+		t.Run(map[bool]string{true: "voided before", false: "voided after"}[voidFirst], func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				e := newEnv(t, fleet.Policy{})
+				store := &interleaveStore{MemoryLeaseStore: fleet.NewMemoryLeaseStore(nil), void: voidFirst}
+				rs := newReplicaSet(t, e, store, 2)
+				require.NoError(t, rs.ms[0].Apply(t.Context(), spec("il", 1, vultrVM("ewr"))))
+				for deadline := time.Now().Add(time.Hour); !converged(t, store, map[string]int{"il": 1}); time.Sleep(30 * time.Second) {
+					require.True(t, time.Now().Before(deadline), "not converged")
+				}
+				h := rs.holderOf(t, "il")
+				require.GreaterOrEqual(t, h, 0)
+				store.mu.Lock()
+				store.armed = true
+				store.mu.Unlock()
+				in, err := rs.ms[h].Acquire(t.Context(), "il")
+				if voidFirst {
+					require.NoError(t, err, "the mark between is void: the node is free")
+				} else {
+					require.ErrorIs(t, err, fleet.ErrNoIdle, "the node was taken between")
+					id := rs.ms[h].Instances("il")[0].RequestID
+					_, err := store.MemoryLeaseStore.PutIntent(t.Context(), fleet.Intent{Fleet: "il", Kind: fleet.IntentVoid, InstanceID: id, Acquire: "stale"})
+					require.NoError(t, err)
+				}
+				time.Sleep(time.Minute)
+				got := rs.ms[h].Instances("il")
+				require.Len(t, got, 1)
+				if voidFirst {
+					assert.Equal(t, in.RequestID, got[0].RequestID)
+					assert.Equal(t, fleet.StatusBusy, got[0].Status, "handed out: busy")
+				} else {
+					assert.Equal(t, fleet.StatusIdle, got[0].Status, "nobody got the node: idle")
+					_, err = rs.ms[h].Acquire(t.Context(), "il")
+					assert.NoError(t, err)
+				}
+				rs.stopAll()
+			})
+		})
+	}
+}
