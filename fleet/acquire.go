@@ -47,8 +47,16 @@ var ErrNoIdle = errors.New("gpufleet: no idle instance")
 // ErrNotRecorded (and wrapping the store's error) and the node stays idle.
 // A write whose answer was lost but which the store committed is found by
 // a read of the fleet's intents and the node handed out; when that read
-// fails too, the error is returned and this holder does not carry the
-// stored mark out should it appear later (Intent.Acquire).
+// fails too, the error is returned and the mark is voided: an IntentVoid
+// is stored (at once, else by the loop until it is), so that no replica
+// carries the mark out should the store have it, or the one that did puts
+// the node back to idle (Intent.Acquire). Once the mark is written the
+// holder checks that the lease it picked the node under is still its own
+// and valid: a replica whose write outlasted its lease (a stalled
+// connection) hands nothing out, since the next holder may have handed the
+// node out meanwhile; it answers ErrNoIdle wrapping the new holder's
+// *LeaseHeldError (ErrNoIdle alone when the store names none) and voids
+// its mark.
 func (m *Manager) Acquire(ctx context.Context, fleet string) (Instance, error) {
 	if m.closed.Load() {
 		return Instance{}, ErrClosed
@@ -139,13 +147,21 @@ func (m *Manager) runnable(r *InstanceRecord) bool {
 // pendingOps is the intents recorded and not yet carried out, as Acquire
 // counts them: those queued (replica mode: not yet carried out from the
 // store) and those of stored, fleet's intents read from the store (a busy
-// mark whose Acquire answered an error is none). m.mu held.
+// mark whose Acquire answered an error is none; its void puts back to
+// idle a node that mark made busy). m.mu held.
 func (m *Manager) pendingOps(fleet string, stored []Intent) []intent {
 	m.intents.mu.Lock()
 	queued := slices.Clone(m.intents.ops)
 	m.intents.mu.Unlock()
 	if m.rep == nil {
 		return queued
+	}
+	now := m.clock.Now()
+	voids := map[string]bool{} // Acquire tokens voided by a stored IntentVoid
+	for _, in := range stored {
+		if in.Kind == IntentVoid && in.Fleet == fleet && in.Seq > m.rep.applied[fleet] {
+			voids[in.Acquire] = true
+		}
 	}
 	ops := queued[:0]
 	seen := map[int64]bool{}
@@ -154,17 +170,25 @@ func (m *Manager) pendingOps(fleet string, stored []Intent) []intent {
 			continue // carried out from the store: the record has it
 		}
 		seen[op.seq] = true
+		if op.kind == intentBusy && op.token != "" && (voids[op.token] || m.isVoided(op.fleet, op.token, now)) {
+			continue
+		}
 		ops = append(ops, op)
 	}
 	for _, in := range stored {
 		if in.Fleet != fleet || in.Seq <= m.rep.applied[fleet] || seen[in.Seq] {
 			continue
 		}
-		if _, void := m.rep.voided[in.Acquire]; void && in.Acquire != "" {
-			continue
+		if in.Kind == IntentBusy && in.Acquire != "" && (voids[in.Acquire] || m.isVoided(fleet, in.Acquire, now)) {
+			continue // a voided busy mark
 		}
 		op := intent{seq: in.Seq, fleet: in.Fleet, name: in.InstanceID}
 		switch in.Kind {
+		case IntentVoid: // undoes a busy mark carried out: the node is idle
+			if r := m.insts[in.InstanceID]; r == nil || r.AcquiredBy != in.Acquire {
+				continue
+			}
+			op.kind = intentIdle
 		case IntentDelete:
 			op.kind, op.name = intentDelete, in.Fleet
 		case IntentRelease:

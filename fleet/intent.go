@@ -27,6 +27,7 @@ type intent struct {
 	spec   Spec   // apply
 	name   string // fleet (apply, delete) or instance id (release, busy, idle)
 	policy ReleasePolicy
+	token  string // busy: the Intent.Acquire token of Acquire's mark (replicas)
 }
 
 // intentQueue holds intents in call order until the loop takes them. Lock
@@ -148,7 +149,10 @@ func (m *Manager) wake() {
 // name that is not configured; a GPU model, vendor, region or instance type
 // no catalog knows, named with the nearest known ones; MinNodes over
 // Nodes), ErrVPCUnsupported for cluster placement no configured provider
-// supports, an error for a fleet being deleted, or ErrClosed.
+// supports, an error for a fleet being deleted, or ErrClosed. With
+// replicas, ErrNotRecorded or ErrMaybeRecorded when its intent cannot be
+// stored (see there; an Apply whose write answered an error but was stored
+// all the same answers nil).
 func (m *Manager) Apply(ctx context.Context, spec Spec) error {
 	if m.closed.Load() {
 		return ErrClosed
@@ -227,7 +231,8 @@ func (m *Manager) placeable(spec Spec) error {
 // reservation, whose unrefunded part each ReleaseForced event states in
 // USD) and, once all are confirmed gone, its VPC. The fleet disappears after
 // that (EventFleetDeleted). It returns at once: ErrNotFound for an unknown
-// fleet, ErrClosed after Close.
+// fleet, ErrClosed after Close. With replicas, ErrNotRecorded or
+// ErrMaybeRecorded when its intent cannot be stored (see there).
 func (m *Manager) Delete(ctx context.Context, name string, opts ...ReleaseOption) error {
 	if m.closed.Load() {
 		return ErrClosed
@@ -292,7 +297,9 @@ func releaseOpts(opts []ReleaseOption) (releaseOptions, error) {
 // reservation window when the policy waits for it. The instance stays
 // tracked (terminating) until the provider confirms it gone. A fleet that
 // still wants the node replaces it. Errors: ErrNotFound for an unknown,
-// empty or terminated id; ErrClosed after Close.
+// empty or terminated id; ErrClosed after Close. With replicas,
+// ErrNotRecorded or ErrMaybeRecorded when its intent cannot be stored (see
+// there).
 func (m *Manager) Release(ctx context.Context, instanceID string, opts ...ReleaseOption) (time.Time, error) {
 	if m.closed.Load() {
 		return time.Time{}, ErrClosed
@@ -369,7 +376,11 @@ func (m *Manager) storedPolicy(ctx context.Context, name string) ReleasePolicy {
 // MarkBusy records that a ready instance is busy: it is not released for
 // idleness. ErrNotFound for an unknown id; an error for an instance that is
 // not ready (one being released included: its Release, or its fleet's
-// Delete, recorded whether carried out yet or not); ErrClosed after Close.
+// Delete, recorded whether carried out yet or not; with replicas, recorded
+// through any replica: the fleet's stored intents are read first, and a
+// failed read answers ErrNotRecorded); ErrClosed after Close. With
+// replicas, ErrNotRecorded or ErrMaybeRecorded when the mark's intent
+// cannot be stored (see there).
 func (m *Manager) MarkBusy(instanceID string) error { return m.mark(instanceID, intentBusy) }
 
 // MarkIdle records that a busy instance is idle; its idle clock restarts
@@ -504,6 +515,7 @@ func (m *Manager) markBusy(reqID string, busy bool, now time.Time) {
 		return
 	}
 	r.Busy = busy
+	r.AcquiredBy = "" // Acquire's own mark sets it after this (applyStored)
 	m.noteBusy(r, busy, now)
 	m.dirtyI[reqID] = true
 	if busy {
@@ -574,6 +586,37 @@ func (m *Manager) markStored(instanceID string, kind intentKind) error {
 	if kind == intentIdle {
 		k = IntentIdle
 	}
+	if err := m.releaseStored(ctx, rec, r != nil, k); err != nil {
+		return err
+	}
 	return m.putIntent(ctx, Intent{Fleet: rec.Instance.Fleet, Kind: k, InstanceID: rec.Instance.RequestID},
 		intent{kind: kind, name: rec.Instance.RequestID})
+}
+
+// releaseStored refuses a mark (kind) of rec, as markStored found it,
+// when the shared store has a Release of it or a Delete of its fleet
+// recorded (through any replica) and not yet acknowledged: the node is as
+// good as terminating. local: rec is this replica's record, which has the
+// intents it carried out; only those after are read then. A failed read
+// answers ErrNotRecorded (nothing is recorded). Replica mode.
+func (m *Manager) releaseStored(ctx context.Context, rec InstanceRecord, local bool, kind IntentKind) error {
+	fleet, id := rec.Instance.Fleet, rec.Instance.RequestID
+	var after int64
+	if local {
+		m.mu.Lock()
+		if _, held := m.rep.held[fleet]; held {
+			after = m.rep.applied[fleet]
+		}
+		m.mu.Unlock()
+	}
+	ins, err := m.intentsAfter(ctx, fleet, after)
+	if err != nil {
+		return fmt.Errorf("gpufleet: instance %s: %s %w: reading its fleet's intents: %w", id, kind, unprefixed(ErrNotRecorded), err)
+	}
+	if slices.ContainsFunc(ins, func(in Intent) bool {
+		return in.Kind == IntentDelete || (in.Kind == IntentRelease && in.InstanceID == id)
+	}) {
+		return fmt.Errorf("gpufleet: instance %s is %s, not ready (its release is recorded)", id, StatusTerminating)
+	}
+	return nil
 }

@@ -27,8 +27,27 @@ var (
 	ErrLeaseLost = errors.New("gpufleet: lease lost")
 	// ErrNotRecorded: a Manager replica (Config.ReplicaID) could not record
 	// a call's intent in its LeaseStore (the store's error is wrapped too):
-	// nothing of the call will be carried out. Call again.
+	// the call failed before its write, or the write answered an error and
+	// a read of the fleet's pending intents right after did not find it (a
+	// write whose answer was lost but which the store committed is found
+	// there, and the call answers nil). Call again. Acquire also records an
+	// IntentVoid then, so that its busy mark is never carried out (or is
+	// undone) should the store have committed it after all: nothing was
+	// handed out. For the other calls nothing is carried out unless the
+	// store committed the write yet answered only after that read (its
+	// answer late by more than a lease sync, when the holder may have
+	// acknowledged the intent already, or the commit itself late); calling
+	// again is safe either way (see ErrMaybeRecorded).
 	ErrNotRecorded = errors.New("gpufleet: intent not recorded")
+	// ErrMaybeRecorded: a Manager replica's write of a call's intent
+	// answered an error, and the read that would have told whether the
+	// store committed it failed too (both errors are wrapped): the call may
+	// yet be carried out, or not. Calling again is safe: Apply, Delete,
+	// Release, MarkBusy and MarkIdle repeated have the effect of one call
+	// (a Delete repeated once the fleet is gone answers ErrNotFound; a
+	// MarkIdle repeated restarts the node's idle clock). Acquire never
+	// answers it: it voids its mark and answers ErrNotRecorded.
+	ErrMaybeRecorded = errors.New("gpufleet: intent perhaps recorded")
 )
 
 // StaleWriteError is the error of a refused conditional write.
@@ -117,6 +136,12 @@ const (
 	IntentRelease IntentKind = "release" // Release: InstanceID, Policy
 	IntentBusy    IntentKind = "busy"    // MarkBusy: InstanceID
 	IntentIdle    IntentKind = "idle"    // MarkIdle: InstanceID
+	// IntentVoid voids the busy mark (IntentBusy) recorded by an Acquire
+	// that answered an error: InstanceID, and the mark's Acquire token. The
+	// holder carrying it out puts the node back to idle when its busy mark
+	// came from that token (InstanceRecord.AcquiredBy), and skips that mark
+	// outright when it comes to it later (FleetRecord.Voided).
+	IntentVoid IntentKind = "void"
 )
 
 // Intent is a caller's request recorded in a LeaseStore so that the
@@ -132,11 +157,17 @@ type Intent struct {
 	Policy     ReleasePolicy // release policy override (delete, release); "" for none
 	At         time.Time     // when it was recorded, by the recording replica's clock
 	// Acquire is, on an IntentBusy that Acquire recorded, a token drawn for
-	// that call: when the store's answer to the write is lost (the call
-	// returned ErrNotRecorded, and nothing was handed out) and the write
-	// committed all the same, the holder that recorded it does not carry
-	// it out (the node would stay busy with no job, for ever).
+	// that call: when Acquire answers an error after the write (its answer
+	// lost and the read-back failed, or the lease lost meanwhile), nothing
+	// was handed out, and the mark, should the store have it, is voided by
+	// an IntentVoid carrying the same token (the node would otherwise stay
+	// busy with no job, for ever).
 	Acquire string `json:",omitempty"`
+	// Call is a token drawn for the call that recorded the intent: after a
+	// write that answered an error, the recording replica looks for it
+	// among the fleet's pending intents (the answer may have been lost
+	// while the store committed the write).
+	Call string `json:",omitempty"`
 }
 
 // LeaseStore is a Store that several Manager replicas share: it grants

@@ -150,6 +150,7 @@ func (m *Manager) step(ctx context.Context) int {
 	m.expireLeases(now)
 	if ctx.Err() == nil {
 		m.syncLeases(now)
+		m.writeVoids(now)
 		m.listDue(now)
 		m.claimOrphans(now)
 		m.checkDeadlines(now)
@@ -223,6 +224,9 @@ func (m *Manager) untilNext() time.Duration {
 	}
 	if m.rep != nil { // in process time: convert to the Manager's clock
 		early(now.Add(time.Until(m.rep.nextSync)))
+		if len(m.rep.voids) > 0 {
+			early(m.rep.voidNext)
+		}
 	}
 	d := next.Sub(now)
 	if d < time.Second {

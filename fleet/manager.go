@@ -275,7 +275,7 @@ func NewManager(cfg Config) (*Manager, error) {
 		}
 		m.rep = &replica{ls: ls, holder: cfg.ReplicaID, selfID: selfHolder(cfg.ReplicaID), ttl: m.pol.LeaseTTL, held: map[string]Lease{}, heldAt: map[string]time.Time{},
 			applied: map[string]int64{}, written: map[string]int64{}, acked: map[string]int64{}, keys: map[string]PrivateKey{}, unread: map[string]bool{},
-			voided: map[string]time.Time{}}
+			voided: map[string]time.Time{}, voids: map[string]Intent{}}
 		m.loaded = true // records are read fleet by fleet as their leases are taken
 	}
 	if err := m.load(ctx); err != nil {
@@ -351,6 +351,12 @@ func (m *Manager) Close() {
 	ctx, cancel := context.WithTimeout(context.Background(), m.pol.CallTimeout)
 	defer cancel()
 	_ = m.flush(ctx)
+	if m.rep != nil { // the voids of failed Acquires not stored yet: a last try
+		m.mu.Lock()
+		voids := slices.Collect(maps.Values(m.rep.voids))
+		m.mu.Unlock()
+		_, _ = storeVoids(ctx, m.rep.ls, voids)
+	}
 	if m.rep != nil { // hand everything over at once rather than after the TTL
 		for _, l := range append(slices.Collect(maps.Values(m.rep.held)), m.rep.gc, m.rep.self) {
 			if l.Token != 0 {

@@ -35,7 +35,9 @@ type replica struct {
 	acked     map[string]int64
 	keys      map[string]PrivateKey // fleets' private keys given to this replica (never stored)
 	unread    map[string]bool       // fleets whose intents this replica recorded as holder, not read back yet
-	voided    map[string]time.Time  // Intent.Acquire tokens of busy marks whose recording failed → when
+	voided    map[string]time.Time  // Intent.Acquire tokens of busy marks known void (Acquire answered an error) → when
+	voids     map[string]Intent     // IntentVoids not stored yet, by token: the loop writes them (voidNext)
+	voidNext  time.Time             // no write of voids before this (Manager clock)
 	nextSync  time.Time
 
 	conflict  *LeaseHeldError // the replica lease as first seen held by another process (nil: it is ours)
@@ -102,7 +104,8 @@ type syncResult struct {
 	fleets       map[string]FleetRecord
 	insts        []InstanceRecord // of newly acquired fleets
 	intents      map[string][]Intent
-	conflict     *LeaseHeldError // the replica lease is held by another process
+	acked        map[string]int64 // fleets whose intents were acknowledged, through
+	conflict     *LeaseHeldError  // the replica lease is held by another process
 	err          error
 }
 
@@ -132,7 +135,7 @@ func (m *Manager) syncLeases(now time.Time) {
 	}
 	m.launch("leases", taskCall, m.pol.CallTimeout, func(ctx context.Context) func(time.Time) {
 		res := m.leaseSync(ctx, self, gc, held, acks)
-		return func(now time.Time) { m.applySync(res, acks, now) }
+		return func(now time.Time) { m.applySync(res, now) }
 	})
 }
 
@@ -152,7 +155,7 @@ func (m *Manager) fleetDirty(fleet string) bool {
 // leaseSync makes the lease calls of one sync (task side).
 func (m *Manager) leaseSync(ctx context.Context, self, gc Lease, held map[string]Lease, acks map[string]int64) syncResult {
 	r := m.rep
-	res := syncResult{got: map[string]Lease{}, fleets: map[string]FleetRecord{}, intents: map[string][]Intent{}}
+	res := syncResult{got: map[string]Lease{}, fleets: map[string]FleetRecord{}, intents: map[string][]Intent{}, acked: map[string]int64{}}
 	take := func(l Lease, name, holder string) (Lease, time.Time, error) {
 		at := time.Now()
 		if l.Token != 0 {
@@ -245,7 +248,9 @@ func (m *Manager) leaseSync(ctx context.Context, self, gc Lease, held map[string
 	}
 	for f, seq := range acks {
 		if _, ok := res.got[f]; ok {
-			_ = r.ls.AckIntents(lctx, f, seq)
+			if r.ls.AckIntents(lctx, f, seq) == nil { // else acknowledged again at the next sync
+				res.acked[f] = seq
+			}
 		}
 	}
 	if len(acquired) > 0 {
@@ -267,7 +272,7 @@ func (m *Manager) leaseSync(ctx context.Context, self, gc Lease, held map[string
 }
 
 // applySync applies a lease sync in the loop. m.mu held.
-func (m *Manager) applySync(res syncResult, acks map[string]int64, now time.Time) {
+func (m *Manager) applySync(res syncResult, now time.Time) {
 	r := m.rep
 	if res.conflict != nil {
 		m.standDown(res.conflict)
@@ -280,7 +285,7 @@ func (m *Manager) applySync(res syncResult, acks map[string]int64, now time.Time
 	}
 	becameGC := res.gc.Token != 0 && res.gc.Token != r.gc.Token // renewals keep the token
 	r.self, r.selfAt, r.gc, r.gcAt = res.self, res.selfAt, res.gc, res.gcAt
-	for f, seq := range acks {
+	for f, seq := range res.acked { // only those the store took: a failed one is made again
 		r.acked[f] = max(r.acked[f], seq)
 	}
 	before := r.fleetKeys
@@ -422,20 +427,81 @@ func (m *Manager) applyStored(in Intent, now time.Time) {
 		m.releaseInstance(in.InstanceID, in.Policy, now)
 	case IntentBusy, IntentIdle:
 		delete(m.acquired, in.InstanceID)
-		if _, void := m.rep.voided[in.Acquire]; void && in.Acquire != "" {
-			delete(m.rep.voided, in.Acquire) // its Acquire answered an error: nobody uses the node
+		if in.Kind == IntentBusy && m.isVoided(in.Fleet, in.Acquire, now) {
+			return // its Acquire answered an error: nobody uses the node
+		}
+		r := m.insts[in.InstanceID]
+		was := r != nil && (r.Busy || r.Instance.Status == StatusBusy)
+		m.markBusy(in.InstanceID, in.Kind == IntentBusy, now)
+		if r != nil && in.Kind == IntentBusy && in.Acquire != "" && !was && r.Busy {
+			r.AcquiredBy = in.Acquire // this mark made it busy: its void makes it idle
+		}
+	case IntentVoid:
+		if r := m.insts[in.InstanceID]; r != nil && in.Acquire != "" && r.AcquiredBy == in.Acquire {
+			m.markBusy(in.InstanceID, false, now) // its Acquire answered an error: nobody uses the node
 			return
 		}
-		m.markBusy(in.InstanceID, in.Kind == IntentBusy, now)
+		m.noteVoided(in.Fleet, in.Acquire, now) // its mark may come yet: skipped then
 	}
 }
 
+// voidTTL is how long a void is remembered for a busy mark not seen yet.
+const voidTTL = time.Hour
+
+// isVoided reports whether the busy mark of an Acquire with token is
+// void: known here (the Acquire answered an error on this replica, or its
+// IntentVoid was read) or stored on the fleet's record. m.mu held.
+func (m *Manager) isVoided(fleet, token string, now time.Time) bool {
+	if token == "" {
+		return false
+	}
+	if _, ok := m.rep.voided[token]; ok {
+		return true
+	}
+	f := m.fleets[fleet]
+	at, ok := time.Time{}, false
+	if f != nil {
+		at, ok = f.Voided[token]
+	}
+	return ok && now.Sub(at) < voidTTL
+}
+
+// noteVoided remembers that the busy mark of the Acquire with token is
+// void, here and on the fleet's record (for the next holder), for
+// voidTTL; older ones are forgotten. m.mu held.
+func (m *Manager) noteVoided(fleet, token string, now time.Time) {
+	if token == "" {
+		return
+	}
+	m.rep.voided[token] = now
+	for t, at := range m.rep.voided {
+		if now.Sub(at) > voidTTL {
+			delete(m.rep.voided, t)
+		}
+	}
+	f := m.fleets[fleet]
+	if f == nil {
+		return
+	}
+	if f.Voided == nil {
+		f.Voided = map[string]time.Time{}
+	}
+	f.Voided[token] = now
+	for t, at := range f.Voided {
+		if now.Sub(at) > voidTTL {
+			delete(f.Voided, t)
+		}
+	}
+	m.dirtyF[fleet] = true
+}
+
 // putIntent records an intent in the store (replica mode); an error
-// answers ErrNotRecorded. When this replica holds the fleet it queues the
-// intent locally too, with its Seq (Acquire counts it), and has the loop
-// read the fleet's stored intents at once: they are carried out from the
-// store only, in Seq order, so that one recorded earlier through another
-// replica is never overtaken and then skipped.
+// answers ErrNotRecorded or ErrMaybeRecorded (see storeIntent). When this
+// replica holds the fleet it queues the intent locally too, with its Seq
+// (Acquire counts it), and has the loop read the fleet's stored intents at
+// once: they are carried out from the store only, in Seq order, so that
+// one recorded earlier through another replica is never overtaken and then
+// skipped.
 func (m *Manager) putIntent(ctx context.Context, in Intent, local intent) error {
 	_, err := m.recordIntent(ctx, in, local)
 	return err
@@ -449,9 +515,13 @@ func (m *Manager) recordIntent(ctx context.Context, in Intent, local intent) (in
 	if in.Kind == IntentApply {
 		in.KeyGiven = !key.IsZero()
 	}
-	seq, err := m.rep.ls.PutIntent(ctx, in)
+	seq, maybe, err := m.storeIntent(ctx, in)
 	if err != nil {
-		return 0, fmt.Errorf("gpufleet: fleet %s: %s %w: %w", in.Fleet, in.Kind, unprefixed(ErrNotRecorded), err)
+		class := ErrNotRecorded
+		if maybe {
+			class = ErrMaybeRecorded
+		}
+		return 0, fmt.Errorf("gpufleet: fleet %s: %s %w: %w", in.Fleet, in.Kind, unprefixed(class), err)
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -460,6 +530,38 @@ func (m *Manager) recordIntent(ctx context.Context, in Intent, local intent) (in
 	}
 	m.noteRecorded(in.Fleet, seq, local)
 	return seq, nil
+}
+
+// storeIntent writes in (with a Call token drawn for it) and returns its
+// Seq. When the write answers an error, the fleet's pending intents are
+// read (with a CallTimeout of their own: ctx may be what ended the write):
+// one with the call's token means the store committed the write and only
+// its answer was lost, and its Seq is returned. Otherwise err is the
+// store's error (joined with the read's), and maybe says that the read
+// failed: whether the write committed is not known.
+func (m *Manager) storeIntent(ctx context.Context, in Intent) (seq int64, maybe bool, err error) {
+	if in.Call == "" {
+		in.Call = NewRequestID()
+	}
+	m.mu.Lock()
+	after := m.rep.applied[in.Fleet] // Seqs grow: a write made now is after it
+	m.mu.Unlock()
+	seq, err = m.rep.ls.PutIntent(ctx, in)
+	if err == nil {
+		return seq, false, nil
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.pol.CallTimeout)
+	defer cancel()
+	ins, rerr := m.intentsAfter(rctx, in.Fleet, after)
+	if rerr != nil {
+		return 0, true, fmt.Errorf("%w (reading it back: %w)", err, rerr)
+	}
+	for _, got := range ins {
+		if got.Call == in.Call {
+			return got.Seq, false, nil
+		}
+	}
+	return 0, false, err
 }
 
 // noteRecorded queues an intent recorded with Seq seq when this replica

@@ -71,11 +71,17 @@ func (m *Manager) readIntents() {
 
 // applyStoredIntents carries out the intents read from the store (each
 // fleet's by Seq) of the fleets this replica holds; those carried out
-// before are skipped. m.mu held.
+// before are skipped. An Acquire's busy mark read with its IntentVoid is
+// skipped. m.mu held.
 func (m *Manager) applyStoredIntents(intents map[string][]Intent, now time.Time) {
 	for _, name := range slices.Sorted(maps.Keys(intents)) {
 		if _, ok := m.rep.held[name]; !ok {
 			continue
+		}
+		for _, in := range intents[name] {
+			if in.Kind == IntentVoid && in.Acquire != "" && in.Seq > m.rep.applied[name] {
+				m.rep.voided[in.Acquire] = now // its busy mark, read with it, is skipped outright
+			}
 		}
 		for _, in := range intents[name] {
 			m.applyStored(in, now)

@@ -97,7 +97,8 @@ func TestReleaseOnOneReplicaThenMarkOnHolder(t *testing.T) {
 
 // The same on Hot Aisle with Delete: the fleet is deleted through the
 // replica that does not hold it, and a node is marked busy through the
-// holder a moment later. The fleet is gone within hours and nothing bills.
+// holder a moment later: refused (its fleet's Delete is recorded, though
+// not yet carried out). The fleet is gone within hours and nothing bills.
 func TestDeleteOnOneReplicaThenMarkOnHolder(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newEnv(t, fleet.Policy{})
@@ -113,7 +114,7 @@ func TestDeleteOnOneReplicaThenMarkOnHolder(t *testing.T) {
 		idle := storedIdle(t, store, "ld")
 		require.Len(t, idle, 2)
 		require.NoError(t, rs.ms[o].Delete(t.Context(), "ld", fleet.WithReleasePolicy(fleet.ReleaseNow)))
-		require.NoError(t, rs.ms[h].MarkBusy(idle[0].Instance.ID))
+		require.Error(t, rs.ms[h].MarkBusy(idle[0].Instance.ID), "its fleet's Delete is recorded")
 		for deadline := time.Now().Add(3 * time.Hour); len(rs.ms[0].Fleets()) > 0; time.Sleep(time.Minute) {
 			if !time.Now().Before(deadline) {
 				break

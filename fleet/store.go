@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -21,7 +22,11 @@ type FleetRecord struct {
 	Stalled bool
 	Created time.Time
 	VPC     *VPCRecord // the fleet's VPC (cluster placement), nil when none
-	Version int64      // writes since the record was created: set by the Store on read, checked on write (0: new)
+	// Voided holds, for an hour, the Intent.Acquire tokens of IntentVoids
+	// carried out before the busy mark they void (replicas; by when): the
+	// mark is skipped when it comes, whichever replica holds the fleet.
+	Voided  map[string]time.Time `json:",omitempty"`
+	Version int64                // writes since the record was created: set by the Store on read, checked on write (0: new)
 }
 
 // VPCRecord tracks a fleet's VPC until the provider confirms it deleted.
@@ -87,7 +92,11 @@ type InstanceRecord struct {
 	// and it is left to them.
 	Inferred bool
 
-	Busy         bool
+	Busy bool
+	// AcquiredBy is the Intent.Acquire token of the busy mark that made the
+	// node busy (replicas), "" when it is idle or was made busy otherwise:
+	// an IntentVoid with that token puts it back to idle.
+	AcquiredBy   string    `json:",omitempty"`
 	RunningSince time.Time // the provider first said running
 	IdleSince    time.Time // ready, or last MarkIdle
 	AgentTries   int
@@ -254,6 +263,7 @@ func (s *MemoryStore) Instances(context.Context) ([]InstanceRecord, error) {
 func cloneFleet(f FleetRecord) FleetRecord {
 	f.Spec = cloneSpec(f.Spec)
 	f.Spec.PrivateKey = PrivateKey{}
+	f.Voided = maps.Clone(f.Voided)
 	if f.VPC != nil {
 		v := *f.VPC
 		v.VPC.Attachment = slices.Clone(v.VPC.Attachment)

@@ -39,11 +39,12 @@ func TestReleaseThroughNonHolderThenMarkOnHolder(t *testing.T) {
 
 // The same with Delete on PostgreSQL: the fleet is deleted through b (not
 // the holder) and a node is marked busy through a (the holder) a moment
-// later; the fleet is gone and nothing runs.
+// later: refused (the fleet's Delete is recorded); the fleet is gone and
+// nothing runs.
 func TestDeleteThroughNonHolderThenMarkOnHolder(t *testing.T) {
 	w, a, b, name := twoReplicasOneFleet(t)
 	require.NoError(t, b.m.Delete(t.Context(), name, fleet.WithReleasePolicy(fleet.ReleaseNow)))
-	require.NoError(t, a.m.MarkBusy(a.m.Instances(name)[0].ID))
+	require.Error(t, a.m.MarkBusy(a.m.Instances(name)[0].ID), "the fleet's Delete is recorded")
 	gone := func() bool {
 		fs, err := a.s.Fleets(t.Context())
 		live, _ := liveVultr(w)

@@ -20,7 +20,7 @@ import (
 // while the fleet's lease moves (a replica dies and comes back). A node is
 // never handed out while a worker holds it, and at the end no node is left
 // busy.
-func TestTesterOAcquireStormAcrossReplicas(t *testing.T) {
+func TestAcquireStormAcrossReplicas(t *testing.T) {
 	for seed := range 4 {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -100,7 +100,7 @@ func TestTesterOAcquireStormAcrossReplicas(t *testing.T) {
 // Applies of one fleet with varying sizes through random replicas, while
 // replicas die and come back (the lease moves with intents pending): the
 // fleet ends at the size of the last Apply that returned nil.
-func TestTesterOAppliesThroughReplicasWhileTheLeaseMoves(t *testing.T) {
+func TestAppliesThroughReplicasWhileTheLeaseMoves(t *testing.T) {
 	for seed := range 4 {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {

@@ -17,10 +17,11 @@ import (
 // closed, so a's statements go through once it comes back, well inside
 // the 90 s CallTimeout) just as a's Acquire has picked the node and sent
 // its busy mark. Replica b takes the fleet over and hands the node to a
-// job. When the network comes back, a's Acquire returns the same node:
-// handed out twice, by a replica whose lease had run out before it acted
-// (issue 14 point 2).
-func TestTesterOStalledHolderHandsOutTheNodeAgainOnPostgres(t *testing.T) {
+// job. When the network comes back, a's Acquire must not return the same
+// node (before the fix it did: handed out twice, by a replica whose lease
+// had run out before it acted, issue 14 point 2): it finds its lease lost,
+// answers ErrNoIdle, and voids its mark.
+func TestStalledHolderDoesNotHandOutTheNodeAgainOnPostgres(t *testing.T) {
 	dsn := pgtest.DSN(t)
 	schema := pgtest.Schema(t, dsn)
 	p, pdsn := newCutProxy(t, dsn)
@@ -64,5 +65,7 @@ func TestTesterOStalledHolderHandsOutTheNodeAgainOnPostgres(t *testing.T) {
 	t.Logf("a: %s %v; b: %s", r.in.RequestID, r.err, second.RequestID)
 	if r.err == nil {
 		assert.NotEqual(t, second.RequestID, r.in.RequestID, "the fleet's only node handed out by both replicas")
+	} else {
+		assert.ErrorIs(t, r.err, fleet.ErrNoIdle)
 	}
 }
