@@ -383,8 +383,10 @@ func (m *Manager) storedPolicy(ctx context.Context, name string) ReleasePolicy {
 // cannot be stored (see there).
 func (m *Manager) MarkBusy(instanceID string) error { return m.mark(instanceID, intentBusy) }
 
-// MarkIdle records that a busy instance is idle; its idle clock restarts
-// when the loop takes the mark. Errors as MarkBusy.
+// MarkIdle records that a busy instance is idle; its idle clock starts
+// when the loop takes the mark. On an instance already idle it changes
+// nothing: an orchestrator that repeats its idle marks does not keep a node
+// (and its bill) running past its release. Errors as MarkBusy.
 func (m *Manager) MarkIdle(instanceID string) error { return m.mark(instanceID, intentIdle) }
 
 func (m *Manager) mark(instanceID string, kind intentKind) error {
@@ -513,6 +515,9 @@ func (m *Manager) markBusy(reqID string, busy bool, now time.Time) {
 	r := m.insts[reqID]
 	if r == nil || r.Termination != nil || (r.Instance.Status != StatusIdle && r.Instance.Status != StatusBusy) {
 		return
+	}
+	if !busy && !r.Busy && r.Instance.Status == StatusIdle {
+		return // idle already: its idle clock runs on (a repeated MarkIdle must not keep it for ever)
 	}
 	r.Busy = busy
 	r.AcquiredBy = "" // Acquire's own mark sets it after this (applyStored)
