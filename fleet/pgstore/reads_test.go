@@ -92,20 +92,25 @@ func replica(t *testing.T, store fleet.Store, id string) *fleet.Manager {
 func TestCallsOnNonHolderReadOneRecord(t *testing.T) {
 	c, last := bigStore(t, 2000)
 	m := replica(t, c, "nh")
-	calls := map[string]func() error{
-		"MarkBusy by provider id": func() error { return m.MarkBusy(last.Instance.ID) },
-		"MarkIdle by request id":  func() error { return m.MarkIdle(last.Instance.RequestID) },
-		"Release by request id": func() error {
+	// In this order: a mark after a Release or Delete recorded is refused.
+	calls := []struct {
+		name string
+		call func() error
+	}{
+		{"MarkBusy by provider id", func() error { return m.MarkBusy(last.Instance.ID) }},
+		{"MarkIdle by request id", func() error { return m.MarkIdle(last.Instance.RequestID) }},
+		{"Release by request id", func() error {
 			_, err := m.Release(t.Context(), last.Instance.RequestID)
 			return err
-		},
-		"Release by provider id": func() error {
+		}},
+		{"Release by provider id", func() error {
 			_, err := m.Release(t.Context(), last.Instance.ID, fleet.WithReleasePolicy(fleet.ReleaseNow))
 			return err
-		},
-		"Delete": func() error { return m.Delete(t.Context(), "big") },
+		}},
+		{"Delete", func() error { return m.Delete(t.Context(), "big") }},
 	}
-	for name, call := range calls {
+	for _, c2 := range calls {
+		name, call := c2.name, c2.call
 		c.reset()
 		start := time.Now()
 		require.NoError(t, call(), name)
