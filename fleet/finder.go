@@ -129,3 +129,31 @@ type IntentTailReader interface {
 	// than after, by Seq. fleet must not be empty. Errors: the store's.
 	IntentsAfter(ctx context.Context, fleet string, after int64) ([]Intent, error)
 }
+
+// ReleaseIntentReader is an optional LeaseStore capability: reading only
+// the pending intents that make an instance as good as released — its
+// Release and its fleet's Delete. MarkBusy and MarkIdle on a replica read
+// them before recording a mark (a node whose release is recorded is not
+// marked); with it that read costs those intents only, not every intent of
+// the fleet not yet acknowledged. MemoryLeaseStore and fleet/pgstore's
+// Store have it.
+type ReleaseIntentReader interface {
+	// ReleaseIntents returns fleet's pending intents with a Seq greater
+	// than after that are a Delete of fleet or a Release of the instance
+	// whose request id is requestID, by Seq. Errors: the store's.
+	ReleaseIntents(ctx context.Context, fleet, requestID string, after int64) ([]Intent, error)
+}
+
+// ReleaseIntents returns fleet's pending Deletes and Releases of requestID
+// after Seq after, by Seq (ReleaseIntentReader).
+func (s *MemoryLeaseStore) ReleaseIntents(_ context.Context, fleet, requestID string, after int64) ([]Intent, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []Intent
+	for _, in := range s.intents[s.firstAfter(after):] {
+		if in.Fleet == fleet && (in.Kind == IntentDelete || (in.Kind == IntentRelease && in.InstanceID == requestID)) {
+			out = append(out, in) // no Spec: nothing to copy
+		}
+	}
+	return out, nil
+}

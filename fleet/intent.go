@@ -614,7 +614,13 @@ func (m *Manager) releaseStored(ctx context.Context, rec InstanceRecord, local b
 		}
 		m.mu.Unlock()
 	}
-	ins, err := m.intentsAfter(ctx, fleet, after)
+	var ins []Intent
+	var err error
+	if rr, ok := m.rep.ls.(ReleaseIntentReader); ok {
+		ins, err = rr.ReleaseIntents(ctx, fleet, id, after)
+	} else {
+		ins, err = m.intentsAfter(ctx, fleet, after)
+	}
 	if err != nil {
 		return fmt.Errorf("gpufleet: instance %s: %s %w: reading its fleet's intents: %w", id, kind, unprefixed(ErrNotRecorded), err)
 	}

@@ -183,16 +183,21 @@ func (s *MemoryLeaseStore) Intents(ctx context.Context, fleet string) ([]Intent,
 func (s *MemoryLeaseStore) IntentsAfter(_ context.Context, fleet string, after int64) ([]Intent, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	// s.intents is in Seq order: skip those not after after.
-	i, _ := slices.BinarySearchFunc(s.intents, after+1, func(in Intent, seq int64) int { return cmp.Compare(in.Seq, seq) })
 	var out []Intent
-	for _, in := range s.intents[i:] {
+	for _, in := range s.intents[s.firstAfter(after):] {
 		if fleet == "" || in.Fleet == fleet {
 			in.Spec = cloneSpec(in.Spec)
 			out = append(out, in)
 		}
 	}
 	return out, nil
+}
+
+// firstAfter is the index of the first intent with a Seq over after
+// (s.intents is in Seq order). s.mu held.
+func (s *MemoryLeaseStore) firstAfter(after int64) int {
+	i, _ := slices.BinarySearchFunc(s.intents, after+1, func(in Intent, seq int64) int { return cmp.Compare(in.Seq, seq) })
+	return i
 }
 
 // AckIntents forgets fleet's intents up to Seq through, fenced by

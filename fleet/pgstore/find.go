@@ -12,8 +12,9 @@ import (
 )
 
 var (
-	_ fleet.RecordFinder     = (*Store)(nil)
-	_ fleet.IntentTailReader = (*Store)(nil)
+	_ fleet.RecordFinder        = (*Store)(nil)
+	_ fleet.IntentTailReader    = (*Store)(nil)
+	_ fleet.ReleaseIntentReader = (*Store)(nil)
 )
 
 // Instance returns the instance record that id names, with its Version:

@@ -57,6 +57,13 @@ func (s *Store) IntentsAfter(ctx context.Context, fleetName string, after int64)
 	return s.readIntents(ctx, s.q.intentsAfter, fleetName, after)
 }
 
+// ReleaseIntents returns fleet's pending Deletes and Releases of the
+// instance requestID after Seq after, by Seq (fleet.ReleaseIntentReader):
+// the database filters them, so only those are sent and decoded.
+func (s *Store) ReleaseIntents(ctx context.Context, fleetName, requestID string, after int64) ([]fleet.Intent, error) {
+	return s.readIntents(ctx, s.q.releaseIntents, fleetName, after, requestID)
+}
+
 func (s *Store) readIntents(ctx context.Context, sql string, args ...any) ([]fleet.Intent, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()

@@ -30,6 +30,7 @@ type queries struct {
 	putIntent         string
 	intents, intentsF string
 	intentsAfter      string // $1 fleet, $2 seq: the fleet's intents after seq
+	releaseIntents    string // $1 fleet, $2 seq, $3 request id: its Deletes and the Releases of $3 after seq
 	ack, ackFenced    string
 }
 
@@ -99,7 +100,9 @@ INSERT INTO %s (fleet, data) SELECT $1, $2 FROM l RETURNING seq`, quoteLiteral(i
 		intents:      fmt.Sprintf(`SELECT seq, data FROM %s ORDER BY seq`, it),
 		intentsF:     fmt.Sprintf(`SELECT seq, data FROM %s WHERE fleet = $1 ORDER BY seq`, it),
 		intentsAfter: fmt.Sprintf(`SELECT seq, data FROM %s WHERE fleet = $1 AND seq > $2 ORDER BY seq`, it),
-		ack:          fmt.Sprintf(`DELETE FROM %s WHERE fleet = $1 AND seq <= $2`, it),
-		ackFenced:    fmt.Sprintf(lockLease+`DELETE FROM %s WHERE fleet = $1 AND seq <= $2 AND (SELECT token FROM l) = $4`, lt, 3, it),
+		releaseIntents: fmt.Sprintf(`SELECT seq, data FROM %s WHERE fleet = $1 AND seq > $2
+			AND (data->>'Kind' = 'delete' OR (data->>'Kind' = 'release' AND data->>'InstanceID' = $3)) ORDER BY seq`, it),
+		ack:       fmt.Sprintf(`DELETE FROM %s WHERE fleet = $1 AND seq <= $2`, it),
+		ackFenced: fmt.Sprintf(lockLease+`DELETE FROM %s WHERE fleet = $1 AND seq <= $2 AND (SELECT token FROM l) = $4`, lt, 3, it),
 	}
 }

@@ -235,6 +235,7 @@ func testIntents(t *testing.T, _ LeaseHarness, s fleet.LeaseStore) {
 	require.NoError(t, err)
 	assert.Equal(t, []fleet.Intent{puts[0], puts[2], puts[3]}, alpha)
 	testIntentsAfter(t, s, puts)
+	testReleaseIntents(t, s, puts)
 
 	l := acquire(t, s, fleet.FleetLease("alpha"), "r1", long)
 	require.NoError(t, s.AckIntents(fleet.WithLease(ctx, l), "alpha", puts[2].Seq))
@@ -272,6 +273,32 @@ func testIntentsAfter(t *testing.T, s fleet.LeaseStore, puts []fleet.Intent) {
 		got, err := tail.IntentsAfter(ctx, c.fleet, c.after)
 		require.NoError(t, err)
 		assert.Equal(t, c.want, got, "IntentsAfter(%q, %d)", c.fleet, c.after)
+	}
+}
+
+// testReleaseIntents checks fleet.ReleaseIntentReader, when s has it, on
+// the intents puts that testIntents recorded (alpha: apply, release r-1,
+// busy r-2; beta: delete).
+func testReleaseIntents(t *testing.T, s fleet.LeaseStore, puts []fleet.Intent) {
+	rr, ok := s.(fleet.ReleaseIntentReader)
+	if !ok {
+		return
+	}
+	ctx := t.Context()
+	for _, c := range []struct {
+		fleet, id string
+		after     int64
+		want      []fleet.Intent
+	}{
+		{"alpha", "r-1", 0, []fleet.Intent{puts[2]}},
+		{"alpha", "r-1", puts[2].Seq, nil},
+		{"alpha", "r-2", 0, nil},
+		{"beta", "r-9", 0, []fleet.Intent{puts[1]}},
+		{"beta", "r-9", puts[1].Seq, nil},
+	} {
+		got, err := rr.ReleaseIntents(ctx, c.fleet, c.id, c.after)
+		require.NoError(t, err)
+		assert.Equal(t, c.want, got, "ReleaseIntents(%q, %q, %d)", c.fleet, c.id, c.after)
 	}
 }
 
