@@ -43,6 +43,7 @@ const (
 	EventVPCUnavailable      EventType = "VPCUnavailable" // warning: the instance runs without the fleet's VPC
 	EventVPCDeleted          EventType = "VPCDeleted"
 	EventVPCDeleteRetry      EventType = "VPCDeleteRetry"      // the VPC still has members; retried
+	EventVPCKept             EventType = "VPCKept"             // a fleet growing again keeps the VPC whose delete failed
 	EventOrphanFound         EventType = "OrphanFound"         // a labelled resource no fleet claims; collected after OrphanGrace
 	EventUnlabelledFound     EventType = "UnlabelledFound"     // reported once; never touched
 	EventProviderUnavailable EventType = "ProviderUnavailable" // warning: listing a provider failed this pass

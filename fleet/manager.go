@@ -202,6 +202,7 @@ type Manager struct {
 	listFails        map[string]int       // "list/", "vpcs/" or "keys/" + provider → failures in a row of that part of its listing
 	listRetry        map[string]time.Time // the same → not tried again before (see failWait)
 	vpcDelRefused    map[string]bool      // VPC id → its last delete was refused outright (it is still there)
+	vpcDelAnswered   map[string]time.Time // VPC id → when its last delete call answered
 	deadlineDeferred map[string]bool      // request id → its provisioning deadline passed inside its prepaid minimum (said once)
 
 	evMu      sync.Mutex // guards pending
@@ -295,6 +296,7 @@ func (m *Manager) initMaps() {
 	m.rescanRetry = map[string]time.Time{}
 	m.keysListed, m.listFails, m.listRetry = map[string]time.Time{}, map[string]int{}, map[string]time.Time{}
 	m.vpcDelRefused, m.deadlineDeferred = map[string]bool{}, map[string]bool{}
+	m.vpcDelAnswered = map[string]time.Time{}
 	m.vpcListed = map[string]time.Time{}
 	m.reported, m.orphanVPCs, m.deletedVPCs = map[string]bool{}, map[string]*VPCRecord{}, map[string]time.Time{}
 	m.fleetRetry, m.fleetFails, m.avoid = map[string]time.Time{}, map[string]int{}, map[string]avoidance{}

@@ -190,6 +190,7 @@ func (m *Manager) listDue(now time.Time) {
 		if wantKeys {
 			m.keysDirty[name] = false
 		}
+		listedFrom := now
 		m.launch("list/"+name, taskList, m.pol.CallTimeout, func(ctx context.Context) func(time.Time) {
 			var list []Instance
 			var err, verr, kerr error
@@ -225,6 +226,9 @@ func (m *Manager) listDue(now time.Time) {
 				}
 				if wantVPCs {
 					m.applyVPCList(name, vpcs, verr, now)
+					if verr == nil {
+						m.settleDeletingVPCs(name, vpcs, listedFrom, now)
+					}
 					m.listOutcome("vpcs/"+name, verr, now)
 				}
 				if wantKeys {
@@ -291,6 +295,9 @@ func (k kindSet) covers(o Offer) bool { return (o.BareMetal && k.metal) || (!o.B
 func (m *Manager) vpcUncertain(name string) bool {
 	for _, f := range m.fleets {
 		if f.VPC != nil && f.VPC.Pending && f.VPC.VPC.Provider == name && !m.busy("vpc/"+f.Spec.Name) {
+			return true
+		}
+		if m.deletingBlocksGrowth(f) && f.VPC.VPC.Provider == name {
 			return true
 		}
 	}

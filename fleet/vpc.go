@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -145,7 +146,7 @@ func (m *Manager) fleetVPC(f *FleetRecord, now time.Time) {
 	// first counts as a member here, so no delete starts under it.
 	busy := m.busy("vpcdel/" + f.Spec.Name)
 	switch {
-	case active == 0 && !now.Before(vrec.NextAttempt) && !busy:
+	case active == 0 && !now.Before(vrec.NextAttempt) && !busy && !m.deletingBlocksGrowth(f):
 		if !vrec.Deleting {
 			vrec.Deleting = true
 			m.dirtyF[f.Spec.Name] = true
@@ -173,6 +174,49 @@ func (m *Manager) vpcBeingDeleted(f *FleetRecord) bool {
 	}
 	m.keepVPC(f)
 	return false
+}
+
+// deletingBlocksGrowth reports whether f wants members while its VPC is
+// being deleted with an outcome no answer has told (a 5xx, a timeout): the
+// delete is not tried again, and a listing of the provider's VPCs decides
+// (settleDeletingVPCs), so that an outage of the delete call does not keep
+// the fleet from growing until it ends. m.mu held.
+func (m *Manager) deletingBlocksGrowth(f *FleetRecord) bool {
+	v := f.VPC
+	return v != nil && v.Deleting && !f.Deleting && f.Spec.Nodes > 0 &&
+		!m.busy("vpcdel/"+f.Spec.Name) && !m.vpcDelRefused[v.VPC.ID]
+}
+
+// settleDeletingVPCs decides, from a listing of provider's VPCs started at
+// from, the VPCs being deleted of fleets that want to grow, once their last
+// delete call answered Policy.VisibilityGrace before the listing started (a
+// delete whose answer was lost may land a while later): one still listed is
+// there (the delete took no effect: the fleet keeps it, EventVPCKept); one
+// not listed is gone (deleted: the fleet gets a new
+// VPC after its first member). m.mu held.
+func (m *Manager) settleDeletingVPCs(provider string, vpcs []VPC, from, now time.Time) {
+	for name, f := range m.fleets {
+		if !m.deletingBlocksGrowth(f) || f.VPC.VPC.Provider != provider {
+			continue
+		}
+		id := f.VPC.VPC.ID
+		if at, ok := m.vpcDelAnswered[id]; !ok || !at.Add(m.pol.VisibilityGrace).Before(from) {
+			continue // a delete may land after the listing began
+		}
+		if slices.ContainsFunc(vpcs, func(v VPC) bool { return v.ID == id }) {
+			// Still there: kept for the members to come, which the planner
+			// creates before the deletion could start again.
+			m.keepVPC(f)
+			f.VPC.NextAttempt = now.Add(m.pol.VisibilityGrace)
+			m.event(Event{Type: EventVPCKept, Fleet: name, Provider: provider, Message: id + " (its delete failed; a listing shows it there; the fleet grows again)"})
+			continue
+		}
+		f.VPC = nil
+		m.dirtyF[name] = true
+		m.deletedVPCs[id] = now
+		delete(m.vpcDelAnswered, id)
+		m.event(Event{Type: EventVPCDeleted, Fleet: name, Provider: provider, Message: id + " (its delete's answer was lost; a listing shows it gone)"})
+	}
 }
 
 // keepVPC calls off the deletion of f's VPC. m.mu held.
@@ -222,6 +266,7 @@ func (m *Manager) deleteFleetVPC(vp VPCProvider, fleet, id string) {
 			}
 			m.dirtyF[fleet] = true
 			delete(m.vpcDelRefused, id)
+			m.vpcDelAnswered[id] = now
 			if err == nil || errors.Is(err, ErrNotFound) {
 				f.VPC = nil
 				m.deletedVPCs[id] = now // lists may still show it for a while
