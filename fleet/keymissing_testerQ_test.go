@@ -1,0 +1,72 @@
+package fleet
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/sha256"
+	"errors"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// deadAgentQ is a keyed agent whose checks fail once dead is set.
+type deadAgentQ struct {
+	mu     sync.Mutex
+	dead   bool
+	checks int
+}
+
+func (a *deadAgentQ) Start(context.Context, Instance) error { return nil }
+func (a *deadAgentQ) Check(context.Context, Instance) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.checks++
+	if a.dead {
+		return errors.New("agent not answering")
+	}
+	return nil
+}
+func (a *deadAgentQ) WithKey(PrivateKey) Agent { return a }
+
+// A Manager restarted (same store) without the fleet's private key, whose
+// instances are all ready: README says a process that "cannot start its
+// agents" is told so by AgentKeyMissing, and ready agents are "checked
+// every Policy.AgentCheckInterval and restarted, then replaced". Here the
+// agent dies after the restart. Got: checks stop silently (0 checks in 3
+// hours), no AgentKeyMissing event (it is said only for booting
+// instances), no AgentUnhealthy: the dead node stays idle and is handed
+// out by Acquire.
+func TestTesterQRestartWithoutKeyStopsChecksSilently(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		seed := sha256.Sum256([]byte("fleet q"))
+		key := NewPrivateKey(ed25519.NewKeyFromSeed(seed[:]))
+		p := newFakeProvider("vultr", vmOffer("vultr", 1, 0))
+		store := NewMemoryStore()
+		agent := &deadAgentQ{}
+		m1, _ := newTestManager(t, Config{Providers: []Provider{p}, Agent: agent, Store: store})
+		require.NoError(t, m1.Apply(t.Context(), Spec{Name: "f", Nodes: 1, PrivateKey: key}))
+		passes(t, m1, 30*time.Minute)
+		require.Equal(t, StatusIdle, m1.Instances("f")[0].Status)
+		m1.Close()
+
+		agent.mu.Lock()
+		agent.dead, agent.checks = true, 0
+		agent.mu.Unlock()
+		m2, log := newTestManager(t, Config{Providers: []Provider{p}, Agent: agent, Store: store})
+		passes(t, m2, 3*time.Hour)
+		agent.mu.Lock()
+		checks := agent.checks
+		agent.mu.Unlock()
+		said := log.count(EventAgentKeyMissing) + log.count(EventAgentUnhealthy)
+		assert.True(t, checks > 0 || said > 0,
+			"a dead agent after a restart without the key: %d checks, %d AgentKeyMissing, %d AgentUnhealthy events",
+			checks, log.count(EventAgentKeyMissing), log.count(EventAgentUnhealthy))
+		inst, err := m2.Acquire(t.Context(), "f")
+		assert.Error(t, err, "the unchecked node with a dead agent was handed out: %s", inst.ID)
+	})
+}
