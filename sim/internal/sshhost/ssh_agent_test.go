@@ -91,7 +91,7 @@ func TestSSHAgentSystemdMissingBinary(t *testing.T) {
 	})
 }
 
-// nohup/setsid with & is detached; a second launch is counted (a double
+// nohup/setsid with & and redirected output is detached; a second launch is counted (a double
 // start) but one process runs.
 func TestSSHAgentNohupDetachedAndDoubleStart(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -126,8 +126,10 @@ func TestSSHAgentNohupDetachedAndDoubleStart(t *testing.T) {
 	})
 }
 
-// Foreground and bare "&" starts are tied to the session: closing it (or
-// the connection) kills the agent; "& disown" detaches.
+// A foreground agent, and a background one whose stdout or stderr is still
+// the session's (nohup, setsid and disown change nothing there), are tied
+// to the session: it stays open while the agent runs, and closing it kills
+// the agent. Redirecting both away detaches it, disown or not.
 func TestSSHAgentTiedToSession(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		n, h, _, c := agentHost(t, "hotaisle")
@@ -151,26 +153,59 @@ func TestSSHAgentTiedToSession(t *testing.T) {
 		_, _, err = get(c, "10998", "/api/healthcheck")
 		assert.Error(t, err)
 
-		// Bare &: the exec returns but sshd keeps the session open for the child.
+		// In the background, an agent still writing to the session's stdout
+		// or stderr: the command ends (its exit status is sent) but sshd
+		// keeps the session open while the agent runs.
+		for _, cmd := range []string{
+			"sudo sh -c 'dstack-shim &'",
+			"sudo sh -c 'dstack-shim >/tmp/shim.log &'",          // stderr still the session's
+			"sudo sh -c 'dstack-shim 2>/dev/null & disown'",      // stdout still the session's
+			"sudo sh -c 'nohup dstack-shim >/dev/stderr 2>&1 &'", // /dev/stderr is the session's
+			"sudo setsid -f dstack-shim",
+		} {
+			s, err = c.NewSession()
+			require.NoError(t, err)
+			require.NoError(t, s.Start(cmd))
+			var wg sync.WaitGroup
+			waited := make(chan error, 1)
+			wg.Go(func() { waited <- s.Wait() })
+			synctest.Wait()
+			assert.True(t, h.AgentRunning(), cmd)
+			assert.False(t, h.AgentDetached(), cmd)
+			assert.Empty(t, waited, "%s: the session stays open while the agent lives", cmd)
+			recs = h.Commands()
+			assert.Equal(t, 0, recs[len(recs)-1].Exit, cmd)
+			s.Close()
+			wg.Wait()
+			synctest.Wait()
+			assert.False(t, h.AgentRunning(), "%s: died with its session", cmd)
+		}
+
+		// The session ends when the agent dies.
 		s, err = c.NewSession()
 		require.NoError(t, err)
-		require.NoError(t, s.Start("sudo sh -c 'dstack-shim > /tmp/shim.log 2>&1 &'"))
-		var wg sync.WaitGroup
+		require.NoError(t, s.Start("sudo sh -c 'dstack-shim &'"))
 		waited := make(chan error, 1)
+		var wg sync.WaitGroup
 		wg.Go(func() { waited <- s.Wait() })
 		synctest.Wait()
-		assert.True(t, h.AgentRunning())
-		assert.Empty(t, waited, "the session stays open while the child lives")
-		s.Close()
+		assert.Empty(t, waited)
+		require.True(t, h.KillAgent())
 		wg.Wait()
-		synctest.Wait()
-		assert.False(t, h.AgentRunning())
+		assert.NoError(t, <-waited, "the command's exit status (0) once the agent is gone")
 
-		// & disown detaches (what dstack's Hot Aisle backend runs).
+		// Both redirected away: detached, with or without disown (what
+		// dstack's Hot Aisle backend runs).
 		_, _, exit := run(t, c, "sudo sh -c 'dstack-shim >/tmp/dstack-shim.log 2>&1 & disown'", "")
 		assert.Equal(t, 0, exit)
 		assert.True(t, h.AgentDetached())
-		assert.Equal(t, 3, h.AgentStarts())
+		assert.Equal(t, 8, h.AgentStarts())
+		require.True(t, h.KillAgent())
+		_, _, exit = run(t, c, "sudo sh -c 'dstack-shim >/dev/null 2>/tmp/err &'", "")
+		assert.Equal(t, 0, exit)
+		assert.True(t, h.AgentDetached())
+		recs = h.Commands()
+		assert.True(t, recs[len(recs)-1].Detached)
 	})
 }
 
@@ -197,7 +232,7 @@ func TestSSHAgentHealthVariants(t *testing.T) {
 		h.SetAgent(AgentSpec{ReadyAfter: 3 * time.Second})
 		_, _, exit := run(t, c, "curl -fsS http://localhost:10998/api/healthcheck", "")
 		assert.Equal(t, 7, exit, "nothing listens yet")
-		_, _, exit = run(t, c, "setsid -f dstack-shim", "")
+		_, _, exit = run(t, c, "setsid -f dstack-shim >/dev/null 2>&1", "")
 		require.Equal(t, 0, exit)
 		_, _, err := get(c, "10998", "/api/healthcheck")
 		assert.ErrorContains(t, err, "Connection refused", "the port opens after ReadyAfter")

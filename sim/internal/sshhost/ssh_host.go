@@ -19,11 +19,14 @@ import (
 // direct-tcpip to the agent's localhost port (and, on a Jump host, to the
 // network's other hosts). All methods are safe for concurrent use.
 //
-// The agent is detached (it survives its SSH session) when started by a
-// systemd unit, by nohup or setsid with "&", by setsid -f, or by "&" then
-// disown; in the foreground or with a bare "&" it is tied to the session:
-// the session stays open while it runs, and it dies when the session or
-// the connection closes.
+// The agent is detached (it survives its SSH session and connection) when
+// started by a systemd unit, or in the background ("&", setsid -f) with
+// both its stdout and stderr redirected away from the session (a file,
+// /dev/null). In the foreground, or in the background still writing to the
+// session's stdout or stderr (nohup, setsid and disown do not change that
+// without a terminal), it is tied to the session, as sshd ends a session
+// only once no process holds its output: the session stays open while it
+// runs, and it dies when the session or the connection closes.
 type Host struct {
 	net *Network
 	cfg HostConfig
@@ -66,7 +69,8 @@ type ExecRecord struct {
 	// Stdout and Stderr are what the command wrote to the session.
 	Stdout, Stderr string
 	// Detached reports that the command started the agent detached from the
-	// session (systemd, setsid/nohup with &, or & followed by disown).
+	// session (systemd, or in the background with stdout and stderr
+	// redirected away from the session).
 	Detached bool
 }
 

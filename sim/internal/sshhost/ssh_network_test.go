@@ -294,7 +294,7 @@ func TestNetworkCloseLeavesNoGoroutines(t *testing.T) {
 	h := n.AddHost(HostConfig{Addr: "203.0.113.19:22", User: "root", AuthorizedKeys: authorized(key)})
 	c := mustDial(t, n, h, key)
 	installAgent(t, c)
-	_, _, exit := run(t, c, "sudo setsid -f dstack-shim", "")
+	_, _, exit := run(t, c, "sudo setsid -f dstack-shim >/dev/null 2>&1", "")
 	require.Equal(t, 0, exit)
 	s, err := c.NewSession()
 	require.NoError(t, err)

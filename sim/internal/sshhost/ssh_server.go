@@ -137,22 +137,6 @@ func (s *session) tie(p *agentProc) {
 	}
 }
 
-// untie detaches p from the session (disown); false if it was not tied.
-func (s *session) untie(p *agentProc) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for i, q := range s.tied {
-		if q == p {
-			s.tied = append(s.tied[:i], s.tied[i+1:]...)
-			s.host.mu.Lock()
-			p.detached = true
-			s.host.mu.Unlock()
-			return true
-		}
-	}
-	return false
-}
-
 // liveTied returns a tied process still running, or nil.
 func (s *session) liveTied() *agentProc {
 	s.mu.Lock()
@@ -178,7 +162,7 @@ func (s *session) end() {
 
 // exec runs cmd, records it, sends its exit status, then closes the
 // channel, after waiting for a session-tied background process to die (as
-// sshd waits for a child holding the session's output).
+// sshd waits for a child holding the session's stdout or stderr).
 func (s *session) exec(cmd string) {
 	h := s.host
 	rec := &ExecRecord{Time: h.net.clock.Now(), User: h.cfg.User, Command: cmd, Exit: -1}
@@ -187,7 +171,8 @@ func (s *session) exec(cmd string) {
 	h.mu.Unlock()
 	var out, errOut syncBuffer
 	in := &recStdin{r: s.ch}
-	status, detached := runExec(s, cmd, in, io.MultiWriter(s.ch, &out), io.MultiWriter(s.ch.Stderr(), &errOut))
+	status, detached := runExec(s, cmd, in, &sessionOutput{io.MultiWriter(s.ch, &out)},
+		&sessionOutput{io.MultiWriter(s.ch.Stderr(), &errOut)})
 	killed := s.ctx.Err() != nil
 	h.mu.Lock()
 	rec.Stdin, rec.Stdout, rec.Stderr, rec.Detached = in.consumed(), out.String(), errOut.String(), detached

@@ -10,9 +10,14 @@ import (
 
 // agent runs the agent binary. In the foreground it blocks until the agent
 // dies or the session ends (tied to the session). In a background job it
-// returns at once; the agent is detached (it survives the session) under
-// nohup or setsid, else tied to the session until disowned. A launch while
-// the agent runs is counted and exits 1 ("address already in use").
+// returns at once, and what the agent holds decides, as for sshd: while its
+// stdout or stderr is the session's, it holds the session open (tied: the
+// exec ends when it dies, and it dies when the session closes, as a process
+// writing to the closed channel would of SIGPIPE); with both redirected
+// away (a file, /dev/null) it is detached and survives the session and the
+// connection. nohup, setsid and disown change nothing there: without a
+// terminal nohup redirects nothing. A launch while the agent runs is
+// counted and exits 1 ("address already in use").
 func (c *call) agent() int {
 	x, h := c.sh.x, c.sh.x.h
 	p, f := h.lookPath(c.absArg(c.args[0]))
@@ -26,7 +31,7 @@ func (c *call) agent() int {
 	}
 	spec := h.agentSpec()
 	cmdline := strings.Join(append([]string{p}, c.args[1:]...), " ")
-	detached := c.bgPID != 0 && c.sh.detach
+	detached := c.bgPID != 0 && !holdsSession(c.stdout) && !holdsSession(c.stderr)
 	proc, started := h.launchAgent(detached, "", c.sh.root, cmdline, c.bgPID)
 	if started && detached {
 		x.detached.Store(true)
@@ -49,45 +54,9 @@ func (c *call) agent() int {
 	}
 }
 
-// progDisown detaches the agents of the given background pids (default
-// $!; -a: every job of the exec) from the session.
-func progDisown(c *call) int {
-	x := c.sh.x
-	var pids []int
-	for _, a := range c.args[1:] {
-		if a == "-a" {
-			x.mu.Lock()
-			pids = append(pids, x.forked...)
-			x.mu.Unlock()
-		} else if pid, ok := atoiPID(a); ok {
-			pids = append(pids, pid)
-		}
-	}
-	if len(c.args) == 1 {
-		if pid, ok := atoiPID(c.hc.Env.Get(varLastBg).String()); ok {
-			pids = append(pids, pid)
-		}
-	}
-	for _, pid := range pids {
-		if x.sess.untiePID(pid) {
-			x.detached.Store(true)
-		}
-	}
-	return 0
-}
-
-// untiePID detaches the session-tied agent with pid; false if none.
-func (s *session) untiePID(pid int) bool {
-	s.mu.Lock()
-	var p *agentProc
-	for _, q := range s.tied {
-		if q.pid == pid {
-			p = q
-		}
-	}
-	s.mu.Unlock()
-	return p != nil && s.untie(p)
-}
+// progDisown drops jobs from the shell's job table; it closes no file
+// descriptor, so an agent holding the session's output still holds it.
+func progDisown(*call) int { return 0 }
 
 // procMatch returns the running agent when pattern selects it (by name, or
 // by command line with -f).

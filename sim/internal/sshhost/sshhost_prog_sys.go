@@ -201,13 +201,7 @@ func progRefuse(c *call) int {
 }
 
 // fork returns a pid for a new background job.
-func (x *execState) fork() int {
-	pid := x.h.newPID()
-	x.mu.Lock()
-	x.forked = append(x.forked, pid)
-	x.mu.Unlock()
-	return pid
-}
+func (x *execState) fork() int { return x.h.newPID() }
 
 func atoiPID(s string) (int, bool) {
 	pid, err := strconv.Atoi(strings.TrimSpace(s))

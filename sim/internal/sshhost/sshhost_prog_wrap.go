@@ -61,19 +61,21 @@ func wrapEnv(c *call) int {
 	return 0
 }
 
-// wrapNohup runs the command immune to hangups: an agent it starts in the
-// background survives the session.
+// wrapNohup runs the command immune to hangups. Without a terminal it
+// redirects nothing: an agent it starts in the background still holds the
+// session while its output goes there (see call.agent).
 func wrapNohup(c *call) int {
 	if len(c.args) < 2 {
 		c.errf("nohup: missing operand\n")
 		return 125
 	}
-	c.sh.detach, c.args = true, c.args[1:]
+	c.args = c.args[1:]
 	return c.run()
 }
 
 // wrapSetsid runs the command in a new session; with -f (--fork) in the
-// background, with a pid of its own.
+// background, with a pid of its own. A new session does not close the
+// session's output: see call.agent.
 func wrapSetsid(c *call) int {
 	a := c.args[1:]
 	fork := false
@@ -88,7 +90,7 @@ func wrapSetsid(c *call) int {
 		c.errf("setsid: no command specified\n")
 		return 1
 	}
-	c.sh.detach, c.args = true, a
+	c.args = a
 	if !fork {
 		return c.run()
 	}

@@ -65,16 +65,13 @@ type execState struct {
 	detached atomic.Bool
 
 	mu       sync.Mutex
-	forked   []int                  // pids of the background jobs started
 	captures map[string]*syncBuffer // outputs of pipelines' left sides
 }
 
-// shellEnv is how one shell (and a command it runs) runs: as root or not,
-// under nohup or setsid or not.
+// shellEnv is how one shell (and a command it runs) runs: as root or not.
 type shellEnv struct {
-	x      *execState
-	root   bool
-	detach bool
+	x    *execState
+	root bool
 }
 
 // shellRun is what a shell runs and with what.
@@ -233,6 +230,26 @@ func (e hostEnviron) Get(name string) expand.Variable {
 		home = e.h.home()
 	}
 	return expand.Variable{Set: true, Kind: expand.String, Str: home}
+}
+
+// sessionOutput is the session's stdout or stderr. A background job whose
+// stdout or stderr is still one holds the session open, as a child holding
+// the session's pipe does for sshd (see call.agent).
+type sessionOutput struct{ io.Writer }
+
+// holdsSession reports whether w writes to the session's output (directly
+// or through /dev/stdout, /dev/stderr).
+func holdsSession(w io.Writer) bool {
+	for {
+		switch v := w.(type) {
+		case *sessionOutput:
+			return true
+		case writeOnly:
+			w = v.Writer
+		default:
+			return false
+		}
+	}
 }
 
 // recStdin is the session's stdin; it records what commands consume.

@@ -43,7 +43,7 @@ import (
 
 // call is one command the host runs.
 type call struct {
-	sh     shellEnv // root and detach change under sudo, nohup, setsid
+	sh     shellEnv // root changes under sudo
 	ctx    context.Context
 	hc     interp.HandlerContext
 	args   []string

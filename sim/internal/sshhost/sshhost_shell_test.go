@@ -159,8 +159,8 @@ func readOr(p string) string {
 }
 
 // $! is the pid of the agent a background job starts, so a pid file holds
-// the agent's pid; disown detaches it whether it runs before or after the
-// job starts the agent.
+// the agent's pid; with its output redirected away it is detached, and
+// disown keeps it so.
 func TestSSHShellBackgroundPIDs(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		n, h, _, c := agentHost(t, "root")

@@ -9,19 +9,17 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// What OpenSSH's sshd does (checked against OpenSSH 9 without a pty, see
-// the report): it ends an exec session when the command has exited AND
-// every copy of the session's stdout/stderr is closed. So
+// What OpenSSH's sshd does (checked against OpenSSH 9 without a pty): it
+// ends an exec session when the command has exited AND every copy of the
+// session's stdout/stderr is closed. So
 //   - `sh -c 'X >log 2>&1 &'` returns at once (X holds no session fd), and
 //     X survives the session and the connection (nothing signals it);
 //   - `nohup X &` and `setsid X &` without redirections keep the session
 //     open as long as X runs (nohup redirects only a terminal's output).
-// The fake host models both the other way round.
 
 // A background agent with its output redirected: the exec returns at once
-// and the agent survives the connection. The fake keeps the session open
-// while the agent runs and kills the agent when the session closes.
-func TestTesterQRedirectedBackgroundAgentIsNotTiedToSession(t *testing.T) {
+// and the agent survives the connection.
+func TestSSHRedirectedBackgroundAgentIsNotTiedToSession(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		n, h, _, c := agentHost(t, "root")
 		defer n.Close()
@@ -43,9 +41,8 @@ func TestTesterQRedirectedBackgroundAgentIsNotTiedToSession(t *testing.T) {
 }
 
 // nohup with & but without redirections: the agent holds the session's
-// stdout, so sshd keeps the session open while it runs. The fake ends the
-// exec at once and calls the agent detached.
-func TestTesterQNohupWithoutRedirectHoldsTheSession(t *testing.T) {
+// stdout, so sshd keeps the session open while it runs.
+func TestSSHNohupWithoutRedirectHoldsTheSession(t *testing.T) {
 	for _, cmd := range []string{"nohup dstack-shim &", "setsid dstack-shim &"} {
 		t.Run(cmd, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
