@@ -2,6 +2,8 @@ package shim
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"math/rand/v2"
 	"net"
 	"strconv"
@@ -25,22 +27,25 @@ type target struct {
 	jump   bool
 	dial   DialFunc
 	policy HostKeyPolicy
+	via    *jumpPath // the jump host dialled through (dial unused), or nil
 }
 
 // connectRetry connects to t, retrying failures of every stage but the host
 // key with capped, jittered backoff until ctx ends (or once when retry is
-// false).
+// false). Through a jump host (t.via), an attempt first reopens the jump
+// connection when it dropped; a failure of the jump path is reported as the
+// jump host's (Jump, its address).
 func (s *Starter) connectRetry(ctx context.Context, t target, retry bool) (*ssh.Client, error) {
 	delay := s.backoffMin
 	for attempt := 1; ; attempt++ {
-		c, stage, err := s.attempt(ctx, t)
+		c, jt, stage, err := s.attemptVia(ctx, t)
 		if err == nil {
 			if attempt > 1 {
 				s.log.Debug("shim: connected", "instance", t.instID, "addr", t.addr, "jump", t.jump, "attempts", attempt)
 			}
 			return c, nil
 		}
-		ce := &ConnectError{InstanceID: t.instID, Addr: t.addr, Jump: t.jump, Stage: stage, Attempts: attempt, Err: err}
+		ce := &ConnectError{InstanceID: t.instID, Addr: jt.addr, Jump: jt.jump, Stage: stage, Attempts: attempt, Err: err}
 		if ctx.Err() != nil {
 			ce.Ctx = ctx.Err()
 			return nil, ce
@@ -76,6 +81,113 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 		return true
 	case <-ctx.Done():
 		return false
+	}
+}
+
+// attemptVia is attempt through t's jump path, if any: it reopens the jump
+// connection first when it dropped, and blames the jump path for a failure
+// after which the jump connection is found dead. It returns the target the
+// failure belongs to (t, or the jump host).
+func (s *Starter) attemptVia(ctx context.Context, t target) (*ssh.Client, target, Stage, error) {
+	j := t.via
+	if j == nil {
+		c, stage, err := s.attempt(ctx, t)
+		return c, t, stage, err
+	}
+	jc, stage, err := j.client(ctx)
+	if err != nil {
+		return nil, j.t, stage, err
+	}
+	t.dial = jc.DialContext
+	c, stage, err := s.attempt(ctx, t)
+	var refused *ssh.OpenChannelError // the jump host answered: it is alive
+	if err != nil && stage != StageHostKey && !errors.As(err, &refused) && ctx.Err() == nil && !j.alive(ctx, jc) {
+		s.log.Debug("shim: jump host connection lost", "instance", t.instID, "jump", j.t.addr, "err", err)
+		return nil, j.t, StageDial, fmt.Errorf("connection to the jump host lost: %w", err)
+	}
+	return c, t, stage, err
+}
+
+// jumpPath is the SSH connection to a jump host, reopened (once per
+// attempt of the host behind it) when it dropped, e.g. the jump host
+// restarted while that host was still booting.
+type jumpPath struct {
+	s    *Starter
+	t    target // the jump host
+	c    *ssh.Client
+	done chan struct{} // closed when c's connection ended
+}
+
+// set makes c the current jump connection.
+func (j *jumpPath) set(c *ssh.Client) {
+	done := make(chan struct{})
+	j.c, j.done = c, done
+	go func() {
+		_ = c.Wait()
+		close(done)
+	}()
+}
+
+// client returns the live jump connection, reopening it (one attempt) when
+// it ended.
+func (j *jumpPath) client(ctx context.Context) (*ssh.Client, Stage, error) {
+	if j.c != nil {
+		select {
+		case <-j.done:
+			j.c.Close()
+			j.c = nil
+		default:
+			return j.c, "", nil
+		}
+	}
+	c, stage, err := j.s.attempt(ctx, j.t)
+	if err != nil {
+		return nil, stage, err
+	}
+	j.s.log.Debug("shim: jump host reconnected", "instance", j.t.instID, "addr", j.t.addr)
+	j.set(c)
+	return c, "", nil
+}
+
+// alive reports whether the jump connection jc still answers: its
+// connection has not ended and a keepalive request gets a reply within the
+// dial timeout. A dead one is closed, so the next attempt reopens it.
+func (j *jumpPath) alive(ctx context.Context, jc *ssh.Client) bool {
+	if jc != j.c {
+		return false
+	}
+	select {
+	case <-j.done:
+		jc.Close()
+		return false
+	default:
+	}
+	res := make(chan error, 1)
+	go func() {
+		_, _, err := jc.SendRequest("keepalive@openssh.com", true, nil)
+		res <- err
+	}()
+	t := time.NewTimer(j.s.timeouts.Dial)
+	defer t.Stop()
+	select {
+	case err := <-res:
+		if err == nil {
+			return true
+		}
+	case <-t.C:
+	case <-ctx.Done():
+		return true // not the jump path's fault
+	}
+	jc.Close()
+	<-j.done
+	return false
+}
+
+// close closes the current jump connection, if any.
+func (j *jumpPath) close() {
+	if j.c != nil {
+		j.c.Close()
+		j.c = nil
 	}
 }
 

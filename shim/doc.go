@@ -4,7 +4,8 @@
 // A Starter waits for the host's TCP port, then its SSH banner, then an
 // accepted key, each retried with capped backoff within the caller's
 // context (which also cuts a hanging handshake); it reaches hosts behind a
-// jump host (Hot Aisle bare metal's ssh_access) through direct-tcpip; it
+// jump host (Hot Aisle bare metal's ssh_access) through direct-tcpip,
+// reopening the jump connection when it drops during the retries; it
 // pins host keys per rental (the instance id and its request id,
 // [HostIdentity]: a server rented again under the same name is pinned anew)
 // or checks known_hosts, and refuses a changed key with a

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"sync"
 
 	"golang.org/x/crypto/ssh"
@@ -28,8 +29,11 @@ type HostKeyVerifier struct {
 	// *HostKeyMismatchError or *UnknownHostError.
 	Callback ssh.HostKeyCallback
 	// Algorithms, when set, are the host key algorithms offered to the
-	// server (the types of the pinned keys), so that a host with several
-	// keys presents the pinned one. Nil keeps the library's default.
+	// server: the types of the pinned keys first, so that a host with several
+	// keys presents the pinned one, then every other usual type, so that a
+	// host whose key changed type still presents a key and is refused by
+	// Callback (a *HostKeyMismatchError) rather than failing the key
+	// exchange. Nil keeps the library's default.
 	Algorithms []string
 }
 
@@ -42,20 +46,35 @@ func keysEqual(a, b ssh.PublicKey) bool {
 }
 
 // algorithmsFor returns the host key algorithms that make a server present
-// a key of the same type as each of keys (RSA keys signed with SHA-2).
+// a key of the same type as one of keys (RSA keys signed with SHA-2), in
+// that order, followed by the other plain-key algorithms x/crypto supports
+// (no certificates): a host that no longer has a key of a pinned type then
+// still completes the key exchange and its key reaches the callback, which
+// refuses it as a mismatch. Pinning stays strict: only the callback accepts.
 func algorithmsFor(keys ...ssh.PublicKey) []string {
 	var out []string
 	seen := map[string]bool{}
+	add := func(a string) {
+		if !seen[a] {
+			seen[a] = true
+			out = append(out, a)
+		}
+	}
 	for _, k := range keys {
 		algs := []string{k.Type()}
 		if k.Type() == ssh.KeyAlgoRSA {
 			algs = []string{ssh.KeyAlgoRSASHA512, ssh.KeyAlgoRSASHA256}
 		}
 		for _, a := range algs {
-			if !seen[a] {
-				seen[a] = true
-				out = append(out, a)
-			}
+			add(a)
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	for _, a := range ssh.SupportedAlgorithms().HostKeys {
+		if !strings.Contains(a, "-cert-") {
+			add(a)
 		}
 	}
 	return out

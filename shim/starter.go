@@ -238,15 +238,17 @@ func (s *Starter) connect(ctx context.Context, inst fleet.Instance, retry bool) 
 		return nil, fmt.Errorf("shim: instance %s has no SSH host", inst.ID)
 	}
 	conn := &Conn{s: s, instID: inst.ID}
-	dial := s.dial
+	var via *jumpPath
 	if j := ep.Jump; j != nil {
 		addr := hostPort(j.Host, j.Port)
-		jc, err := s.connectRetry(ctx, target{id: "jump:" + addr, instID: inst.ID, addr: addr,
-			user: firstOf(j.User, s.user), jump: true, dial: s.dial, policy: s.jumpKeys}, retry)
+		jt := target{id: "jump:" + addr, instID: inst.ID, addr: addr,
+			user: firstOf(j.User, s.user), jump: true, dial: s.dial, policy: s.jumpKeys}
+		jc, err := s.connectRetry(ctx, jt, retry)
 		if err != nil {
 			return nil, err
 		}
-		conn.jump, dial = jc, jc.DialContext
+		via = &jumpPath{s: s, t: jt}
+		via.set(jc)
 	}
 	port := ep.Port
 	if s.port != 0 {
@@ -254,10 +256,15 @@ func (s *Starter) connect(ctx context.Context, inst fleet.Instance, retry bool) 
 	}
 	user := firstOf(s.user, ep.User)
 	c, err := s.connectRetry(ctx, target{id: HostIdentity(inst), instID: inst.ID, addr: hostPort(ep.Host, port),
-		user: user, dial: dial, policy: s.hostKeys}, retry)
+		user: user, dial: s.dial, policy: s.hostKeys, via: via}, retry)
 	if err != nil {
-		conn.Close()
+		if via != nil {
+			via.close()
+		}
 		return nil, err
+	}
+	if via != nil {
+		conn.jump = via.c
 	}
 	conn.client = c
 	conn.sudo = user != "root"

@@ -22,13 +22,13 @@ import (
 // Against a real OpenSSH sshd (ed25519 host key): the key pinned for it
 // (PinnedKey, or a known_hosts line) is an ECDSA key, i.e. the host's key
 // changed, and changed type. The doc: a changed key is a
-// *HostKeyMismatchError at StageHostKey, never retried. Got: the policy
-// offers only ecdsa-sha2-nistp256, the key exchange fails ("no common
-// algorithm for host key"), StageHandshake, retried until ctx ends.
-func TestTesterQSSHDChangedKeyTypeIsMismatch(t *testing.T) {
+// *HostKeyMismatchError at StageHostKey, never retried (offering only
+// ecdsa-sha2-nistp256 made the key exchange fail instead: "no common
+// algorithm for host key", StageHandshake, retried until ctx ends).
+func TestSSHDChangedKeyTypeIsMismatch(t *testing.T) {
 	clientKey := testSigner(t, "client")
 	d := startSSHD(t, clientKey.PublicKey())
-	seed := sha256.Sum256([]byte("tester Q ecdsa pin"))
+	seed := sha256.Sum256([]byte("ecdsa pin"))
 	ek, err := ecdsa.ParseRawPrivateKey(elliptic.P256(), seed[:])
 	require.NoError(t, err)
 	ecdsaPub, err := ssh.NewPublicKey(&ek.PublicKey)

@@ -18,11 +18,12 @@ import (
 // A host whose pinned key is ed25519 now presents only an ECDSA key (a
 // different machine, or a reinstall with another key type, within one
 // rental): the doc says a changed key is refused with a
-// *HostKeyMismatchError at StageHostKey and never retried. Because the
-// policy offers only the pinned key's algorithm, the key exchange fails
-// instead ("no common algorithm for host key"): StageHandshake, retried
-// until the deadline, with no HostKeyMismatchError.
-func TestTesterQHostKeyTypeChangeIsMismatch(t *testing.T) {
+// *HostKeyMismatchError at StageHostKey and never retried. The policy
+// offers the pinned key's algorithm first but also the others, so the key
+// exchange completes and the callback refuses the ECDSA key (it used to
+// fail with "no common algorithm for host key", retried as a handshake
+// error until the deadline).
+func TestHostKeyTypeChangeIsMismatch(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		policy func(pinned ssh.PublicKey, inst fleet.Instance) HostKeyPolicy
