@@ -25,7 +25,13 @@ var ErrNoIdle = errors.New("gpufleet: no idle instance")
 // node that can run a job now is handed out: ready (idle or busy, agent
 // started), no release decided, not powered off (Instance.Stopped, or a
 // power-on under way), not an orphan, and, with an Agent, its last agent
-// check passed.
+// check passed. A node whose agent cannot be checked because the fleet's
+// private key is missing (a restart without it: EventAgentKeyMissing) is
+// handed out only within Policy.AgentCheckInterval ×
+// Policy.AgentCheckFailures of its last passed check or of the restart
+// (the time checks would take to find its agent dead); past that Acquire
+// answers ErrNoIdle saying so, until the spec is applied again with its
+// PrivateKey.
 //
 // Errors: ErrNotFound for an unknown fleet or one whose Delete is recorded
 // (whether carried out or not: a fleet being deleted, its nodes waiting for
@@ -104,9 +110,14 @@ func (m *Manager) pickIdle(fleet string, skip map[string]bool, stored []Intent) 
 	now := m.clock.Now()
 	var best *InstanceRecord
 	var bestLeft time.Duration
+	unchecked := 0
 	for _, r := range m.byFleet[fleet] {
 		id := r.Instance.RequestID
 		if !m.runnable(r) || skip[id] || m.picking[id] > 0 {
+			continue
+		}
+		if m.agentUnverified(r, now) {
+			unchecked++
 			continue
 		}
 		busy := r.Busy || r.Instance.Status == StatusBusy
@@ -126,6 +137,9 @@ func (m *Manager) pickIdle(fleet string, skip map[string]bool, stored []Intent) 
 			best, bestLeft = r, left
 		}
 	}
+	if best == nil && unchecked > 0 {
+		return nil, classed(ErrNoIdle, "fleet %s (%d node(s) not handed out: their agents cannot be checked without the fleet's private key; apply the spec again with its PrivateKey)", fleet, unchecked)
+	}
 	if best == nil {
 		return nil, classed(ErrNoIdle, "fleet %s", fleet)
 	}
@@ -142,6 +156,24 @@ func (m *Manager) runnable(r *InstanceRecord) bool {
 	return (st == StatusIdle || st == StatusBusy) && r.Termination == nil && r.Instance.ID != "" &&
 		!r.Instance.Stopped && !m.busy("start/"+r.Instance.RequestID) && !r.Orphan &&
 		(m.cfg.Agent == nil || r.AgentCheckFails == 0)
+}
+
+// agentUnverified reports whether r's agent has gone unchecked too long
+// to be handed out: its fleet's private key is missing (a restart without
+// it, AgentKeyMissing), so no agent check can run, and its last passed
+// check (or, for a record read from the store, the read) is older than
+// Policy.AgentCheckInterval × Policy.AgentCheckFailures — the time in
+// which checks would have found a dead agent and released the node. Until
+// then the node is handed out (its agent is not known unhealthy); past
+// that its agent's health is unknown, and Acquire hands out nothing that
+// may not run a job. m.mu held.
+func (m *Manager) agentUnverified(r *InstanceRecord, now time.Time) bool {
+	if m.cfg.Agent == nil || !m.keyMissing[r.Instance.Fleet] {
+		return false
+	}
+	id := r.Instance.RequestID
+	last := maxTime(maxTime(r.Instance.Ready, m.agentChecked[id]), m.readAt[id])
+	return !now.Before(last.Add(time.Duration(m.pol.AgentCheckFailures) * m.pol.AgentCheckInterval))
 }
 
 // pendingOps is the intents recorded and not yet carried out, as Acquire

@@ -79,8 +79,11 @@
 // vultr; [EventSlowProvisioning] warns up front; Hot Aisle bare metal 45)
 // or else [Policy.BareMetalProvisionTimeout] (55 minutes) for bare metal
 // and [Policy.ProvisionTimeout] (20 minutes) for VMs; its agent must then
-// be healthy within [Policy.AgentTimeout] (15 minutes). An instance that
-// misses its provisioning deadline inside a prepaid minimum reservation
+// be healthy within [Policy.AgentTimeout] (15 minutes; each start attempt
+// is bounded to a third of it and retried, and a start failing with
+// [ErrAgentPathDown], a jump host down, does not count: the deadline
+// counts from the last such failure). An instance that
+// misses its provisioning or agent deadline inside a prepaid minimum reservation
 // (Hot Aisle: 8 hours of bare metal charged at the reserve) is kept until
 // the minimum's end less [Policy.MinuteReleaseMargin]
 // ([EventDeadlineDeferred]): releasing it earlier saves nothing, and it may

@@ -74,7 +74,10 @@ func (m *Manager) restarted(reqID string, err error, now time.Time) {
 // Policy.AgentCheckFailures failures in a row the instance is released and
 // replaced. A failed check also asks the provider whether the machine was
 // stopped (Hot Aisle lists do not say). Instances no agent checks get a
-// power check instead (checkPower). m.mu held.
+// power check instead (checkPower). While the fleet's private key is
+// missing (a restart without it) no check can run: EventAgentKeyMissing
+// says so once per fleet, power checks stand in, and Acquire stops handing
+// out a node left unchecked too long (agentUnverified). m.mu held.
 func (m *Manager) checkAgents(now time.Time) {
 	m.checkPower(now)
 	if m.cfg.Agent == nil {
@@ -87,7 +90,14 @@ func (m *Manager) checkAgents(now time.Time) {
 			continue
 		}
 		agent := m.agentFor(r.Instance.Fleet)
-		if agent == nil || m.keyMissing[r.Instance.Fleet] || m.free(taskCall) <= 0 {
+		if agent != nil && m.keyMissing[r.Instance.Fleet] {
+			// No check can log in without the fleet's key: said once per
+			// fleet; Acquire stops handing out nodes left unchecked too
+			// long (agentUnverified).
+			m.keyMissingEvent(r.Instance.Fleet)
+			continue
+		}
+		if agent == nil || m.free(taskCall) <= 0 {
 			continue
 		}
 		m.agentChecked[id] = now

@@ -75,7 +75,9 @@ var (
 	// ErrAgentPathDown: an Agent could not reach the instance because a host
 	// on the way failed (a jump host, shared by the instances behind it),
 	// so nothing is known of the instance itself. The Manager reports a
-	// check failing with it but does not count it against the instance.
+	// check or an agent start failing with it but does not count it
+	// against the instance (an agent deadline counts from the last such
+	// start failure).
 	ErrAgentPathDown = errors.New("gpufleet: the way to the agent is down")
 )
 

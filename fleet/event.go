@@ -26,9 +26,9 @@ const (
 	EventInstanceBusy        EventType = "InstanceBusy"          // marked busy
 	EventInstanceIdle        EventType = "InstanceIdle"          // marked idle
 	EventFleetStalled        EventType = "FleetStalled"          // alert: too many deadline misses in a row; no creates until applied again
-	EventAgentKeyMissing     EventType = "AgentKeyMissing"       // warning: restarted without the fleet's private key; agents wait for Apply
+	EventAgentKeyMissing     EventType = "AgentKeyMissing"       // warning: restarted without the fleet's private key; agents are neither started nor checked until Apply, and Acquire stops handing out nodes left unchecked for AgentCheckInterval × AgentCheckFailures
 	EventDeadlineMissed      EventType = "DeadlineMissed"        // warning: provisioning or agent deadline passed; terminating
-	EventDeadlineDeferred    EventType = "DeadlineDeferred"      // warning: the provisioning deadline passed inside a prepaid minimum reservation; kept provisioning until Event.At, then released if still not running
+	EventDeadlineDeferred    EventType = "DeadlineDeferred"      // warning: the provisioning or agent deadline passed inside a prepaid minimum reservation; kept until Event.At, then released if still not running (ready)
 	EventReleaseDeferred     EventType = "ReleaseDeferred"       // release waits for the reservation window (see Event.At)
 	EventReleaseCancelled    EventType = "ReleaseCancelled"      // a waiting release was taken back to grow the fleet again
 	EventReleaseRequested    EventType = "ReleaseRequested"      // terminating

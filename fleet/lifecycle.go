@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -67,10 +68,13 @@ func (m *Manager) prepaidUntil(r *InstanceRecord) time.Time {
 // old: the machine may have come up while no process watched), and its
 // agent deadline counts from the read at the earliest (the agent start of
 // the process that died is begun again). An instance that misses its
-// provisioning deadline inside a prepaid minimum reservation (see
-// prepaidUntil) is kept provisioning until the minimum's end less the
-// margin, said once with EventDeadlineDeferred: releasing it earlier
-// saves nothing, and it may still come up. m.mu held.
+// provisioning or agent deadline inside a prepaid minimum reservation
+// (see prepaidUntil) is kept until the minimum's end less the margin, said
+// once per deadline with EventDeadlineDeferred: releasing it earlier saves
+// nothing, and it may still come up. An agent start failing with
+// ErrAgentPathDown (a jump host down) does not count against the
+// instance: its agent deadline counts from the last such failure.
+// m.mu held.
 func (m *Manager) checkDeadlines(now time.Time) {
 	for _, r := range m.insts {
 		var deadline time.Time
@@ -90,25 +94,32 @@ func (m *Manager) checkDeadlines(now time.Time) {
 			r.RunningSince = now
 			continue
 		case r.Instance.Status == StatusBooting:
-			deadline, what = maxTime(r.RunningSince, read).Add(m.pol.AgentTimeout), "agent"
+			// A start that failed because the way to the agent is down (a
+			// jump host: ErrAgentPathDown) is not the machine's fault: the
+			// agent deadline counts from the last such failure.
+			deadline, what = maxTime(maxTime(r.RunningSince, read), m.agentPathDown[id]).Add(m.pol.AgentTimeout), "agent"
 		default:
 			continue
 		}
 		if now.Before(deadline) || (what == "provisioning" && m.seen[id].Before(deadline)) {
 			continue // not yet, or no listing since the deadline has shown it still provisioning
 		}
-		if end := m.prepaidUntil(r); what == "provisioning" && deadline.Before(end) {
-			if !m.deadlineDeferred[id] {
-				m.deadlineDeferred[id] = true
+		if end := m.prepaidUntil(r); deadline.Before(end) {
+			if key := what + "/" + id; !m.deadlineDeferred[key] {
+				m.deadlineDeferred[key] = true
+				timeout, until := m.provisionTimeout(r.Instance.Offer), "running"
+				if what == "agent" {
+					timeout, until = m.pol.AgentTimeout, "ready (agent started)"
+				}
 				m.event(Event{Type: EventDeadlineDeferred, Fleet: r.Instance.Fleet, Provider: r.Instance.Provider, InstanceID: r.Instance.ID,
-					At: end, Message: fmt.Sprintf("provisioning deadline (%s) passed inside the prepaid minimum reservation; still waiting for it, released at %s if it is not running by then (an earlier release refunds nothing)",
-						m.provisionTimeout(r.Instance.Offer), end.UTC().Format(time.RFC3339))})
+					At: end, Message: fmt.Sprintf("%s deadline (%s) passed inside the prepaid minimum reservation; still waiting for it, released at %s if it is not %s by then (an earlier release refunds nothing)",
+						what, timeout, end.UTC().Format(time.RFC3339), until)})
 			}
-			if deadline = end; now.Before(deadline) || m.seen[id].Before(deadline) {
+			if deadline = end; now.Before(deadline) || (what == "provisioning" && m.seen[id].Before(deadline)) {
 				continue
 			}
 		}
-		delete(m.deadlineDeferred, id)
+		m.forgetDeadlineDeferred(id)
 		m.event(Event{Type: EventDeadlineMissed, Fleet: r.Instance.Fleet, Provider: r.Instance.Provider, InstanceID: r.Instance.ID,
 			At: deadline, Message: fmt.Sprintf("%s deadline passed; releasing", what)})
 		m.requestRelease(r, what+" deadline", ReleaseNow, now, true)
@@ -246,7 +257,7 @@ func (m *Manager) missedDeadline(fleet string, o Offer, now time.Time) {
 func (m *Manager) keyMissingEvent(fleet string) {
 	if m.keyMissing[fleet] && !m.keyMissingSaid[fleet] {
 		m.keyMissingSaid[fleet] = true
-		m.event(Event{Type: EventAgentKeyMissing, Fleet: fleet, Message: "the fleet's private key is not stored; apply the spec again with its PrivateKey to start the agents"})
+		m.event(Event{Type: EventAgentKeyMissing, Fleet: fleet, Message: "the fleet's private key is not stored; apply the spec again with its PrivateKey: until then no agent is started or checked, and Acquire stops handing out nodes whose agent has gone unchecked for AgentCheckInterval × AgentCheckFailures"})
 	}
 }
 
@@ -270,7 +281,10 @@ func (m *Manager) agentFor(fleet string) Agent {
 }
 
 // startAgents starts the agent on booting instances, one task per
-// instance, retried with backoff until the agent deadline. m.mu held.
+// instance, retried with backoff until the agent deadline. Each attempt
+// is bounded (agentAttemptTimeout) so that one attempt stuck on a dead
+// path (a jump connection that dropped) cannot use up the whole
+// deadline. m.mu held.
 func (m *Manager) startAgents(now time.Time) {
 	for _, r := range m.insts {
 		id := r.Instance.RequestID
@@ -290,7 +304,7 @@ func (m *Manager) startAgents(now time.Time) {
 		m.agentCancel[id] = cancel
 		inst := cloneInst(r.Instance)
 		m.event(Event{Type: EventAgentStarting, Fleet: inst.Fleet, Provider: inst.Provider, InstanceID: inst.ID})
-		m.launchUnder(ctx, "agent/"+id, taskAgent, m.pol.AgentTimeout, func(ctx context.Context) func(time.Time) {
+		m.launchUnder(ctx, "agent/"+id, taskAgent, m.agentAttemptTimeout(), func(ctx context.Context) func(time.Time) {
 			err := agent.Start(ctx, inst)
 			return func(now time.Time) {
 				cancel()
@@ -339,6 +353,29 @@ func (m *Manager) agentDone(id string, err error, now time.Time) {
 	m.agentNext[id] = now.Add(wait)
 	r.Instance.LastError = err.Error()
 	m.dirtyI[id] = true
+	msg := fmt.Sprintf("attempt %d failed; retrying", r.AgentTries)
+	if errors.Is(err, ErrAgentPathDown) {
+		m.agentPathDown[id] = now
+		msg = fmt.Sprintf("attempt %d failed: the way to the agent (a jump host) is down; not counted against the instance: its agent deadline (%s) counts from when the way is back; retrying",
+			r.AgentTries, m.pol.AgentTimeout)
+	}
 	m.event(Event{Type: EventAgentFailed, Fleet: r.Instance.Fleet, Provider: r.Instance.Provider, InstanceID: r.Instance.ID,
-		Err: err.Error(), At: now.Add(wait), Message: fmt.Sprintf("attempt %d failed; retrying", r.AgentTries)})
+		Err: err.Error(), At: now.Add(wait), Message: msg})
+}
+
+// agentAttemptTimeout bounds one agent start attempt: a third of
+// Policy.AgentTimeout, so that an attempt stuck on a path that died (a
+// dropped jump connection dialled again and again) is given up and a new
+// one, on a new connection, made well before the agent deadline. An
+// agent start is idempotent (an agent already healthy answers at once), so
+// an attempt cut while the agent was coming up loses nothing.
+func (m *Manager) agentAttemptTimeout() time.Duration {
+	return max(m.pol.AgentTimeout/3, time.Second)
+}
+
+// forgetDeadlineDeferred forgets that id's deadlines were said deferred.
+// m.mu held.
+func (m *Manager) forgetDeadlineDeferred(id string) {
+	delete(m.deadlineDeferred, "provisioning/"+id)
+	delete(m.deadlineDeferred, "agent/"+id)
 }

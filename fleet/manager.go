@@ -172,6 +172,7 @@ type Manager struct {
 	fleetFails     map[string]int
 	avoid          map[string]avoidance // fleet|offer key → skip the offer until, and why
 	agentNext      map[string]time.Time
+	agentPathDown  map[string]time.Time          // request id → when its last agent start failed with ErrAgentPathDown
 	agentCancel    map[string]context.CancelFunc // agent starts under way, by request id
 	keyedAgents    map[string]Agent
 	abandoned      map[string]bool // provider/id/request id of rentals untracked by ReleaseCompat: never adopted again
@@ -203,7 +204,7 @@ type Manager struct {
 	listRetry        map[string]time.Time // the same → not tried again before (see failWait)
 	vpcDelRefused    map[string]bool      // VPC id → its last delete was refused outright (it is still there)
 	vpcDelAnswered   map[string]time.Time // VPC id → when its last delete call answered
-	deadlineDeferred map[string]bool      // request id → its provisioning deadline passed inside its prepaid minimum (said once)
+	deadlineDeferred map[string]bool      // "provisioning/" or "agent/" + request id → that deadline passed inside its prepaid minimum (said once)
 
 	evMu      sync.Mutex // guards pending
 	deliverMu sync.Mutex // one delivering goroutine at a time
@@ -307,6 +308,7 @@ func (m *Manager) initMaps() {
 	m.lastRefusal, m.acquired, m.answered = map[string]string{}, map[string]bool{}, map[string]time.Time{}
 	m.picking = map[string]int{}
 	m.agentNext, m.keyedAgents, m.abandoned = map[string]time.Time{}, map[string]Agent{}, map[string]bool{}
+	m.agentPathDown = map[string]time.Time{}
 	m.keyMissing, m.keyMissingSaid, m.deadlineMisses = map[string]bool{}, map[string]bool{}, map[string]int{}
 	m.readAt, m.attachRefused = map[string]time.Time{}, map[string]bool{}
 }

@@ -166,6 +166,8 @@ func (m *Manager) markRunning(r *InstanceRecord, now time.Time) {
 
 func (m *Manager) markReady(r *InstanceRecord, now time.Time) {
 	delete(m.deadlineMisses, r.Instance.Fleet)
+	delete(m.agentPathDown, r.Instance.RequestID)
+	m.forgetDeadlineDeferred(r.Instance.RequestID)
 	r.Instance.Ready = now
 	r.IdleSince = now
 	m.setStatus(r, StatusIdle, "ready", now)

@@ -232,7 +232,11 @@ type Policy struct {
 	// to install and boot).
 	BareMetalProvisionTimeout time.Duration
 	// AgentTimeout is how long the agent may take to become healthy once
-	// the provider says running (15 min).
+	// the provider says running (15 min). Each Agent.Start call is bounded
+	// to a third of it and retried with backoff; a start failing with
+	// ErrAgentPathDown does not count (the deadline counts from the last
+	// such failure), and inside a prepaid minimum reservation the deadline
+	// is deferred like ProvisionTimeout ([EventDeadlineDeferred]).
 	AgentTimeout time.Duration
 	// TerminationMinBackoff and TerminationMaxBackoff bound the capped,
 	// jittered exponential backoff between release attempts (10 s, 5 min);

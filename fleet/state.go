@@ -209,6 +209,8 @@ func (m *Manager) prune(now time.Time) {
 			m.removeRecord(id)
 			delete(m.dirtyI, id)
 			delete(m.agentNext, id)
+			delete(m.agentPathDown, id)
+			m.forgetDeadlineDeferred(id)
 			m.goneI[id] = true
 		}
 	}

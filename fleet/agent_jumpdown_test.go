@@ -19,11 +19,12 @@ import (
 // it as fleet.ErrAgentPathDown and "the instance is not judged by it"
 // (TestJumpHostDownDoesNotBuyAnotherBareMetal), and a provisioning
 // deadline inside a prepaid minimum is deferred because "releasing it
-// earlier saves nothing". The agent start has neither: at the agent
-// deadline (15 min) the prepaid machine is force-released (205.66 USD of
-// its minimum not refunded) and the fleet stalls with no node, although
-// the jump host is back 15 minutes later.
-func TestTesterQJumpHostDownDuringFirstAgentStart(t *testing.T) {
+// earlier saves nothing". The agent start had neither: at the agent
+// deadline (15 min) the prepaid machine was force-released and the fleet
+// stalled, although the jump host is back 15 minutes later. Now the agent
+// deadline inside a prepaid minimum is deferred too, and a start failing
+// with ErrAgentPathDown does not count against the machine.
+func TestJumpHostDownDuringFirstAgentStart(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newT9(t, fleet.Policy{})
 		var mu sync.Mutex

@@ -19,12 +19,13 @@ import (
 // refuses TCP for 3 minutes (booting); 30 s in, the jump host restarts
 // (its connections drop, it answers again at once with the same key). The
 // agent should be up about 3 minutes after the first attempt, on the same
-// machine. The starter keeps dialling through the jump connection that
-// died, for its whole AgentTimeout (15 min), which is also the agent
-// deadline: the machine is force-released at +25 min ("agent deadline",
-// $205.66 of its minimum not refunded) and the fleet stalls (one deadline
-// miss on a prepaid offer), with no node at all.
-func TestTesterQJumpHostRestartDuringAgentStart(t *testing.T) {
+// machine. The starter kept dialling through the jump connection that
+// died for its whole AgentTimeout (15 min), which is also the agent
+// deadline, and the machine was force-released ($205.66 of its minimum
+// not refunded). Now each Start attempt is bounded to a third of
+// AgentTimeout and retried (a new connection), and inside the prepaid
+// minimum the agent deadline is deferred.
+func TestJumpHostRestartDuringAgentStart(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newT9(t, fleet.Policy{})
 		pub, err := ssh.NewPublicKey(w.key.Public())
