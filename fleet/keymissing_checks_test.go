@@ -33,6 +33,23 @@ func (a *deadAgentK) Check(context.Context, Instance) error {
 }
 func (a *deadAgentK) WithKey(PrivateKey) Agent { return a }
 
+// readyFleetClosed runs fleet "f" (one Vultr VM, an agent, a private key)
+// until its node is idle, then closes its Manager: the provider, store and
+// agent a Manager restarted without the key takes over.
+func readyFleetClosed(t *testing.T) (*fakeProvider, Store, *deadAgentK) {
+	seed := sha256.Sum256([]byte("fleet q"))
+	key := NewPrivateKey(ed25519.NewKeyFromSeed(seed[:]))
+	p := newFakeProvider("vultr", vmOffer("vultr", 1, 0))
+	store := NewMemoryStore()
+	agent := &deadAgentK{}
+	m1, _ := newTestManager(t, Config{Providers: []Provider{p}, Agent: agent, Store: store})
+	require.NoError(t, m1.Apply(t.Context(), Spec{Name: "f", Nodes: 1, PrivateKey: key}))
+	passes(t, m1, 30*time.Minute)
+	require.Equal(t, StatusIdle, m1.Instances("f")[0].Status)
+	m1.Close()
+	return p, store, agent
+}
+
 // A Manager restarted (same store) without the fleet's private key, whose
 // instances are all ready; the agent dies after the restart. No agent
 // check can log in without the key: the fleet is told so once
@@ -42,16 +59,7 @@ func (a *deadAgentK) WithKey(PrivateKey) Agent { return a }
 // (ErrNoIdle saying why) instead of handing out a node whose agent died.
 func TestRestartWithoutKeySaysChecksStopAndAcquireRefuses(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		seed := sha256.Sum256([]byte("fleet q"))
-		key := NewPrivateKey(ed25519.NewKeyFromSeed(seed[:]))
-		p := newFakeProvider("vultr", vmOffer("vultr", 1, 0))
-		store := NewMemoryStore()
-		agent := &deadAgentK{}
-		m1, _ := newTestManager(t, Config{Providers: []Provider{p}, Agent: agent, Store: store})
-		require.NoError(t, m1.Apply(t.Context(), Spec{Name: "f", Nodes: 1, PrivateKey: key}))
-		passes(t, m1, 30*time.Minute)
-		require.Equal(t, StatusIdle, m1.Instances("f")[0].Status)
-		m1.Close()
+		p, store, agent := readyFleetClosed(t)
 
 		agent.mu.Lock()
 		agent.dead, agent.checks = true, 0
@@ -77,16 +85,7 @@ func TestRestartWithoutKeySaysChecksStopAndAcquireRefuses(t *testing.T) {
 // key, a ready node is still handed out: its agent is not known unhealthy.
 func TestRestartWithoutKeyHandsOutRecentlyCheckedNode(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		seed := sha256.Sum256([]byte("fleet q"))
-		key := NewPrivateKey(ed25519.NewKeyFromSeed(seed[:]))
-		p := newFakeProvider("vultr", vmOffer("vultr", 1, 0))
-		store := NewMemoryStore()
-		agent := &deadAgentK{}
-		m1, _ := newTestManager(t, Config{Providers: []Provider{p}, Agent: agent, Store: store})
-		require.NoError(t, m1.Apply(t.Context(), Spec{Name: "f", Nodes: 1, PrivateKey: key}))
-		passes(t, m1, 30*time.Minute)
-		require.Equal(t, StatusIdle, m1.Instances("f")[0].Status)
-		m1.Close()
+		p, store, agent := readyFleetClosed(t)
 
 		m2, log := newTestManager(t, Config{Providers: []Provider{p}, Agent: agent, Store: store})
 		passes(t, m2, 5*time.Minute)
