@@ -176,6 +176,24 @@ func TestVultrBareMetalBilledTwoHours(t *testing.T) {
 	assert.Greater(t, c.To.Sub(c.From), time.Hour+45*time.Minute, "the second hour is paid anyway: kept for reuse until its last safe moment")
 }
 
+// Vultr bare metal ready late in its first hour (pending 51 minutes, inside
+// the 55-minute boot deadline; the release margin is 10 minutes): a node
+// never used yet is kept IdleTimeout after it became ready, so the job it
+// was bought for takes it (the orchestrator polls Acquire every 10 s). The
+// job ends 1:30 in: billed two hours, one machine. Before, the node was
+// released as idle in the loop step it became ready and never handed out.
+func TestVultrBareMetalReadyLateInTheHourIsHandedOut(t *testing.T) {
+	for _, pending := range []time.Duration{51 * time.Minute, 54*time.Minute + 30*time.Second} {
+		tm := sim.DefaultVultrBareMetalTiming()
+		tm.Pending = pending
+		c, evs := oneJobA{req: vultrType(mi300x), idle: 5 * time.Minute, busyUntil: 90 * time.Minute, horizon: 5 * time.Hour,
+			simOpts: []sim.Option{sim.WithVultrTiming("vbm-*", tm)}}.play(t)
+		assert.False(t, c.Live, "pending %v: still billing", pending)
+		assert.Equal(t, 2*time.Hour, c.Billed, "pending %v: billed %v (%s)", pending, c.Billed, c.Description)
+		assert.Empty(t, ofType(evs, fleet.EventManualCleanup), "pending %v", pending)
+	}
+}
+
 // Policy.RebuySpares and RebuyHold fix the re-buy hold: a Hot Aisle VM
 // (30-minute minimum) whose only job ends 5 minutes in is kept 10 minutes
 // past its minimum, then released: billed 40 minutes (the automatic

@@ -188,8 +188,10 @@ func (m *Manager) idleReleaseDue(r *InstanceRecord, keep map[*InstanceRecord]boo
 //     much as buying a new machine later. An instance that goes idle after
 //     that moment is released at once: a delete that lands before the hour
 //     ends saves the next hour, one that lands after costs no more than
-//     keeping it. IdleTimeout plays no part: releasing earlier inside a paid
-//     hour saves nothing.
+//     keeping it. IdleTimeout plays no part for a node that has worked:
+//     releasing earlier inside a paid hour saves nothing. A node never used
+//     yet is kept IdleTimeout after it became ready, and then to the last
+//     safe moment of the hour that is in (at once when inside its margin).
 //   - start unknown (adopted from a list that gives none; Hot Aisle):
 //     IdleTimeout after it went idle, without force (see requestRelease):
 //     the provider's refusal for the minimum keeps it until the minimum
@@ -214,7 +216,15 @@ func (m *Manager) idleReleaseAt(r *InstanceRecord, idleTimeout time.Duration, sp
 		return r.IdleSince.Add(idleTimeout)
 	}
 	if g := o.BillingGranularity; g >= time.Hour {
-		return maxTime(now, m.paidUntil(r, now).Add(-m.pol.HourlyReleaseMargin))
+		// A node never used yet (idle since it became ready) is kept at
+		// least IdleTimeout, so that the job it was bought for can take it:
+		// one ready late in its hour (bare metal boots ~40 min) would
+		// otherwise go at once, and its replacement pay a new hour and boot.
+		due := now
+		if !r.IdleSince.After(r.Instance.Ready) {
+			due = maxTime(now, r.IdleSince.Add(idleTimeout))
+		}
+		return maxTime(due, m.paidUntil(r, due).Add(-m.pol.HourlyReleaseMargin))
 	}
 	minEnd := c.Add(o.MinimumReservation)
 	// A job ended inside the minimum: no idle timer carries the node past it.

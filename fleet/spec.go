@@ -91,7 +91,10 @@ type Spec struct {
 	//     hour's end less Policy.HourlyReleaseMargin, whatever IdleTimeout
 	//     says — releasing earlier saves nothing, later buys the next hour.
 	//     With the default margin and an IdleTimeout of 3 hours, a node idle
-	//     since minute 5 still goes at minute 50.
+	//     since minute 5 still goes at minute 50. A node never used yet is
+	//     kept at least IdleTimeout after it became ready (then to the last
+	//     safe moment of that hour): bare metal ready at minute 51 of its
+	//     first hour is not released before a job could take it.
 	//   - Billed per minute with a minimum reservation (Hot Aisle): a node
 	//     whose job ended inside its minimum goes at the minimum's end less
 	//     Policy.MinuteReleaseMargin (the minimum is paid anyway; the timer
