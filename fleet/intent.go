@@ -521,6 +521,9 @@ func (m *Manager) markBusy(reqID string, busy bool, now time.Time) {
 	}
 	r.Busy = busy
 	r.AcquiredBy = "" // Acquire's own mark sets it after this (applyStored)
+	if busy {
+		r.BusySince = now
+	}
 	m.noteBusy(r, busy, now)
 	m.dirtyI[reqID] = true
 	if busy {

@@ -15,6 +15,7 @@ const rebuyKeep = 64
 // have nodes of several).
 type rebuyLog struct {
 	first   time.Time            // the fleet's first job's start (since the Manager started)
+	started int                  // jobs started since then
 	done    []busyPeriod         // ended, oldest first
 	since   map[string]time.Time // request id → busy since (ongoing)
 	version int                  // bumped on every change
@@ -44,22 +45,19 @@ func (m *Manager) noteBusy(r *InstanceRecord, busy bool, now time.Time) {
 	if o.BillingGranularity >= time.Hour || o.MinimumReservation <= 0 {
 		return
 	}
-	if m.rebuy == nil {
-		m.rebuy = map[string]*rebuyLog{}
-	}
-	l := m.rebuy[r.Instance.Fleet]
-	if l == nil {
-		l = &rebuyLog{since: map[string]time.Time{}}
-		m.rebuy[r.Instance.Fleet] = l
-	}
+	l := m.rebuyLogOf(r.Instance.Fleet)
 	id := r.Instance.RequestID
 	at, ok := l.since[id]
+	if !ok && !busy && r.BusySince.After(r.IdleSince) {
+		at, ok = r.BusySince, true // busy before the log was rebuilt (IdleSince is still the previous one)
+	}
 	switch {
 	case busy && !ok:
 		l.since[id] = now
 		if l.first.IsZero() {
 			l.first = now
 		}
+		l.started++
 	case !busy && ok:
 		delete(l.since, id)
 		l.done = append(l.done, busyPeriod{start: at, used: now.Sub(at)})
@@ -72,22 +70,57 @@ func (m *Manager) noteBusy(r *InstanceRecord, busy bool, now time.Time) {
 	l.version++
 }
 
+// rebuyLogOf is fleet's rebuyLog, rebuilt from its records' last jobs
+// (BusySince, IdleSince) when the Manager has none: after a restart, or on a
+// replica that took the fleet over. m.mu held.
+func (m *Manager) rebuyLogOf(fleet string) *rebuyLog {
+	if l := m.rebuy[fleet]; l != nil {
+		return l
+	}
+	if m.rebuy == nil {
+		m.rebuy = map[string]*rebuyLog{}
+	}
+	l := &rebuyLog{since: map[string]time.Time{}}
+	m.rebuy[fleet] = l
+	for id, r := range m.insts {
+		o, at := r.Instance.Offer, r.BusySince
+		if r.Instance.Fleet != fleet || at.IsZero() || o.BillingGranularity >= time.Hour || o.MinimumReservation <= 0 {
+			continue
+		}
+		switch {
+		case r.Busy:
+			l.since[id] = at
+		case r.IdleSince.After(at):
+			l.done = append(l.done, busyPeriod{start: at, used: r.IdleSince.Sub(at)})
+		default:
+			continue
+		}
+		if l.first.IsZero() || at.Before(l.first) {
+			l.first = at
+		}
+		l.started++
+	}
+	slices.SortFunc(l.done, func(a, b busyPeriod) int { return a.start.Compare(b.start) })
+	return l
+}
+
 // rebuyWindow is how far back jobs are replayed: three hours, or twice the
 // minimum reservation when longer.
 func rebuyWindow(o Offer) time.Duration { return max(3*time.Hour, 2*o.MinimumReservation) }
 
 // rebuyHold is the fleet's re-buy hold now for its idle nodes of offer o:
 // the candidate that would have cost least on the fleet's jobs of the last
-// rebuyWindow (bestRebuy) with o's minimum reservation and boot time,
+// rebuyWindow, and at least its last rebuyPriorJobs jobs however old
+// (bestRebuy), with o's minimum reservation and boot time,
 // chosen again when a job starts or ends and at least every ten minutes.
 // No jobs: no hold. m.mu held.
 func (m *Manager) rebuyHold(fleet string, o Offer, now time.Time) rebuyChoice {
-	l := m.rebuy[fleet]
-	if l == nil {
-		return rebuyChoice{}
-	}
+	l := m.rebuyLogOf(fleet)
 	if l.fixed != nil {
 		return *l.fixed
+	}
+	if len(l.done) == 0 && len(l.since) == 0 {
+		return rebuyChoice{}
 	}
 	if m.pol.RebuySpares > 0 {
 		return rebuyChoice{m.pol.RebuySpares, m.pol.RebuyHold}
@@ -98,8 +131,8 @@ func (m *Manager) rebuyHold(fleet string, o Offer, now time.Time) rebuyChoice {
 	}
 	from := now.Add(-rebuyWindow(o))
 	var jobs []busyPeriod
-	for _, p := range l.done {
-		if p.start.After(from) {
+	for i, p := range l.done {
+		if p.start.After(from) || i >= len(l.done)-rebuyPriorJobs {
 			jobs = append(jobs, p)
 		}
 	}
@@ -109,12 +142,10 @@ func (m *Manager) rebuyHold(fleet string, o Offer, now time.Time) rebuyChoice {
 			l.version++
 			continue
 		}
-		if at.After(from) {
-			jobs = append(jobs, busyPeriod{start: at, used: now.Sub(at)})
-		}
+		jobs = append(jobs, busyPeriod{start: at, used: now.Sub(at)})
 	}
 	slices.SortFunc(jobs, func(a, b busyPeriod) int { return cmp.Compare(a.start.UnixNano(), b.start.UnixNano()) })
-	c := rebuyMemo{choice: bestRebuy(jobs, o, l.first, now), chosen: l.version, at: now}
+	c := rebuyMemo{choice: bestRebuy(jobs, o, l.first, l.started, now), chosen: l.version, at: now}
 	if l.choices == nil {
 		l.choices = map[rebuyKey]rebuyMemo{}
 	}

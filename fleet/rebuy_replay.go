@@ -32,25 +32,35 @@ type busyPeriod struct {
 	used  time.Duration
 }
 
-// rebuyPriorSpan: until a fleet's replayed jobs span this many minimum
-// reservations, the replay has seen at most half a minimum of releases and
-// re-buys, too little to judge a hold by, and the break-even hold
-// (rebuyPrior) is the one to beat — from the fleet's first job, so that a
-// node freed by it is not released just before the next job buys a new
-// minimum (the named cause).
+// rebuyPriorSpan: until a fleet's jobs span this many minimum reservations
+// from its first job (not the first replayed: a fleet quiet for a while
+// does not start over), the replay has seen at most half a minimum of
+// releases and re-buys, too little to judge a hold by; and while the fleet
+// has had a single job it has seen no gap at all. Until then the break-even
+// hold (rebuyPrior) is the one to beat, so that a node freed by a job is not
+// released just before the next job buys a new minimum (the named
+// cause).
 const rebuyPriorSpan = 1.5
+
+// rebuyPriorJobs: the replay covers at least a fleet's last this many jobs,
+// however long ago (a sparse fleet's gaps are its evidence).
+const rebuyPriorJobs = 4
 
 // rebuyPrior is the ski-rental break-even hold: idle nodes kept one whole
 // minimum past their own, up to 8 of them, or as many as the most jobs
-// that ran at once in the last hour when more (peakJobs; a fleet whose
-// every node works in waves keeps them all between waves). For each node
-// held it never pays more than twice what the best choice knowing the
-// future would for the same period (the hold costs at most the minimum a
-// re-buy would have cost).
-func rebuyPrior(o Offer, jobs []busyPeriod, now time.Time) rebuyChoice {
+// that ran at once in the hour before the latest job ended (peakJobs; a
+// fleet whose every node works in waves keeps them all between waves, even
+// when the gap is longer than an hour). For each node held it never pays
+// more than twice what the best choice knowing the future would for the
+// same period (the hold costs at most the minimum a re-buy would have cost).
+func rebuyPrior(o Offer, jobs []busyPeriod) rebuyChoice {
+	var last time.Time
+	for _, j := range jobs {
+		last = maxTime(last, j.start.Add(j.used))
+	}
 	var recent []busyPeriod
 	for _, j := range jobs {
-		if now.Sub(j.start.Add(j.used)) < time.Hour {
+		if last.Sub(j.start.Add(j.used)) < time.Hour {
 			recent = append(recent, j)
 		}
 	}
@@ -86,19 +96,22 @@ func peakJobs(jobs []busyPeriod) int {
 // returns the one that would have cost least (fewest billed minutes; ties to
 // the smaller hold) — unless it would not have saved at least one minimum
 // reservation (a replacement) over the default: no hold, or the break-even
-// hold (rebuyPrior) while less than rebuyPriorSpan minimums have passed
-// since the fleet's first job (first; not the first replayed: a fleet quiet
-// for a while does not start over).
+// hold (rebuyPrior) while the fleet is young or has had a single job
+// (rebuyPriorSpan; first is the fleet's first job's start, started the jobs
+// since).
 // The replay: each job takes an idle node in Acquire's order (most paid
 // time left, then oldest) or a new one created its boot time before; an
 // idle node past its minimum is kept while it is among the first spares
 // idle nodes in that order (those inside their minimum, paid anyway, come
 // first: at most spares nodes wait idle) and its hold lasts, and released
-// otherwise.
-func bestRebuy(jobs []busyPeriod, o Offer, first, now time.Time) rebuyChoice {
+// otherwise. A hold still under way now is not charged past the node's
+// minimum or last job (whether it pays off is not known yet): a choice is
+// judged by what the past proved.
+func bestRebuy(jobs []busyPeriod, o Offer, first time.Time, started int, now time.Time) rebuyChoice {
 	def := rebuyChoice{}
-	if len(jobs) > 0 && float64(now.Sub(first)) < rebuyPriorSpan*float64(o.MinimumReservation) {
-		def = rebuyPrior(o, jobs, now)
+	young := float64(now.Sub(first)) < rebuyPriorSpan*float64(o.MinimumReservation)
+	if len(jobs) > 0 && (young || started <= 1) {
+		def = rebuyPrior(o, jobs)
 	}
 	best, bestCost := def, replayRebuy(jobs, o, def, now)-o.MinimumReservation
 	for _, c := range rebuyChoices(o.MinimumReservation) {
@@ -117,7 +130,8 @@ type replayNode struct {
 }
 
 // replayRebuy is the billed time of the fleet's recent jobs under hold c,
-// counted up to now.
+// counted up to now, a node still held now only to its base (its minimum's
+// end or its last job's, the later).
 func replayRebuy(jobs []busyPeriod, o Offer, c rebuyChoice, now time.Time) time.Duration {
 	var nodes []*replayNode
 	for _, j := range jobs {
@@ -131,9 +145,9 @@ func replayRebuy(jobs []busyPeriod, o Offer, c rebuyChoice, now time.Time) time.
 	pickReplayed(nodes, o, c, now) // settles releases up to now
 	var total time.Duration
 	for _, n := range nodes {
-		end := now
-		if !n.gone.IsZero() {
-			end = n.gone
+		end := n.gone
+		if end.IsZero() { // kept: busy, inside its minimum, or held (charged to its base)
+			end = minTime(now, maxTime(n.created.Add(o.MinimumReservation), n.free))
 		}
 		total += max(o.MinimumReservation, end.Sub(n.created))
 	}

@@ -40,7 +40,7 @@ func TestBestRebuyFromTheFleetsJobs(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			assert.Equal(t, c.want, bestRebuy(c.jobs, o, t0, t0.Add(8*time.Hour)))
+			assert.Equal(t, c.want, bestRebuy(c.jobs, o, t0, len(c.jobs), t0.Add(8*time.Hour)))
 		})
 	}
 }
@@ -53,19 +53,29 @@ func TestBestRebuyDefaultsToTheBreakEvenHoldUntilTheJobsCanTell(t *testing.T) {
 	bm := vmOffer("hotaisle", 23.92, 8*time.Hour)
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	returning := []busyPeriod{{start: t0, used: time.Hour}, {start: t0.Add(2 * time.Hour), used: time.Hour}}
-	assert.Equal(t, rebuyChoice{8, 8 * time.Hour}, bestRebuy(returning, bm, t0, t0.Add(9*time.Hour)), "9 h of jobs < 12 h")
-	assert.Equal(t, rebuyChoice{8, 8 * time.Hour}, bestRebuy(returning[:1], bm, t0, t0.Add(9*time.Hour)), "one job")
+	assert.Equal(t, rebuyChoice{8, 8 * time.Hour}, bestRebuy(returning, bm, t0, 2, t0.Add(9*time.Hour)), "9 h of jobs < 12 h")
+	assert.Equal(t, rebuyChoice{8, 8 * time.Hour}, bestRebuy(returning[:1], bm, t0, 1, t0.Add(9*time.Hour)), "one job")
 	batch := []busyPeriod{{start: t0, used: time.Hour}, {start: t0.Add(time.Minute), used: 3 * time.Hour}}
-	assert.Equal(t, rebuyChoice{8, 8 * time.Hour}, bestRebuy(batch, bm, t0, t0.Add(9*time.Hour)), "one batch")
+	assert.Equal(t, rebuyChoice{8, 8 * time.Hour}, bestRebuy(batch, bm, t0, 2, t0.Add(9*time.Hour)), "one batch")
 	var wave []busyPeriod
 	for range 10 {
 		wave = append(wave, busyPeriod{start: t0.Add(7 * time.Hour), used: 15 * time.Minute})
 	}
-	assert.Equal(t, rebuyChoice{10, 8 * time.Hour}, bestRebuy(wave, bm, t0, t0.Add(7*time.Hour+30*time.Minute)),
+	assert.Equal(t, rebuyChoice{10, 8 * time.Hour}, bestRebuy(wave, bm, t0, 10, t0.Add(7*time.Hour+30*time.Minute)),
 		"a wave of 10 jobs in the last hour: 10 held")
-	assert.NotEqual(t, rebuyPrior(bm, returning, t0.Add(13*time.Hour)), bestRebuy(returning, bm, t0, t0.Add(13*time.Hour)), "past 12 h the jobs decide")
-	assert.Equal(t, rebuyPrior(bm, returning, t0.Add(13*time.Hour)), bestRebuy(returning, bm, t0.Add(2*time.Hour), t0.Add(13*time.Hour)),
+	long := []busyPeriod{{start: t0, used: 13 * time.Hour}}
+	assert.Equal(t, rebuyPrior(bm, long), bestRebuy(long, bm, t0, 1, t0.Add(13*time.Hour)), "past 12 h, but a single job: no gap seen yet")
+	assert.NotEqual(t, rebuyPrior(bm, returning), bestRebuy(returning, bm, t0, 2, t0.Add(13*time.Hour)), "past 12 h the jobs decide")
+	assert.Equal(t, rebuyPrior(bm, returning), bestRebuy(returning, bm, t0.Add(2*time.Hour), 2, t0.Add(13*time.Hour)),
 		"the span counts from the fleet's first job, not the first replayed")
+	var waves []busyPeriod
+	for _, at := range []time.Duration{0, 3 * time.Hour} {
+		for range 12 {
+			waves = append(waves, busyPeriod{start: t0.Add(at), used: time.Hour})
+		}
+	}
+	assert.Equal(t, rebuyChoice{12, 8 * time.Hour}, rebuyPrior(bm, waves[:12]), "a wave of 12, whenever asked")
+	assert.Equal(t, rebuyChoice{12, 8 * time.Hour}, rebuyPrior(bm, waves), "the last wave's peak, two hours after the previous one")
 	assert.Equal(t, 0, peakJobs(nil))
 	assert.Equal(t, 1, peakJobs(returning))
 	assert.Equal(t, 2, peakJobs(batch))
@@ -86,7 +96,11 @@ func TestReplayRebuyBills(t *testing.T) {
 	assert.Equal(t, 32*time.Minute+30*time.Minute, replayRebuy(jobs, o, rebuyChoice{1, time.Minute}, now),
 		"a hold shorter than the gap: released at its end, and a second node bought")
 	assert.Equal(t, 30*time.Minute, replayRebuy(jobs[:1], o, rebuyChoice{}, t0.Add(25*time.Minute)), "the minimum at least")
-	assert.Equal(t, 40*time.Minute, replayRebuy(jobs[:1], o, rebuyChoice{1, 15 * time.Minute}, t0.Add(40*time.Minute)), "a hold counted up to now")
+	assert.Equal(t, 30*time.Minute, replayRebuy(jobs[:1], o, rebuyChoice{1, 15 * time.Minute}, t0.Add(40*time.Minute)),
+		"a hold under way is not charged yet (whether it pays off is not known)")
+	assert.Equal(t, 45*time.Minute, replayRebuy(jobs[:1], o, rebuyChoice{1, 15 * time.Minute}, t0.Add(50*time.Minute)), "an ended hold is")
+	assert.Equal(t, 40*time.Minute, replayRebuy(jobsEvery(t0, 1, 1, 0, 40*time.Minute), o, rebuyChoice{1, 15 * time.Minute}, t0.Add(40*time.Minute)),
+		"a job under way is charged up to now")
 }
 
 // Without recorded jobs a fleet holds nothing: an idle per-minute node is

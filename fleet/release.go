@@ -123,6 +123,13 @@ func maxTime(a, b time.Time) time.Time {
 	return a
 }
 
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
 func idOf(r *InstanceRecord) string {
 	if r.Instance.ID != "" {
 		return r.Instance.ID

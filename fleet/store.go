@@ -99,7 +99,12 @@ type InstanceRecord struct {
 	AcquiredBy   string    `json:",omitempty"`
 	RunningSince time.Time // the provider first said running
 	IdleSince    time.Time // ready, or last MarkIdle
-	AgentTries   int
+	// BusySince is when the node's current or last job started (its last
+	// busy mark; zero if never busy). With IdleSince it tells a Manager
+	// that restarts, or a replica that takes the fleet over, the fleet's
+	// recent jobs, which the re-buy hold is chosen from.
+	BusySince  time.Time
+	AgentTries int
 	// AgentCheckFails counts failed agent checks in a row after ready.
 	AgentCheckFails int
 	VPCTries        int       // failed attaches, any error (bounded by VPCAttachAttempts)

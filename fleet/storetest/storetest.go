@@ -81,7 +81,7 @@ func Instance(fleetName, requestID string, created time.Time) fleet.InstanceReco
 			History: []fleet.StatusChange{{Time: created, Status: fleet.StatusProvisioning, Reason: "created"}}},
 		Termination: &fleet.Termination{Requested: created.Add(2 * time.Minute), Reason: "idle", Force: true,
 			Attempts: 1, LastError: "refused"},
-		Busy: true, RunningSince: created.Add(30 * time.Second), IdleSince: created.Add(time.Minute), AgentTries: 2,
+		Busy: true, RunningSince: created.Add(30 * time.Second), IdleSince: created.Add(time.Minute), BusySince: created.Add(40 * time.Second), AgentTries: 2,
 	}
 }
 

@@ -1,0 +1,91 @@
+package fleet_test
+
+import (
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/gpufleet/gpufleet/fleet"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Acceptance 2 (tester S): a fleet's first job runs past one and a half
+// minimums, then the next job comes minutes after it ended. The fleet has
+// seen no gap yet, so the break-even hold keeps the node: keeping it costs
+// the gap, a new node a whole minimum (8 h on bare metal). One machine, and
+// at most twice the optimum (the hold's ski-rental bound: the node is held
+// up to one minimum after the last job).
+func TestRebuyLongFirstJobThenShortGap(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		req     fleet.Requirements
+		minimum time.Duration
+		jobs    []workJob
+	}{
+		{"ha bm 13h job then 30m later", hotType("bm-mi300x-8"), 8 * time.Hour,
+			[]workJob{{0, 13 * time.Hour}, {13*time.Hour + 30*time.Minute, time.Hour}}},
+		{"ha vm 50m job then 5m later", hotType("vm-mi300x-1"), 30 * time.Minute,
+			[]workJob{{0, 50 * time.Minute}, {55 * time.Minute, 5 * time.Minute}}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			res := driveWith(t, c.req, c.jobs, driveOpts{tail: true})
+			var total time.Duration
+			for _, b := range res.Billed {
+				total += b
+			}
+			last := c.jobs[len(c.jobs)-1]
+			optimum := last.Arrive + last.Duration // one node throughout
+			assert.Len(t, res.Machines, 1, "a new minimum bought for a job minutes after one ended; billed %v per machine", res.Billed)
+			assert.LessOrEqual(t, total, 2*optimum, "billed %v, optimum %v", total, optimum)
+		})
+	}
+}
+
+// Acceptance 2, and rebuyPrior's claim that a fleet working in waves keeps
+// all its nodes between waves (tester S): Hot Aisle bare metal (8 h
+// prepaid), waves of 12 one-hour jobs every 3 hours. The 12 machines bought
+// for the first wave serve every wave: the peak counted is the last wave's,
+// however long ago it ended (keeping one idle 2 hours costs 2 hours; a new
+// one 8).
+func TestRebuyWavesOfTwelveKeepAllTwelve(t *testing.T) {
+	var jobs []workJob
+	for w := range 4 {
+		for range 12 {
+			jobs = append(jobs, workJob{time.Duration(w) * 3 * time.Hour, time.Hour})
+		}
+	}
+	res := driveWith(t, hotType("bm-mi300x-8"), jobs, driveOpts{tail: true})
+	assert.Len(t, res.Machines, 12, "rentals %v; billed %v", res.Machines, res.Billed)
+}
+
+// Acceptance 2 across a restart with the Store (tester S): a Hot Aisle
+// bare-metal node (8 h prepaid) ran the fleet's only job for 2 h and is
+// idle; the Manager restarts at 4 h; the next job comes 20 minutes after
+// the node's minimum ended. The new Manager rebuilds the fleet's jobs from
+// its records (InstanceRecord.BusySince) and keeps the node, as the one
+// that ran the job would have: the job takes it, no new 8 h is bought.
+func TestRebuyHoldSurvivesRestart(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t, fleet.Policy{})
+		stop := e.running()
+		nodes := e.idleFleet("f", 1, time.Minute, hotType("bm-mi300x-8"))
+		created := nodes[0].Created
+		in, err := e.m.Acquire(t.Context(), "f")
+		require.NoError(t, err)
+		time.Sleep(2 * time.Hour)
+		require.NoError(t, e.m.MarkIdle(in.ID))
+		time.Sleep(2 * time.Hour)
+		stop()
+		e.m.Close()
+		e.m = e.manager(e.store)
+		stop = e.running()
+		time.Sleep(time.Until(created.Add(8*time.Hour + 20*time.Minute)))
+		got, err := e.m.Acquire(t.Context(), "f")
+		stop()
+		if assert.NoError(t, err, "an idle node 20 min past its minimum; %d live", e.liveServers()) {
+			assert.Equal(t, in.ID, got.ID)
+		}
+		assert.Len(t, servers(e.hot.Ledger().Charges), 1, "one machine bought")
+	})
+}
