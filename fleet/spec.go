@@ -331,21 +331,26 @@ type Policy struct {
 	// or 8) and how long (an eighth, a quarter, a half or the whole of the
 	// minimum) is chosen, when a job starts or ends and at least every ten
 	// minutes, as the choice that would have cost least on the fleet's jobs
-	// of the last three hours (or two minimums when longer): those jobs are
-	// replayed under each choice, each taking an idle instance in Acquire's
-	// order or a new one; a hold is chosen only when it would have saved at
-	// least one minimum reservation over the default. The default is none,
-	// until one and a half minimums have passed since the fleet's first job
-	// (since the Manager started): then the replay has seen too few minimums
-	// end to judge, and the default is the ski-rental break-even — idle
+	// of the last three hours (or two minimums when longer), and at least
+	// its last 4 jobs however old: those jobs are replayed under each
+	// choice, each taking an idle instance in Acquire's order or a new one,
+	// a hold still under way charged only once it has ended (whether it
+	// pays off is not known before); a hold is chosen only when it would
+	// have saved at least one minimum reservation over the default. The
+	// default is none, except until one and a half minimums have passed
+	// since the fleet's first job and while the fleet has had a single job:
+	// then the replay has seen too few minimums end, or no gap between jobs,
+	// to judge, and the default is the ski-rental break-even — idle
 	// instances kept one whole minimum past their own, up to 8 of them or as
-	// many as the most jobs that ran at once in the last hour when more, so
-	// that a job arriving within a minimum of the last one's end finds a
-	// node already paid for. The instances kept are the first idle ones in
-	// Acquire's order, those still inside their minimum (paid anyway)
-	// first: at most that many instances wait idle. A fleet with no recorded jobs
-	// keeps none. Jobs are counted from Acquire, MarkBusy and MarkIdle since
-	// the Manager started (they are not stored). A kept instance idles at
+	// many as the most jobs that ran at once in the hour before the latest
+	// job ended when more, so that a job arriving within a minimum of the
+	// last one's end finds a node already paid for. The instances kept are
+	// the first idle ones in Acquire's order, those still inside their
+	// minimum (paid anyway) first: at most that many instances wait idle. A
+	// fleet with no recorded jobs keeps none. Jobs are counted from Acquire,
+	// MarkBusy and MarkIdle; after a restart, or on a replica that takes the
+	// fleet over, each instance's last job is read back from its record
+	// (InstanceRecord.BusySince, IdleSince). A kept instance idles at
 	// most the hold h past its minimum, so an idle period costs at most h
 	// plus a new minimum: for a short job at most (h + minimum) / h times the
 	// least possible for that period (twice when h is the whole minimum, the
