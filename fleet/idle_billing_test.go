@@ -176,12 +176,14 @@ func TestVultrBareMetalBilledTwoHours(t *testing.T) {
 	assert.Greater(t, c.To.Sub(c.From), time.Hour+45*time.Minute, "the second hour is paid anyway: kept for reuse until its last safe moment")
 }
 
-// Vultr bare metal ready late in its first hour (pending 51 minutes, inside
-// the 55-minute boot deadline; the release margin is 10 minutes): a node
-// never used yet is kept IdleTimeout after it became ready, so the job it
-// was bought for takes it (the orchestrator polls Acquire every 10 s). The
-// job ends 1:30 in: billed two hours, one machine. Before, the node was
-// released as idle in the loop step it became ready and never handed out.
+// Vultr bare metal ready late in its first hour (pending 51 minutes and
+// 54:30, inside the 55-minute boot deadline; the release margin is 10
+// minutes, so the hour's last safe moment has passed): the node is not
+// released while the provider refuses its delete (5 minutes after it
+// became active), so the job it was bought for takes it (the orchestrator
+// polls Acquire every 10 s). The job ends 1:30 in: billed two hours, one
+// machine. Tester T found the node released as idle in the loop step it
+// became ready and never handed out.
 func TestVultrBareMetalReadyLateInTheHourIsHandedOut(t *testing.T) {
 	for _, pending := range []time.Duration{51 * time.Minute, 54*time.Minute + 30*time.Second} {
 		tm := sim.DefaultVultrBareMetalTiming()

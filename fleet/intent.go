@@ -143,7 +143,10 @@ func (m *Manager) wake() {
 // step (Run wakes at once). It reads the offer catalog (cached) to refuse
 // requirements no offer could ever meet. Changed requirements or placement apply to
 // instances created from then on; existing members stay (release them to
-// replace them). Applying again also resumes a stalled fleet and gives back
+// replace them). A smaller Nodes releases members that are not busy:
+// stopped ones and creates under way first, then the ones with the least
+// paid time left (a node inside a prepaid minimum is kept over one billing
+// per minute), as the release policy allows. Applying again also resumes a stalled fleet and gives back
 // a fleet's private key after a restart. Returns an error answering
 // ErrInvalidSpec for a spec that can never be met (see Spec; a provider
 // name that is not configured; a GPU model, vendor, region or instance type

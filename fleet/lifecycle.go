@@ -188,10 +188,13 @@ func (m *Manager) idleReleaseDue(r *InstanceRecord, keep map[*InstanceRecord]boo
 //     much as buying a new machine later. An instance that goes idle after
 //     that moment is released at once: a delete that lands before the hour
 //     ends saves the next hour, one that lands after costs no more than
-//     keeping it. IdleTimeout plays no part for a node that has worked:
-//     releasing earlier inside a paid hour saves nothing. A node never used
-//     yet is kept IdleTimeout after it became ready, and then to the last
-//     safe moment of the hour that is in (at once when inside its margin).
+//     keeping it. IdleTimeout plays no part: releasing earlier inside a paid
+//     hour saves nothing. Nor is it released while the provider refuses
+//     deletes after the start of its running (Offer.DeleteLock, counted
+//     from the last listing that showed it not running): a node ready late
+//     in its hour (bare metal boots ~40 min) stays acquirable until then,
+//     and is kept to the next hour's last safe moment when no delete can
+//     land in its hour.
 //   - start unknown (adopted from a list that gives none; Hot Aisle):
 //     IdleTimeout after it went idle, without force (see requestRelease):
 //     the provider's refusal for the minimum keeps it until the minimum
@@ -215,16 +218,17 @@ func (m *Manager) idleReleaseAt(r *InstanceRecord, idleTimeout time.Duration, sp
 	if r.CreatedUnknown || c.IsZero() {
 		return r.IdleSince.Add(idleTimeout)
 	}
-	if g := o.BillingGranularity; g >= time.Hour {
-		// A node never used yet (idle since it became ready) is kept at
-		// least IdleTimeout, so that the job it was bought for can take it:
-		// one ready late in its hour (bare metal boots ~40 min) would
-		// otherwise go at once, and its replacement pay a new hour and boot.
-		due := now
-		if !r.IdleSince.After(r.Instance.Ready) {
-			due = maxTime(now, r.IdleSince.Add(idleTimeout))
+	if o.BillingGranularity >= time.Hour {
+		// Not before the provider takes deletes again (the delete lock
+		// after it started running): a node that became ready late in its
+		// hour stays acquirable until then, and goes at once if a delete can
+		// still land in the hour, or at the next hour's last safe moment if
+		// none can (that hour is bought either way).
+		from := now
+		if o.DeleteLock > 0 && !r.RunningSince.IsZero() {
+			from = maxTime(from, m.activeFrom(r).Add(o.DeleteLock))
 		}
-		return maxTime(due, m.paidUntil(r, due).Add(-m.pol.HourlyReleaseMargin))
+		return maxTime(from, m.paidUntil(r, from).Add(-m.pol.HourlyReleaseMargin))
 	}
 	minEnd := c.Add(o.MinimumReservation)
 	// A job ended inside the minimum: no idle timer carries the node past it.

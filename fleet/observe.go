@@ -36,6 +36,7 @@ func (m *Manager) applyList(name string, list []Instance, err error, kinds kindS
 		if r.Instance.Provider != name || (r.Instance.Offer.InstanceType != "" && !kinds.covers(r.Instance.Offer)) {
 			continue
 		}
+		prev := m.seen[r.Instance.RequestID]
 		m.seen[r.Instance.RequestID] = now
 		switch {
 		case r.Instance.ID == "":
@@ -48,6 +49,9 @@ func (m *Manager) applyList(name string, list []Instance, err error, kinds kindS
 			seen, ok := o.byID[r.Instance.ID]
 			switch {
 			case ok && m.rentalOf(r, seen):
+				if seen.Running() && r.RunningSince.IsZero() && !prev.IsZero() && prev.Before(now) {
+					r.PendingSeen = prev // the last listing that showed it not running
+				}
 				m.observeInstance(r, seen, now)
 			case ok && r.Termination != nil:
 				m.markGone(r, now) // released, and its server rented again

@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -335,45 +336,41 @@ func releaseWaits(t *Termination, now time.Time) bool {
 
 // shrink releases n members: stopped ones first (they would be replaced),
 // then creates under way (released as soon as they answer), then
-// provisioning and booting ones, newest first, then idle ones with the
-// least paid time left first (Acquire's order reversed: the ones kept have
-// the most paid time to serve jobs); never busy ones. m.mu held.
+// provisioning, booting and idle ones with the least paid time left first
+// (Acquire's order reversed: the ones kept have the most paid time to serve
+// jobs — a Hot Aisle bare-metal server still installing has 8 prepaid hours,
+// an idle one past its minimum none), among equals those not ready yet,
+// newest first; never busy ones. m.mu held.
 func (m *Manager) shrink(live []*InstanceRecord, n int, f *FleetRecord, now time.Time) {
 	for _, stopped := range []bool{true, false} {
-		for _, want := range []Status{StatusPending, StatusProvisioning, StatusBooting, StatusIdle} {
-			n = m.shrinkOf(live, n, want, stopped, f, now)
-		}
+		n = m.shrinkOf(live, n, []Status{StatusPending}, stopped, f, now)
+		n = m.shrinkOf(live, n, []Status{StatusProvisioning, StatusBooting, StatusIdle}, stopped, f, now)
 	}
 }
 
-// shrinkOf releases up to n members of one status (stopped ones only, or
-// any) in shrink's order, and returns how many are still to release. m.mu
-// held.
-func (m *Manager) shrinkOf(live []*InstanceRecord, n int, want Status, stopped bool, f *FleetRecord, now time.Time) int {
+// shrinkOf releases up to n members of the given statuses (stopped ones
+// only, or any) in shrink's order, and returns how many are still to
+// release. m.mu held.
+func (m *Manager) shrinkOf(live []*InstanceRecord, n int, want []Status, stopped bool, f *FleetRecord, now time.Time) int {
 	var cands []*InstanceRecord
 	for i := len(live) - 1; i >= 0; i-- {
 		r := live[i]
-		if r.Instance.Status == want && r.Termination == nil && !r.Busy && (r.Instance.Stopped || !stopped) {
+		if slices.Contains(want, r.Instance.Status) && r.Termination == nil && !r.Busy && (r.Instance.Stopped || !stopped) {
 			cands = append(cands, r)
 		}
 	}
-	if want == StatusIdle {
-		// An instance whose start is unknown may still be inside its
-		// minimum (its release may well wait for it): after the known ones
-		// with as little paid time left.
-		slices.SortStableFunc(cands, func(a, b *InstanceRecord) int {
-			if x := m.paidUntil(a, now).Compare(m.paidUntil(b, now)); x != 0 {
-				return x
-			}
-			switch {
-			case a.CreatedUnknown == b.CreatedUnknown:
-				return 0
-			case a.CreatedUnknown:
-				return 1
-			}
-			return -1
-		})
-	}
+	// An instance whose start is unknown may still be inside its minimum
+	// (its release may well wait for it): after the known ones with as
+	// little paid time left.
+	slices.SortStableFunc(cands, func(a, b *InstanceRecord) int {
+		if x := m.paidUntil(a, now).Compare(m.paidUntil(b, now)); x != 0 {
+			return x
+		}
+		if x := cmp.Compare(boolRank(a.CreatedUnknown), boolRank(b.CreatedUnknown)); x != 0 {
+			return x
+		}
+		return cmp.Compare(boolRank(a.Instance.Status == StatusIdle), boolRank(b.Instance.Status == StatusIdle))
+	})
 	for _, r := range cands[:min(n, len(cands))] {
 		m.requestRelease(r, "scale down", m.policyFor(f), now, true)
 	}
@@ -683,4 +680,12 @@ func (m *Manager) created(r *InstanceRecord, inst Instance, vpcID string, now ti
 	if inst.Running() {
 		m.markRunning(r, now)
 	}
+}
+
+// boolRank orders false before true.
+func boolRank(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -91,10 +91,12 @@ type Spec struct {
 	//     hour's end less Policy.HourlyReleaseMargin, whatever IdleTimeout
 	//     says — releasing earlier saves nothing, later buys the next hour.
 	//     With the default margin and an IdleTimeout of 3 hours, a node idle
-	//     since minute 5 still goes at minute 50. A node never used yet is
-	//     kept at least IdleTimeout after it became ready (then to the last
-	//     safe moment of that hour): bare metal ready at minute 51 of its
-	//     first hour is not released before a job could take it.
+	//     since minute 5 still goes at minute 50. Nor does it go while the
+	//     provider refuses its delete after it started running
+	//     (Offer.DeleteLock, 5 min on Vultr): bare metal ready at minute 51
+	//     of its first hour stays acquirable until minute 56, then goes if
+	//     unused; when no delete can land before the hour's end it is kept to
+	//     the next hour's last safe moment.
 	//   - Billed per minute with a minimum reservation (Hot Aisle): a node
 	//     whose job ended inside its minimum goes at the minimum's end less
 	//     Policy.MinuteReleaseMargin (the minimum is paid anyway; the timer

@@ -98,7 +98,12 @@ type InstanceRecord struct {
 	// an IntentVoid with that token puts it back to idle.
 	AcquiredBy   string    `json:",omitempty"`
 	RunningSince time.Time // the provider first said running
-	IdleSince    time.Time // ready, or last MarkIdle
+	// PendingSeen is the last listing before RunningSince that showed the
+	// instance not running yet (zero when unknown): its running began
+	// between the two, and the provider's delete lock may have started
+	// then (Offer.DeleteLock).
+	PendingSeen time.Time
+	IdleSince   time.Time // ready, or last MarkIdle
 	// BusySince is when the node's current or last job started (its last
 	// busy mark; zero if never busy). With IdleSince it tells a Manager
 	// that restarts, or a replica that takes the fleet over, the fleet's

@@ -64,18 +64,31 @@ func (m *Manager) launchReleases(now time.Time) {
 // deleteAt is the earliest time a delete of r is worth attempting: its
 // reservation window and backoff, and the offer's delete lock (no attempt
 // while the provider is known to refuse it: before running, and for
-// Offer.DeleteLock after). A server that never runs is deleted from its
+// Offer.DeleteLock after, counted from activeFrom). A server that never runs is deleted from its
 // provisioning deadline on. m.mu held.
 func (m *Manager) deleteAt(r *InstanceRecord) time.Time {
 	t, o := r.Termination, r.Instance.Offer
 	at := maxTime(t.NotBefore, t.NextAttempt)
 	switch {
 	case !r.RunningSince.IsZero():
-		at = maxTime(at, r.RunningSince.Add(o.DeleteLock))
+		at = maxTime(at, m.activeFrom(r).Add(o.DeleteLock))
 	case o.DeleteNeedsRunning:
 		at = maxTime(at, r.Instance.Created.Add(m.provisionTimeout(o)))
 	}
 	return at
+}
+
+// activeFrom is the earliest moment r's running can have started: the last
+// listing that showed it not running (PendingSeen), or RunningSince when
+// unknown. The delete lock is counted from it: a lock counted from the
+// listing that first showed it running (up to a minute later for bare
+// metal) would carry a delete planned just before an hour's end past it.
+// A delete tried while the lock still holds is refused and retried.
+func (m *Manager) activeFrom(r *InstanceRecord) time.Time {
+	if !r.PendingSeen.IsZero() && r.PendingSeen.Before(r.RunningSince) {
+		return r.PendingSeen
+	}
+	return r.RunningSince
 }
 
 // confirmRelease checks, with a Get, that an accepted release has taken
