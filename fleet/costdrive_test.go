@@ -54,11 +54,14 @@ func driveJobs(t *testing.T, req fleet.Requirements, jobs []workJob, pol fleet.P
 // driveOpts vary driveJobs: with tail, the fleet is not deleted when the
 // last job ends (an orchestrator does not know it was the last): the
 // Manager's idle rules release every node, then the fleet is deleted; setup
-// runs on the Manager once the fleet is applied.
+// runs on the Manager once the fleet is applied; restarts are offsets from
+// the start at which the Manager is closed and a new one built over the
+// same Store (the orchestrator keeps its jobs and calls the new one).
 type driveOpts struct {
-	pol   fleet.Policy
-	tail  bool
-	setup func(*fleet.Manager)
+	pol      fleet.Policy
+	tail     bool
+	setup    func(*fleet.Manager)
+	restarts []time.Duration
 }
 
 func driveWith(t *testing.T, req fleet.Requirements, jobs []workJob, o driveOpts) driveResult {
@@ -83,12 +86,30 @@ func driveWith(t *testing.T, req fleet.Requirements, jobs []workJob, o driveOpts
 		stop := make(chan struct{})
 		dispatched := make(chan struct{})
 		go func() { defer close(dispatched); d.dispatch(t, stop) }()
+		restarted := make(chan struct{})
+		go func() {
+			defer close(restarted)
+			for _, at := range o.restarts {
+				time.Sleep(time.Until(start.Add(at)))
+				d.use.Lock() // no call on the old Manager while it closes
+				cancel()
+				<-done
+				e.m.Close()
+				e.m = e.manager(e.store)
+				d.m = e.m
+				ctx, cancel = context.WithCancel(t.Context())
+				done = make(chan error, 1)
+				go func() { done <- e.m.Run(ctx) }()
+				d.use.Unlock()
+			}
+		}()
 		var wg sync.WaitGroup
 		for i, j := range jobs {
 			time.Sleep(time.Until(start.Add(j.Arrive)))
 			wg.Go(func() { d.run(t, i, j) })
 		}
 		wg.Wait()
+		<-restarted
 		close(stop)
 		<-dispatched
 		for deadline := time.Now().Add(24 * time.Hour); tail && e.liveServers() > 0; time.Sleep(time.Minute) {
@@ -115,6 +136,7 @@ func driveWith(t *testing.T, req fleet.Requirements, jobs []workJob, o driveOpts
 // driver is the orchestrator of driveJobs: a queue of waiting jobs served
 // in arrival order by one dispatcher.
 type driver struct {
+	use     sync.RWMutex // held (read) around calls to m: a restart swaps it under the write lock
 	m       *fleet.Manager
 	wake    chan struct{} // a job arrived or ended
 	mu      sync.Mutex    // guards the fields below
@@ -146,7 +168,9 @@ func (d *driver) run(t *testing.T, i int, j workJob) {
 	d.waits[i], d.runs[i] = time.Since(arrived), inst.ID
 	d.mu.Unlock()
 	time.Sleep(j.Duration)
+	d.use.RLock()
 	require.NoError(t, d.m.MarkIdle(inst.ID))
+	d.use.RUnlock()
 	d.mu.Lock()
 	d.running--
 	d.mu.Unlock()
@@ -181,6 +205,8 @@ func (d *driver) dispatch(t *testing.T, stop <-chan struct{}) {
 // grows the fleet to a node per job running or waiting. It reports whether
 // jobs still wait.
 func (d *driver) serve(t *testing.T) bool {
+	d.use.RLock()
+	defer d.use.RUnlock()
 	for {
 		d.mu.Lock()
 		waiting := len(d.queue)

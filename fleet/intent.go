@@ -522,11 +522,11 @@ func (m *Manager) markBusy(reqID string, busy bool, now time.Time) {
 	if !busy && !r.Busy && r.Instance.Status == StatusIdle {
 		return // idle already: its idle clock runs on (a repeated MarkIdle must not keep it for ever)
 	}
+	if busy && !r.Busy {
+		r.BusySince = now // a repeated busy mark does not restart the job
+	}
 	r.Busy = busy
 	r.AcquiredBy = "" // Acquire's own mark sets it after this (applyStored)
-	if busy {
-		r.BusySince = now
-	}
 	m.noteBusy(r, busy, now)
 	m.dirtyI[reqID] = true
 	if busy {

@@ -146,6 +146,7 @@ func (m *Manager) releaseIdle(now time.Time) {
 		if at := m.idleReleaseDue(r, keep, hold, now); at.IsZero() || now.Before(at) {
 			continue
 		}
+		m.noteIdled(r, now)
 		f := m.fleets[r.Instance.Fleet]
 		f.Spec.Nodes--
 		m.dirtyF[f.Spec.Name] = true

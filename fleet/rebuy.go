@@ -6,17 +6,15 @@ import (
 	"time"
 )
 
-// rebuyKeep bounds the jobs remembered per fleet for the re-buy hold.
+// rebuyKeep bounds the jobs remembered per fleet for the re-buy hold
+// (FleetRecord.Jobs).
 const rebuyKeep = 64
 
-// rebuyLog is a fleet's recent demand (its nodes' busy periods), from
-// which the re-buy hold is chosen (see bestRebuy), and the latest choice
-// for each kind of offer its nodes have (a fleet whose spec changed may
-// have nodes of several).
+// rebuyLog is what the Manager keeps beside a fleet's recorded jobs
+// (FleetRecord.FirstJob, Jobs) for the re-buy hold: the jobs under way, and
+// the latest choice for each kind of offer its nodes have (a fleet whose
+// spec changed may have nodes of several; see bestRebuy).
 type rebuyLog struct {
-	first   time.Time            // the fleet's first job's start (since the Manager started)
-	started int                  // jobs started since then
-	done    []busyPeriod         // ended, oldest first
 	since   map[string]time.Time // request id → busy since (ongoing)
 	version int                  // bumped on every change
 	choices map[rebuyKey]rebuyMemo
@@ -39,10 +37,12 @@ type rebuyMemo struct {
 }
 
 // noteBusy records a node of a per-minute offer with a minimum reservation
-// becoming busy or idle. m.mu held.
+// becoming busy or idle: the fleet's first job, and each job that ends, in
+// its FleetRecord (stored: a Manager that restarts or a replica that takes
+// the fleet over chooses the hold from the same jobs). m.mu held.
 func (m *Manager) noteBusy(r *InstanceRecord, busy bool, now time.Time) {
-	o := r.Instance.Offer
-	if o.BillingGranularity >= time.Hour || o.MinimumReservation <= 0 {
+	o, f := r.Instance.Offer, m.fleets[r.Instance.Fleet]
+	if o.BillingGranularity >= time.Hour || o.MinimumReservation <= 0 || f == nil {
 		return
 	}
 	l := m.rebuyLogOf(r.Instance.Fleet)
@@ -54,25 +54,44 @@ func (m *Manager) noteBusy(r *InstanceRecord, busy bool, now time.Time) {
 	switch {
 	case busy && !ok:
 		l.since[id] = now
-		if l.first.IsZero() {
-			l.first = now
+		if f.FirstJob.IsZero() {
+			f.FirstJob = now
+			m.dirtyF[f.Spec.Name] = true
 		}
-		l.started++
 	case !busy && ok:
 		delete(l.since, id)
-		l.done = append(l.done, busyPeriod{start: at, used: now.Sub(at)})
-		if len(l.done) > rebuyKeep {
-			l.done = slices.Delete(l.done, 0, len(l.done)-rebuyKeep)
-		}
+		jobs := append(slices.Clip(f.Jobs), BusyPeriod{Start: at, Used: now.Sub(at)}) // a new array: the Store may hold the old one
+		f.Jobs = jobs[max(0, len(jobs)-rebuyKeep):]
+		m.dirtyF[f.Spec.Name] = true
 	default:
 		return
 	}
 	l.version++
 }
 
-// rebuyLogOf is fleet's rebuyLog, rebuilt from its records' last jobs
-// (BusySince, IdleSince) when the Manager has none: after a restart, or on a
-// replica that took the fleet over. m.mu held.
+// noteIdled records in r's FleetRecord that r, released now as idle, had
+// been idle past its minimum reservation for more than rebuyGap (IdleSince
+// is when it went idle): a hold, or an idle timer, ran out with no job, so
+// holding can cost, and the re-buy replay judges from then on (bestRebuy).
+// m.mu held.
+func (m *Manager) noteIdled(r *InstanceRecord, now time.Time) {
+	o, f := r.Instance.Offer, m.fleets[r.Instance.Fleet]
+	if f == nil || f.IdledPastMinimum || r.Instance.Created.IsZero() || r.CreatedUnknown ||
+		o.BillingGranularity >= time.Hour || o.MinimumReservation <= 0 {
+		return
+	}
+	if now.Sub(maxTime(r.IdleSince, r.Instance.Created.Add(o.MinimumReservation))) > rebuyGap {
+		f.IdledPastMinimum = true
+		m.dirtyF[f.Spec.Name] = true
+		if l := m.rebuy[f.Spec.Name]; l != nil {
+			l.version++
+		}
+	}
+}
+
+// rebuyLogOf is fleet's rebuyLog, its jobs under way read from its records
+// (BusySince) when the Manager has none: after a restart, or on a replica
+// that took the fleet over. m.mu held.
 func (m *Manager) rebuyLogOf(fleet string) *rebuyLog {
 	if l := m.rebuy[fleet]; l != nil {
 		return l
@@ -83,24 +102,10 @@ func (m *Manager) rebuyLogOf(fleet string) *rebuyLog {
 	l := &rebuyLog{since: map[string]time.Time{}}
 	m.rebuy[fleet] = l
 	for id, r := range m.insts {
-		o, at := r.Instance.Offer, r.BusySince
-		if r.Instance.Fleet != fleet || at.IsZero() || o.BillingGranularity >= time.Hour || o.MinimumReservation <= 0 {
-			continue
+		if o := r.Instance.Offer; r.Instance.Fleet == fleet && r.Busy && !r.BusySince.IsZero() && o.BillingGranularity < time.Hour && o.MinimumReservation > 0 {
+			l.since[id] = r.BusySince
 		}
-		switch {
-		case r.Busy:
-			l.since[id] = at
-		case r.IdleSince.After(at):
-			l.done = append(l.done, busyPeriod{start: at, used: r.IdleSince.Sub(at)})
-		default:
-			continue
-		}
-		if l.first.IsZero() || at.Before(l.first) {
-			l.first = at
-		}
-		l.started++
 	}
-	slices.SortFunc(l.done, func(a, b busyPeriod) int { return a.start.Compare(b.start) })
 	return l
 }
 
@@ -115,11 +120,11 @@ func rebuyWindow(o Offer) time.Duration { return max(3*time.Hour, 2*o.MinimumRes
 // chosen again when a job starts or ends and at least every ten minutes.
 // No jobs: no hold. m.mu held.
 func (m *Manager) rebuyHold(fleet string, o Offer, now time.Time) rebuyChoice {
-	l := m.rebuyLogOf(fleet)
+	l, f := m.rebuyLogOf(fleet), m.fleets[fleet]
 	if l.fixed != nil {
 		return *l.fixed
 	}
-	if len(l.done) == 0 && len(l.since) == 0 {
+	if f == nil || len(f.Jobs) == 0 && len(l.since) == 0 {
 		return rebuyChoice{}
 	}
 	if m.pol.RebuySpares > 0 {
@@ -130,9 +135,9 @@ func (m *Manager) rebuyHold(fleet string, o Offer, now time.Time) rebuyChoice {
 		return c.choice
 	}
 	from := now.Add(-rebuyWindow(o))
-	var jobs []busyPeriod
-	for i, p := range l.done {
-		if p.start.After(from) || i >= len(l.done)-rebuyPriorJobs {
+	var jobs []BusyPeriod
+	for i, p := range f.Jobs {
+		if p.Start.After(from) || i >= len(f.Jobs)-rebuyPriorJobs {
 			jobs = append(jobs, p)
 		}
 	}
@@ -142,10 +147,10 @@ func (m *Manager) rebuyHold(fleet string, o Offer, now time.Time) rebuyChoice {
 			l.version++
 			continue
 		}
-		jobs = append(jobs, busyPeriod{start: at, used: now.Sub(at)})
+		jobs = append(jobs, BusyPeriod{Start: at, Used: now.Sub(at)})
 	}
-	slices.SortFunc(jobs, func(a, b busyPeriod) int { return cmp.Compare(a.start.UnixNano(), b.start.UnixNano()) })
-	c := rebuyMemo{choice: bestRebuy(jobs, o, l.first, l.started, now), chosen: l.version, at: now}
+	slices.SortFunc(jobs, func(a, b BusyPeriod) int { return a.Start.Compare(b.Start) })
+	c := rebuyMemo{choice: bestRebuy(jobs, o, f.FirstJob, f.IdledPastMinimum, now), chosen: l.version, at: now}
 	if l.choices == nil {
 		l.choices = map[rebuyKey]rebuyMemo{}
 	}

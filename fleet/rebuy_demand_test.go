@@ -89,7 +89,10 @@ func TestRebuySteadyWavesNotReleasedAndRebought(t *testing.T) {
 			t.Logf("bill $%.2f; %d machines; billed %v in all, per machine %v; longest wait after the first wave %v",
 				res.BillUSD, len(res.Billed), total, res.Billed, wait)
 			assert.LessOrEqual(t, len(res.Billed), 10, "machines rented for a steady demand of ten")
-			assert.LessOrEqual(t, total, 10*(work+c.slack), "ten nodes for %v: billed %v", work, total)
+			// After the last wave each node may be kept one minimum more:
+			// the break-even hold (no node has yet idled past its minimum
+			// without a job, and the Manager cannot know the waves ended).
+			assert.LessOrEqual(t, total, 10*(work+c.slack+8*time.Hour), "ten nodes for %v: billed %v", work, total)
 		})
 	}
 }

@@ -89,3 +89,65 @@ func TestRebuyHoldSurvivesRestart(t *testing.T) {
 		assert.Len(t, servers(e.hot.Ledger().Charges), 1, "one machine bought")
 	})
 }
+
+// Acceptance 2 (tester W): a fleet none of whose nodes has idled past its
+// minimum without a job — jobs handed from node to node, or one batch on
+// several nodes — keeps the break-even hold however long since its first
+// job (holding has cost nothing yet): the next job, minutes after the last
+// one ended, takes a node already paid for instead of buying new minimums.
+func TestRebuyHoldUntilAHoldHasCost(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		req      fleet.Requirements
+		jobs     []workJob
+		machines int
+	}{
+		{"ha bm two jobs on one node then 29m later", hotType("bm-mi300x-8"),
+			[]workJob{{0, 6 * time.Hour}, {6*time.Hour + 30*time.Minute, 6*time.Hour + 45*time.Minute}, {13*time.Hour + 45*time.Minute, time.Hour}}, 1},
+		{"ha bm two-node 13h job then another 30m later", hotType("bm-mi300x-8"),
+			[]workJob{{0, 13 * time.Hour}, {0, 13 * time.Hour}, {13*time.Hour + 30*time.Minute, time.Hour}, {13*time.Hour + 30*time.Minute, time.Hour}}, 2},
+		{"ha vm two-node 50m job then another 5m later", hotType("vm-mi300x-1"),
+			[]workJob{{0, 50 * time.Minute}, {0, 50 * time.Minute}, {55 * time.Minute, 5 * time.Minute}, {55 * time.Minute, 5 * time.Minute}}, 2},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			res := driveWith(t, c.req, c.jobs, driveOpts{tail: true})
+			assert.Len(t, res.Machines, c.machines, "rentals %v, billed %v", res.Machines, res.Billed)
+		})
+	}
+}
+
+// A restart on the same Store does not change the re-buy hold (tester W):
+// the fleet's first job, its ended jobs and whether a hold has cost are in
+// its FleetRecord. Hot Aisle bare metal: a 1 h job, then an 11 h job on the
+// same node from 3 h; the Manager restarts at 13 h while it runs; no job
+// follows. Billed the same with and without the restart (the restarted
+// Manager used to read the fleet as young again and hold the node 8 h more).
+func TestRebuyHoldSameAfterARestart(t *testing.T) {
+	jobs := []workJob{{0, time.Hour}, {3 * time.Hour, 11 * time.Hour}}
+	seen := driveWith(t, hotType("bm-mi300x-8"), jobs, driveOpts{tail: true})
+	restarted := driveWith(t, hotType("bm-mi300x-8"), jobs, driveOpts{tail: true, restarts: []time.Duration{13 * time.Hour}})
+	total := func(r driveResult) (s time.Duration) {
+		for _, b := range r.Billed {
+			s += b
+		}
+		return s
+	}
+	assert.InDelta(t, total(seen).Minutes(), total(restarted).Minutes(), 5, "without a restart %v (%v), with one %v (%v)",
+		total(seen), seen.Machines, total(restarted), restarted.Machines)
+}
+
+// Waves of 12 one-hour jobs every 3 hours on Hot Aisle bare metal, the jobs
+// of a wave a minute apart (tester W): when a wave's first job starts, the
+// previous wave's peak still counts (rebuyPrior counts from the latest
+// ended job, not from now), so no idle node is released to be rented again
+// minutes later for the same wave.
+func TestRebuyWaveStartKeepsThePeak(t *testing.T) {
+	var jobs []workJob
+	for w := range 4 {
+		for i := range 12 {
+			jobs = append(jobs, workJob{time.Duration(w)*3*time.Hour + time.Duration(i)*time.Minute, time.Hour})
+		}
+	}
+	res := driveWith(t, hotType("bm-mi300x-8"), jobs, driveOpts{tail: true})
+	assert.Len(t, res.Machines, 12, "rentals %v; billed %v", res.Machines, res.Billed)
+}

@@ -25,18 +25,10 @@ func rebuyChoices(minimum time.Duration) []rebuyChoice {
 	return out
 }
 
-// busyPeriod is one recorded job of a fleet: a node busy from start for
-// used (ongoing ones end now).
-type busyPeriod struct {
-	start time.Time
-	used  time.Duration
-}
-
 // rebuyPriorSpan: until a fleet's jobs span this many minimum reservations
 // from its first job (not the first replayed: a fleet quiet for a while
 // does not start over), the replay has seen at most half a minimum of
-// releases and re-buys, too little to judge a hold by; and while the fleet
-// has had a single job it has seen no gap at all. Until then the break-even
+// releases and re-buys, too little to judge a hold by, and the break-even
 // hold (rebuyPrior) is the one to beat, so that a node freed by a job is not
 // released just before the next job buys a new minimum (the named
 // cause).
@@ -46,37 +38,56 @@ const rebuyPriorSpan = 1.5
 // however long ago (a sparse fleet's gaps are its evidence).
 const rebuyPriorJobs = 4
 
-// rebuyPrior is the ski-rental break-even hold: idle nodes kept one whole
-// minimum past their own, up to 8 of them, or as many as the most jobs
-// that ran at once in the hour before the latest job ended (peakJobs; a
-// fleet whose every node works in waves keeps them all between waves, even
-// when the gap is longer than an hour). For each node held it never pays
-// more than twice what the best choice knowing the future would for the
-// same period (the hold costs at most the minimum a re-buy would have cost).
-func rebuyPrior(o Offer, jobs []busyPeriod) rebuyChoice {
+// rebuyPrior is the ski-rental break-even hold: idle nodes kept as long as
+// a re-buy would waste — a new minimum less what a job uses of it: the whole
+// minimum, or, once rebuyPriorJobs jobs have ended, the minimum less the
+// mean time the fleet's jobs used of one (a fleet of jobs longer than the
+// minimum wastes nothing by buying again) — up to 8 of them, or as many as
+// the most jobs that ran at once among the jobs under way and those that
+// ended in the hour before the latest one ended when more (peakJobs; a fleet
+// whose every node works in waves keeps them all between waves, even when
+// the gap is longer than an hour and the next wave has begun). For each
+// node held it never pays more than twice what the best choice knowing the
+// future would for the same period, when the jobs to come use a new
+// minimum as the past ones did (the hold costs at most what a re-buy would
+// have wasted). Jobs under way end at now.
+func rebuyPrior(o Offer, jobs []BusyPeriod, now time.Time) rebuyChoice {
 	var last time.Time
 	for _, j := range jobs {
-		last = maxTime(last, j.start.Add(j.used))
+		if end := j.Start.Add(j.Used); end.Before(now) {
+			last = maxTime(last, end)
+		}
 	}
-	var recent []busyPeriod
+	var recent []BusyPeriod
 	for _, j := range jobs {
-		if last.Sub(j.start.Add(j.used)) < time.Hour {
+		if end := j.Start.Add(j.Used); !end.Before(now) || last.Sub(end) < time.Hour {
 			recent = append(recent, j)
 		}
 	}
-	return rebuyChoice{max(8, peakJobs(recent)), o.MinimumReservation}
+	hold, n := o.MinimumReservation, 0
+	var used time.Duration
+	for _, j := range jobs {
+		if j.Start.Add(j.Used).Before(now) {
+			used += min(j.Used, o.MinimumReservation)
+			n++
+		}
+	}
+	if n >= rebuyPriorJobs {
+		hold = (o.MinimumReservation - used/time.Duration(n)).Round(time.Minute)
+	}
+	return rebuyChoice{max(8, peakJobs(recent)), hold}
 }
 
 // peakJobs is the most jobs running at once (a job ending as another
 // starts is not counted with it).
-func peakJobs(jobs []busyPeriod) int {
+func peakJobs(jobs []BusyPeriod) int {
 	type edge struct {
 		at    time.Time
 		delta int
 	}
 	edges := make([]edge, 0, 2*len(jobs))
 	for _, j := range jobs {
-		edges = append(edges, edge{j.start, 1}, edge{j.start.Add(j.used), -1})
+		edges = append(edges, edge{j.Start, 1}, edge{j.Start.Add(j.Used), -1})
 	}
 	slices.SortFunc(edges, func(a, b edge) int {
 		if c := a.at.Compare(b.at); c != 0 {
@@ -96,9 +107,12 @@ func peakJobs(jobs []busyPeriod) int {
 // returns the one that would have cost least (fewest billed minutes; ties to
 // the smaller hold) — unless it would not have saved at least one minimum
 // reservation (a replacement) over the default: no hold, or the break-even
-// hold (rebuyPrior) while the fleet is young or has had a single job
-// (rebuyPriorSpan; first is the fleet's first job's start, started the jobs
-// since).
+// hold (rebuyPrior) while the fleet is young (rebuyPriorSpan; first is its
+// first job's start) or no node has been released after idling past its
+// minimum yet (idled: FleetRecord.IdledPastMinimum; jobs handed from node
+// to node, a single batch, holds that all paid off): until then holding has
+// cost nothing. The break-even hold is a candidate too (it may keep more
+// than 8 nodes).
 // The replay: each job takes an idle node in Acquire's order (most paid
 // time left, then oldest) or a new one created its boot time before; an
 // idle node past its minimum is kept while it is among the first spares
@@ -107,14 +121,14 @@ func peakJobs(jobs []busyPeriod) int {
 // otherwise. A hold still under way now is not charged past the node's
 // minimum or last job (whether it pays off is not known yet): a choice is
 // judged by what the past proved.
-func bestRebuy(jobs []busyPeriod, o Offer, first time.Time, started int, now time.Time) rebuyChoice {
-	def := rebuyChoice{}
+func bestRebuy(jobs []BusyPeriod, o Offer, first time.Time, idled bool, now time.Time) rebuyChoice {
+	def, prior := rebuyChoice{}, rebuyPrior(o, jobs, now)
 	young := float64(now.Sub(first)) < rebuyPriorSpan*float64(o.MinimumReservation)
-	if len(jobs) > 0 && (young || started <= 1) {
-		def = rebuyPrior(o, jobs)
+	if len(jobs) > 0 && (young || !idled) {
+		def = prior
 	}
 	best, bestCost := def, replayRebuy(jobs, o, def, now)-o.MinimumReservation
-	for _, c := range rebuyChoices(o.MinimumReservation) {
+	for _, c := range append(rebuyChoices(o.MinimumReservation), prior) {
 		if c == def {
 			continue
 		}
@@ -125,6 +139,10 @@ func bestRebuy(jobs []busyPeriod, o Offer, first time.Time, started int, now tim
 	return best
 }
 
+// rebuyGap: a node released after idling this long past its minimum
+// reservation shows that holding can cost (FleetRecord.IdledPastMinimum).
+const rebuyGap = time.Minute
+
 type replayNode struct {
 	created, free, gone time.Time // gone zero while kept
 }
@@ -132,15 +150,15 @@ type replayNode struct {
 // replayRebuy is the billed time of the fleet's recent jobs under hold c,
 // counted up to now, a node still held now only to its base (its minimum's
 // end or its last job's, the later).
-func replayRebuy(jobs []busyPeriod, o Offer, c rebuyChoice, now time.Time) time.Duration {
+func replayRebuy(jobs []BusyPeriod, o Offer, c rebuyChoice, now time.Time) time.Duration {
 	var nodes []*replayNode
 	for _, j := range jobs {
-		n := pickReplayed(nodes, o, c, j.start)
+		n := pickReplayed(nodes, o, c, j.Start)
 		if n == nil {
-			n = &replayNode{created: j.start.Add(-o.TypicalBoot)}
+			n = &replayNode{created: j.Start.Add(-o.TypicalBoot)}
 			nodes = append(nodes, n)
 		}
-		n.free = j.start.Add(j.used)
+		n.free = j.Start.Add(j.Used)
 	}
 	pickReplayed(nodes, o, c, now) // settles releases up to now
 	var total time.Duration

@@ -11,11 +11,11 @@ import (
 
 // jobsEvery is n jobs of used each, the first at t0 and then every gap,
 // burst at a time (the jobs of a burst a minute apart).
-func jobsEvery(t0 time.Time, n, burst int, gap, used time.Duration) []busyPeriod {
-	var out []busyPeriod
+func jobsEvery(t0 time.Time, n, burst int, gap, used time.Duration) []BusyPeriod {
+	var out []BusyPeriod
 	for i := range n {
 		for b := range burst {
-			out = append(out, busyPeriod{start: t0.Add(time.Duration(i)*gap + time.Duration(b)*time.Minute), used: used})
+			out = append(out, BusyPeriod{Start: t0.Add(time.Duration(i)*gap + time.Duration(b)*time.Minute), Used: used})
 		}
 	}
 	return out
@@ -27,7 +27,7 @@ func TestBestRebuyFromTheFleetsJobs(t *testing.T) {
 	eighth := 30 * time.Minute / 8
 	cases := []struct {
 		name string
-		jobs []busyPeriod
+		jobs []BusyPeriod
 		want rebuyChoice
 	}{
 		{"no jobs: no hold", nil, rebuyChoice{}},
@@ -40,7 +40,7 @@ func TestBestRebuyFromTheFleetsJobs(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			assert.Equal(t, c.want, bestRebuy(c.jobs, o, t0, len(c.jobs), t0.Add(8*time.Hour)))
+			assert.Equal(t, c.want, bestRebuy(c.jobs, o, t0, true, t0.Add(8*time.Hour)))
 		})
 	}
 }
@@ -52,34 +52,46 @@ func TestBestRebuyFromTheFleetsJobs(t *testing.T) {
 func TestBestRebuyDefaultsToTheBreakEvenHoldUntilTheJobsCanTell(t *testing.T) {
 	bm := vmOffer("hotaisle", 23.92, 8*time.Hour)
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	returning := []busyPeriod{{start: t0, used: time.Hour}, {start: t0.Add(2 * time.Hour), used: time.Hour}}
-	assert.Equal(t, rebuyChoice{8, 8 * time.Hour}, bestRebuy(returning, bm, t0, 2, t0.Add(9*time.Hour)), "9 h of jobs < 12 h")
-	assert.Equal(t, rebuyChoice{8, 8 * time.Hour}, bestRebuy(returning[:1], bm, t0, 1, t0.Add(9*time.Hour)), "one job")
-	batch := []busyPeriod{{start: t0, used: time.Hour}, {start: t0.Add(time.Minute), used: 3 * time.Hour}}
-	assert.Equal(t, rebuyChoice{8, 8 * time.Hour}, bestRebuy(batch, bm, t0, 2, t0.Add(9*time.Hour)), "one batch")
-	var wave []busyPeriod
+	returning := []BusyPeriod{{Start: t0, Used: time.Hour}, {Start: t0.Add(2 * time.Hour), Used: time.Hour}}
+	assert.Equal(t, rebuyChoice{8, 8 * time.Hour}, bestRebuy(returning, bm, t0, true, t0.Add(9*time.Hour)), "9 h of jobs < 12 h")
+	assert.Equal(t, rebuyChoice{8, 8 * time.Hour}, bestRebuy(returning[:1], bm, t0, true, t0.Add(9*time.Hour)), "one job")
+	batch := []BusyPeriod{{Start: t0, Used: time.Hour}, {Start: t0.Add(time.Minute), Used: 3 * time.Hour}}
+	assert.Equal(t, rebuyChoice{8, 8 * time.Hour}, bestRebuy(batch, bm, t0, true, t0.Add(9*time.Hour)), "one batch")
+	var wave []BusyPeriod
 	for range 10 {
-		wave = append(wave, busyPeriod{start: t0.Add(7 * time.Hour), used: 15 * time.Minute})
+		wave = append(wave, BusyPeriod{Start: t0.Add(7 * time.Hour), Used: 15 * time.Minute})
 	}
-	assert.Equal(t, rebuyChoice{10, 8 * time.Hour}, bestRebuy(wave, bm, t0, 10, t0.Add(7*time.Hour+30*time.Minute)),
-		"a wave of 10 jobs in the last hour: 10 held")
-	long := []busyPeriod{{start: t0, used: 13 * time.Hour}}
-	assert.Equal(t, rebuyPrior(bm, long), bestRebuy(long, bm, t0, 1, t0.Add(13*time.Hour)), "past 12 h, but a single job: no gap seen yet")
-	assert.NotEqual(t, rebuyPrior(bm, returning), bestRebuy(returning, bm, t0, 2, t0.Add(13*time.Hour)), "past 12 h the jobs decide")
-	assert.Equal(t, rebuyPrior(bm, returning), bestRebuy(returning, bm, t0.Add(2*time.Hour), 2, t0.Add(13*time.Hour)),
+	assert.Equal(t, rebuyChoice{10, 7*time.Hour + 45*time.Minute}, bestRebuy(wave, bm, t0, true, t0.Add(7*time.Hour+30*time.Minute)),
+		"a wave of 10 jobs in the last hour: 10 held, as long as a re-buy for a 15-minute job would waste")
+	long := []BusyPeriod{{Start: t0, Used: 13 * time.Hour}}
+	assert.Equal(t, rebuyPrior(bm, long, t0.Add(13*time.Hour)), bestRebuy(long, bm, t0, false, t0.Add(13*time.Hour)),
+		"past 12 h, but no node idled past its minimum yet")
+	assert.NotEqual(t, rebuyPrior(bm, returning, t0.Add(13*time.Hour)), bestRebuy(returning, bm, t0, true, t0.Add(13*time.Hour)),
+		"past 12 h, a node idled past its minimum: the jobs decide")
+	sparse := []BusyPeriod{{Start: t0, Used: time.Hour}, {Start: t0.Add(20 * time.Hour), Used: time.Hour}}
+	assert.Equal(t, rebuyChoice{}, bestRebuy(sparse, bm, t0, true, t0.Add(22*time.Hour)), "a hold that did not pay")
+	later := []BusyPeriod{{Start: t0, Used: time.Hour}, {Start: t0.Add(12 * time.Hour), Used: time.Hour}}
+	assert.Equal(t, rebuyChoice{}, bestRebuy(later, bm, t0, true, t0.Add(14*time.Hour)),
+		"past 12 h, a hold that saved less than a minimum: no hold")
+	assert.Equal(t, rebuyPrior(bm, later, t0.Add(14*time.Hour)), bestRebuy(later, bm, t0.Add(3*time.Hour), true, t0.Add(14*time.Hour)),
 		"the span counts from the fleet's first job, not the first replayed")
-	var waves []busyPeriod
+	var waves []BusyPeriod
 	for _, at := range []time.Duration{0, 3 * time.Hour} {
 		for range 12 {
-			waves = append(waves, busyPeriod{start: t0.Add(at), used: time.Hour})
+			waves = append(waves, BusyPeriod{Start: t0.Add(at), Used: time.Hour})
 		}
 	}
-	assert.Equal(t, rebuyChoice{12, 8 * time.Hour}, rebuyPrior(bm, waves[:12]), "a wave of 12, whenever asked")
-	assert.Equal(t, rebuyChoice{12, 8 * time.Hour}, rebuyPrior(bm, waves), "the last wave's peak, two hours after the previous one")
+	assert.Equal(t, rebuyChoice{12, 7 * time.Hour}, rebuyPrior(bm, waves[:12], t0.Add(90*time.Minute)), "a wave of 12, whenever asked")
+	assert.Equal(t, rebuyChoice{12, 7 * time.Hour}, rebuyPrior(bm, waves, t0.Add(5*time.Hour)), "the last wave's peak, an hour after it")
+	next := append(waves, BusyPeriod{Start: t0.Add(6 * time.Hour)}) // the next wave's first job, under way
+	assert.Equal(t, rebuyChoice{12, 7 * time.Hour}, rebuyPrior(bm, next, t0.Add(6*time.Hour)), "the last wave's peak while the next begins")
+	assert.Equal(t, rebuyChoice{8, 8 * time.Hour}, rebuyPrior(bm, waves[:3], t0.Add(90*time.Minute)), "three jobs: a whole minimum")
+	long4 := []BusyPeriod{{Start: t0, Used: 9 * time.Hour}, {Start: t0, Used: 9 * time.Hour}, {Start: t0, Used: 9 * time.Hour}, {Start: t0, Used: 3 * time.Hour}}
+	assert.Equal(t, rebuyChoice{8, 75 * time.Minute}, rebuyPrior(bm, long4, t0.Add(10*time.Hour)), "jobs that use most of a minimum: a short hold")
 	assert.Equal(t, 0, peakJobs(nil))
 	assert.Equal(t, 1, peakJobs(returning))
 	assert.Equal(t, 2, peakJobs(batch))
-	queue := []busyPeriod{{start: t0, used: time.Hour}, {start: t0.Add(time.Hour), used: time.Hour}}
+	queue := []BusyPeriod{{Start: t0, Used: time.Hour}, {Start: t0.Add(time.Hour), Used: time.Hour}}
 	assert.Equal(t, 1, peakJobs(queue), "a job starting as another ends")
 }
 
@@ -137,7 +149,7 @@ func TestRebuyHoldKeepsItsSpares(t *testing.T) {
 			require.NoError(t, err)
 			require.NoError(t, m.Reconcile(t.Context()))
 			m.mu.Lock() // six jobs in the last 3 hours, 32 minutes apart
-			m.rebuy["f"].done = jobsEvery(time.Now().Add(-3*time.Hour+time.Minute), 6, 1, 32*time.Minute, 5*time.Minute)
+			m.fleets["f"].Jobs = jobsEvery(time.Now().Add(-3*time.Hour+time.Minute), 6, 1, 32*time.Minute, 5*time.Minute)
 			m.mu.Unlock()
 			passes(t, m, 5*time.Minute)
 			require.NoError(t, m.MarkIdle(inst.ID))

@@ -372,6 +372,7 @@ func (m *Manager) takeFleet(name string, stored map[string]FleetRecord, now time
 		}
 		m.fleets[name] = &f
 	}
+	delete(m.rebuy, name) // rebuilt from the stored record's jobs
 	m.event(Event{Type: EventFleetTaken, Fleet: name, Message: "this replica now reconciles the fleet (lease " + FleetLease(name) + ")"})
 }
 
@@ -382,6 +383,7 @@ func (m *Manager) dropFleet(name, why string) {
 	delete(m.rep.heldAt, name)
 	delete(m.fleets, name)
 	delete(m.dirtyF, name)
+	delete(m.rebuy, name)
 	for id := range m.byFleet[name] {
 		m.cancelAgent(id)
 		delete(m.dirtyI, id)

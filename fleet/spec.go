@@ -329,39 +329,44 @@ type Policy struct {
 	// per minute with a minimum reservation (Hot Aisle), a fleet keeps some
 	// idle instances for a while after their minimum has ended, since a job
 	// arriving meanwhile would otherwise buy a whole new minimum (30 minutes
-	// for virtual machines, 8 hours for bare metal). How many (0, 1, 2, 3, 5
-	// or 8) and how long (an eighth, a quarter, a half or the whole of the
-	// minimum) is chosen, when a job starts or ends and at least every ten
-	// minutes, as the choice that would have cost least on the fleet's jobs
-	// of the last three hours (or two minimums when longer), and at least
-	// its last 4 jobs however old: those jobs are replayed under each
-	// choice, each taking an idle instance in Acquire's order or a new one,
-	// a hold still under way charged only once it has ended (whether it
-	// pays off is not known before); a hold is chosen only when it would
-	// have saved at least one minimum reservation over the default. The
-	// default is none, except until one and a half minimums have passed
-	// since the fleet's first job and while the fleet has had a single job:
-	// then the replay has seen too few minimums end, or no gap between jobs,
-	// to judge, and the default is the ski-rental break-even — idle
-	// instances kept one whole minimum past their own, up to 8 of them or as
-	// many as the most jobs that ran at once in the hour before the latest
-	// job ended when more, so that a job arriving within a minimum of the
-	// last one's end finds a node already paid for. The instances kept are
-	// the first idle ones in Acquire's order, those still inside their
-	// minimum (paid anyway) first: at most that many instances wait idle. A
-	// fleet with no recorded jobs keeps none. Jobs are counted from Acquire,
-	// MarkBusy and MarkIdle; after a restart, or on a replica that takes the
-	// fleet over, each instance's last job is read back from its record
-	// (InstanceRecord.BusySince, IdleSince). A kept instance idles at
-	// most the hold h past its minimum, so an idle period costs at most h
-	// plus a new minimum: for a short job at most (h + minimum) / h times the
-	// least possible for that period (twice when h is the whole minimum, the
-	// ski-rental break-even). The hold is a bet on the recent past, not a
-	// guarantee. With RebuyHoldOff, IdleTimeout alone decides once the
-	// minimum is paid. The hold is chosen per kind of offer (its minimum
-	// reservation and boot time): a fleet whose spec changed from 30-minute
-	// virtual machines to 8-hour bare metal holds each of its idle nodes for
-	// its own offer. Nodes whose start is unknown (adopted) are not held.
+	// for virtual machines, 8 hours for bare metal).
+	//
+	// The default is the ski-rental break-even: idle instances kept as long
+	// as a re-buy would waste — the whole minimum, or once the fleet has had
+	// 4 jobs, the minimum less the mean time its jobs used of one (jobs
+	// longer than the minimum waste nothing by buying again) — up to 8 of
+	// them, or as many as the most jobs that ran at once among those under
+	// way and those that ended in the hour before the latest one ended. A
+	// kept instance idles at most that hold h past its minimum, so an idle
+	// period costs at most twice what the best choice knowing the future
+	// would (h, or a re-buy that wastes h), when jobs to come use a new
+	// minimum as past ones did. The break-even holds until one and a half
+	// minimums have passed since the fleet's first job and until an instance
+	// of the fleet has been released after idling past its minimum (a hold
+	// or an idle timer ran out with no job: FleetRecord.IdledPastMinimum);
+	// from then on the default is no hold.
+	//
+	// Whatever the default, the hold is chosen again when a job starts or
+	// ends and at least every ten minutes: the fleet's jobs of the last
+	// three hours (or two minimums when longer, and at least its last 4
+	// jobs however old) are replayed under the default and each candidate —
+	// 1, 2, 3, 5 or 8 instances held an eighth, a quarter, a half or the
+	// whole of the minimum, or the break-even — each job taking an idle
+	// instance in Acquire's order or a new one, a hold still under way
+	// charged only once it has ended; a candidate replaces the default only
+	// when it would have saved at least one minimum reservation. The
+	// instances kept are the first idle ones in Acquire's order, those still
+	// inside their minimum (paid anyway) first: at most that many instances
+	// wait idle. A fleet with no recorded jobs keeps none. Jobs are counted
+	// from Acquire, MarkBusy and MarkIdle and stored in the fleet's record
+	// (FleetRecord.FirstJob, Jobs), so a Manager that restarts, or a replica
+	// that takes the fleet over, chooses as the one that saw them. The hold
+	// is a bet on the recent past, not a guarantee. With RebuyHoldOff,
+	// IdleTimeout alone decides once the minimum is paid. The hold is chosen
+	// per kind of offer (its minimum reservation and boot time): a fleet
+	// whose spec changed from 30-minute virtual machines to 8-hour bare metal
+	// holds each of its idle nodes for its own offer. Nodes whose start is
+	// unknown (adopted) are not held.
 	RebuyHoldOff bool
 	// RebuySpares and RebuyHold set the re-buy hold instead of choosing it
 	// from the fleet's jobs: up to RebuySpares idle instances of each fleet

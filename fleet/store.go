@@ -22,11 +22,32 @@ type FleetRecord struct {
 	Stalled bool
 	Created time.Time
 	VPC     *VPCRecord // the fleet's VPC (cluster placement), nil when none
+	// FirstJob is when the fleet's first job started (its first busy mark;
+	// zero before) and Jobs are its last ended jobs, up to 64, oldest
+	// first: the re-buy hold is chosen from them (Policy.RebuyHoldOff), by
+	// a Manager that restarts or a replica that takes the fleet over too.
+	// Only nodes billed per minute with a minimum reservation (Hot Aisle)
+	// record jobs.
+	FirstJob time.Time    `json:",omitzero"`
+	Jobs     []BusyPeriod `json:",omitempty"`
+	// IdledPastMinimum records that a node of the fleet was released as
+	// idle after more than a minute idle past its minimum reservation (a
+	// hold or an idle timer ran out with no job): until then holding idle
+	// nodes has cost nothing, and the re-buy hold is the break-even
+	// (Policy.RebuyHoldOff).
+	IdledPastMinimum bool `json:",omitempty"`
 	// Voided holds, for an hour, the Intent.Acquire tokens of IntentVoids
 	// carried out before the busy mark they void (replicas; by when): the
 	// mark is skipped when it comes, whichever replica holds the fleet.
 	Voided  map[string]time.Time `json:",omitempty"`
 	Version int64                // writes since the record was created: set by the Store on read, checked on write (0: new)
+}
+
+// BusyPeriod is one job of a fleet: a node busy from Start (its busy mark)
+// for Used (until its MarkIdle).
+type BusyPeriod struct {
+	Start time.Time
+	Used  time.Duration
 }
 
 // VPCRecord tracks a fleet's VPC until the provider confirms it deleted.

@@ -63,6 +63,8 @@ func Fleet(name string) fleet.FleetRecord {
 		VPC: &fleet.VPCRecord{VPC: fleet.VPC{ID: "vpc-1", Provider: "vultr", Region: "ord", Fleet: name,
 			Owner: "ab12", RequestID: "r-vpc", Subnet: "10.6.96.0/20", Created: at(1), Attachment: []string{"i-1"}},
 			Since: at(1), Attempts: 2, NextAttempt: at(3), LastError: "boom"},
+		FirstJob: at(2), Jobs: []fleet.BusyPeriod{{Start: at(2), Used: 90 * time.Second}, {Start: at(4), Used: time.Hour}},
+		IdledPastMinimum: true,
 	}
 }
 

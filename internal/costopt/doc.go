@@ -28,9 +28,13 @@
 // the best service any policy can give, at the least bill that gives it. An
 // online policy, which does not know the future, either finds an idle
 // machine when a job arrives (no wait) or creates one (the job waits the
-// boot time, which is billed in both cases). A policy that makes jobs queue
-// for a busy machine serves them worse and could in principle pay less, so
-// a bill below the optimum is possible and means exactly that.
+// boot time). A job that waits starts later, on a machine created later,
+// whose billing units start later: a later job may then fit in a unit the
+// optimum, booting in advance, must pay again, and a policy that makes jobs
+// queue for a busy machine can pay less still. So a bill below the optimum
+// is possible, and comes from waits. Core gives a bound that holds with
+// waits: the optimum of Core(t, w) is below every plan in which no job
+// waits longer than w.
 //
 // Deleting later or creating earlier never lowers a machine's bill, so an
 // optimal plan creates each machine a boot time before its first job

@@ -2,6 +2,7 @@ package costopt
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -108,6 +109,37 @@ func TestOptimumBeatsEveryZeroWaitPolicy(t *testing.T) {
 				rp, err := Replay(tr, b, r)
 				require.NoError(t, err)
 				assert.LessOrEqual(t, o.Units(), rp.Units(), "%s, %s, seed %d", b.Name, r.Name, seed)
+			}
+		}
+	}
+}
+
+// A plan whose jobs wait for a boot can bill below the optimum, which
+// boots machines in advance (tester V): Vultr bare metal, boot 41 min; a
+// job at 0 for a minute, another at 43 min for 5. Created at the first
+// job's arrival, one machine serves both within its first hour; the
+// optimum's machine, created 41 minutes before, needs a second hour. The
+// optimum of Core(t, wait) is below every plan whose jobs wait at most
+// wait: the replays create machines at arrival and make jobs wait a boot.
+func TestCoreBoundsPlansThatWait(t *testing.T) {
+	b := VultrBareMetal()
+	b.BootTime = 41 * time.Minute
+	tr := Trace{Jobs: []Job{{ID: 0, Arrive: 0, Duration: time.Minute}, {ID: 1, Arrive: 43 * time.Minute, Duration: 5 * time.Minute}}}
+	assert.Equal(t, int64(2), optimum(t, tr, b).Units(), "no job waits")
+	waited := Plan{Billing: b, Machines: []Machine{{Created: 0, Deleted: 48 * time.Minute,
+		Runs: []Run{{Job: 0, Start: 41 * time.Minute}, {Job: 1, Start: 43 * time.Minute}}}}}
+	assert.Equal(t, int64(1), waited.Units(), "the first job waits the boot")
+	assert.LessOrEqual(t, optimum(t, Core(tr, 41*time.Minute), b).Units(), waited.Units())
+	assert.Equal(t, tr, Core(tr, 0))
+	for _, b := range Kinds() {
+		for seed := range uint64(6) {
+			tr, err := Generate(DefaultWorkload(), seed)
+			require.NoError(t, err)
+			for _, r := range []Rules{DstackRules(), PaidWindowRules(), {Name: "keep 30 min", IdleTimeout: 30 * time.Minute}} {
+				rp, err := Replay(tr, b, r)
+				require.NoError(t, err)
+				lb := optimum(t, Core(tr, slices.Max(rp.Waits)), b)
+				assert.LessOrEqual(t, lb.Units(), rp.Units(), "%s, %s, seed %d", b.Name, r.Name, seed)
 			}
 		}
 	}

@@ -45,6 +45,25 @@ func (t Trace) Validate() error {
 	return nil
 }
 
+// Core is the part of t's jobs that runs whenever each starts within wait
+// of its arrival: every job longer than wait, from its arrival plus wait to
+// its end (the shorter ones are dropped). The optimum of Core(t, wait),
+// billed alike, is a lower bound of the bill of any plan for t in which no
+// job waits longer than wait: each job then runs over its core interval, and
+// the machine that runs it was created at least a boot time before it
+// starts (at most its core's arrival) and deleted after its end, so the
+// plan's machines serve the core trace with no job waiting, as the
+// optimum's do. Core(t, 0) is t.
+func Core(t Trace, wait time.Duration) Trace {
+	var out Trace
+	for _, j := range t.Jobs {
+		if j.Duration > wait {
+			out.Jobs = append(out.Jobs, Job{ID: j.ID, Arrive: j.Arrive + wait, Duration: j.Duration - wait})
+		}
+	}
+	return out
+}
+
 func jobLess(a, b Job) bool {
 	return a.Arrive < b.Arrive || a.Arrive == b.Arrive && a.ID < b.ID
 }
