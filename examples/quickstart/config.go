@@ -14,6 +14,11 @@ const mi300xMetal = "vbm-256c-2048gb-8-mi300x-gpu"
 // defaultSpeed runs one cloud hour in 3 wall seconds.
 const defaultSpeed = 1200
 
+// maxSpeed is the fastest clock: one cloud hour in 3.6 ms of wall time
+// (faster, the Manager's passes fall behind the cloud's deadlines, and
+// cloud time would overflow time.Duration within days of wall time).
+const maxSpeed = 1e6
+
 // config is the command line.
 type config struct {
 	speed     float64       // cloud seconds per wall second (sim only)
@@ -69,14 +74,16 @@ Flags:
 	switch {
 	case fs.NArg() > 0:
 		return c, fmt.Errorf("unexpected arguments %q", fs.Args())
-	case c.speed <= 0:
-		return c, errors.New("-speed must be positive")
+	case !(c.speed > 0) || c.speed > maxSpeed: // NaN and +Inf too: a clock that never moves, or overflows
+		return c, fmt.Errorf("-speed must be positive, at most %g", float64(maxSpeed))
 	case c.yes && !c.real:
 		return c, errors.New("-yes only makes sense with -real")
 	case c.interval <= 0 || c.teardown <= 0:
 		return c, errors.New("-interval and -teardown-timeout must be positive")
 	case c.nodes < 0 || c.hotNodes < 0:
 		return c, errors.New("-nodes and -hotaisle-nodes must be 0 or more")
+	case c.nodes == 0 && c.hotNodes == 0 && !c.bareMetal:
+		return c, errors.New("-nodes and -hotaisle-nodes are both 0 and -bare-metal is off: no fleet to run")
 	}
 	if c.real {
 		c.speed = 1

@@ -35,6 +35,9 @@ func (d *driver) intro(ctx context.Context) error {
 	var least micros
 	for _, j := range d.jobs {
 		offers, err := d.m.Offers(ctx, j.requirements())
+		if err != nil && ctx.Err() != nil {
+			return errInterrupted // nothing rented yet
+		}
 		if err != nil {
 			fmt.Fprintf(out, "warning: fleet %s: listing offers failed: %v\n", j.spec.Name, err)
 		}

@@ -22,6 +22,10 @@ func TestRunCommandLine(t *testing.T) {
 		{[]string{"-nope"}, 2, "flag provided but not defined"},
 		{[]string{"-yes"}, 2, "-yes only makes sense with -real"},
 		{[]string{"-speed", "0"}, 2, "-speed must be positive"},
+		{[]string{"-speed", "NaN"}, 2, "-speed must be positive, at most 1e+06"}, // tester V: the clock never moved, machines leaked
+		{[]string{"-speed", "+Inf"}, 2, "-speed must be positive"},
+		{[]string{"-speed", "1e15"}, 2, "-speed must be positive"},
+		{[]string{"-nodes", "0", "-hotaisle-nodes", "0"}, 2, "-nodes and -hotaisle-nodes are both 0"},
 		{[]string{"extra"}, 2, "unexpected arguments"},
 		{[]string{"-real"}, 1, "VULTR_API_KEY"},
 		{[]string{"-vultr-plan", "nope"}, 2, `unknown Vultr plan "nope"; nearest: vc2-1c-1gb, `},
@@ -31,6 +35,17 @@ func TestRunCommandLine(t *testing.T) {
 		assert.Equal(t, tc.code, run(t.Context(), tc.args, noEnv, &out, &errOut), "%v", tc.args)
 		assert.Contains(t, errOut.String()+out.String(), tc.says, "%v", tc.args)
 	}
+}
+
+// Ctrl+C while the offers are listed, before anything is rented, exits
+// 130 and says so (tester V: it blamed the clouds and exited 1).
+func TestRunInterruptedBeforeListing(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	var out, errOut bytes.Buffer
+	assert.Equal(t, 130, run(ctx, []string{"-plain"}, noEnv, &out, &errOut), "stdout:\n%s\nstderr:\n%s", out.String(), errOut.String())
+	assert.Contains(t, errOut.String(), "interrupted before anything was rented")
+	assert.NotContains(t, out.String(), "listing offers failed")
 }
 
 // fakeClouds serves both fakes over HTTP, as a gpufleet-sim server would,

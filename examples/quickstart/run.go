@@ -29,6 +29,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return 2
 	}
 	rep, err := quickstart(ctx, cfg, getenv, stdout)
+	if errors.Is(err, errInterrupted) {
+		fmt.Fprintln(stderr, "quickstart:", err)
+		return 130
+	}
 	if errors.As(err, new(usageError)) {
 		fmt.Fprintln(stderr, "quickstart:", err)
 		return 2
@@ -39,6 +43,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	return exitCode(ctx, rep)
 }
+
+// errInterrupted: the run was interrupted (Ctrl+C) before anything was
+// rented.
+var errInterrupted = errors.New("interrupted before anything was rented")
 
 // exitCode is 1 when the report shows a leak or a failure, 130 when ctx
 // was cancelled (Ctrl+C) and the teardown was clean, else 0.
