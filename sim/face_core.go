@@ -16,9 +16,17 @@ type Clock = core.Clock
 // testing/synctest bubble this is the bubble's fake clock.
 func RealClock() Clock { return core.RealClock() }
 
+// MaxSpeed is the fastest ScaledClock CheckSpeed accepts: one cloud hour in
+// 3.6 ms of wall time.
+const MaxSpeed = core.MaxSpeed
+
+// CheckSpeed returns an error unless speed is a number in (0, MaxSpeed]
+// (NaN and infinities are not): check a -speed flag with it.
+func CheckSpeed(speed float64) error { return core.CheckSpeed(speed) }
+
 // ScaledClock returns a clock that runs speed times faster than the process
 // clock, starting at the current time: with speed 60, one cloud hour passes in
-// one wall minute. A speed of 0 or less is taken as 1.
+// one wall minute. A speed CheckSpeed refuses is taken as 1.
 func ScaledClock(speed float64) Clock { return core.ScaledClock(speed) }
 
 // MaxBodyBytes is the largest request body the fakes read (1 MiB); a larger

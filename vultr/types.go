@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"net"
 	"strconv"
 	"strings"
@@ -81,7 +82,8 @@ func (s Secret) Format(f fmt.State, _ rune) { _, _ = fmt.Fprint(f, s.String()) }
 
 // FlexInt is an integer the API sends as a JSON number but some spec
 // versions describe as a string (metal plan "disk"): it decodes a number, a
-// numeric string, "" or null (the last two as 0).
+// numeric string, "" or null (the last two as 0); a fraction, NaN, an
+// infinity or a magnitude over 2^53 is an error.
 type FlexInt int
 
 // UnmarshalJSON implements json.Unmarshaler.
@@ -92,8 +94,8 @@ func (n *FlexInt) UnmarshalJSON(b []byte) error {
 		return nil
 	}
 	v, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
-	if err != nil {
-		return fmt.Errorf("not a number: %s", b)
+	if err != nil || v != math.Trunc(v) || math.Abs(v) > 1<<53 { // NaN, ±Inf, fractions, out of range
+		return fmt.Errorf("not an integer: %s", b)
 	}
 	*n = FlexInt(v)
 	return nil

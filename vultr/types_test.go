@@ -65,7 +65,9 @@ func TestFlexInt(t *testing.T) {
 		assert.Equal(t, want, n, in)
 	}
 	var n FlexInt
-	assert.Error(t, json.Unmarshal([]byte(`"lots"`), &n))
+	for _, in := range []string{`"lots"`, `"NaN"`, `"Inf"`, `"-Inf"`, `1e300`, `2.5`} {
+		assert.Error(t, json.Unmarshal([]byte(in), &n), in)
+	}
 }
 
 func TestSecretIsRedacted(t *testing.T) {

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"time"
+
+	"github.com/gpufleet/gpufleet/sim"
 )
 
 // mi300xMetal is Vultr's MI300X bare-metal plan (8 GPUs, 17.52 USD/h).
@@ -13,11 +15,6 @@ const mi300xMetal = "vbm-256c-2048gb-8-mi300x-gpu"
 
 // defaultSpeed runs one cloud hour in 3 wall seconds.
 const defaultSpeed = 1200
-
-// maxSpeed is the fastest clock: one cloud hour in 3.6 ms of wall time
-// (faster, the Manager's passes fall behind the cloud's deadlines, and
-// cloud time would overflow time.Duration within days of wall time).
-const maxSpeed = 1e6
 
 // config is the command line.
 type config struct {
@@ -74,8 +71,8 @@ Flags:
 	switch {
 	case fs.NArg() > 0:
 		return c, fmt.Errorf("unexpected arguments %q", fs.Args())
-	case !(c.speed > 0) || c.speed > maxSpeed: // NaN and +Inf too: a clock that never moves, or overflows
-		return c, fmt.Errorf("-speed must be positive, at most %g", float64(maxSpeed))
+	case sim.CheckSpeed(c.speed) != nil: // NaN and +Inf too: a clock that never moves, or overflows
+		return c, fmt.Errorf("-%w", sim.CheckSpeed(c.speed))
 	case c.yes && !c.real:
 		return c, errors.New("-yes only makes sense with -real")
 	case c.interval <= 0 || c.teardown <= 0:

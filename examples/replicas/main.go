@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/gpufleet/gpufleet/fleet/pgstore"
+	"github.com/gpufleet/gpufleet/sim"
 )
 
 // envDSN names the environment variable holding the connection string.
@@ -112,8 +113,8 @@ Flags:
 	switch {
 	case fs.NArg() > 0:
 		return c, fmt.Errorf("unexpected arguments %q", fs.Args())
-	case c.speed <= 0:
-		return c, errors.New("-speed must be positive")
+	case sim.CheckSpeed(c.speed) != nil:
+		return c, fmt.Errorf("-%w", sim.CheckSpeed(c.speed))
 	case c.ttl < 300*time.Millisecond:
 		return c, errors.New("-lease-ttl must be at least 300ms")
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"regexp"
 	"strings"
 	"testing"
@@ -60,4 +61,13 @@ func TestReplicasTakeOverAndLeaveNothing(t *testing.T) {
 	var n int
 	require.NoError(t, conn.QueryRow(t.Context(), "SELECT count(*) FROM information_schema.schemata WHERE schema_name = $1", schema[1]).Scan(&n))
 	assert.Zero(t, n, "the run's schema is dropped")
+}
+
+// A -speed the sim's clock cannot run at (NaN, an infinity, over
+// sim.MaxSpeed, not positive) is a command-line error.
+func TestSpeedFlagRefused(t *testing.T) {
+	for _, v := range []string{"0", "-3", "NaN", "+Inf", "1e9"} {
+		_, err := parseFlags([]string{"-speed", v}, io.Discard)
+		assert.ErrorContains(t, err, "speed must be positive", v)
+	}
 }

@@ -27,6 +27,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -113,8 +114,11 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
-	if c.speed <= 0 {
-		return c, fmt.Errorf("-speed must be positive, got %v", c.speed)
+	if err := sim.CheckSpeed(c.speed); err != nil {
+		return c, fmt.Errorf("-%w", err)
+	}
+	if !(c.vultrRPS >= 0) || math.IsInf(c.vultrRPS, 0) {
+		return c, fmt.Errorf("-vultr-rps must be 0 or more, got %v", c.vultrRPS)
 	}
 	return c, nil
 }

@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"fmt"
 	"time"
 )
 
@@ -36,11 +37,25 @@ func (realClock) Sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
+// MaxSpeed is the fastest ScaledClock CheckSpeed accepts: one cloud hour in
+// 3.6 ms of wall time (cloud time would overflow time.Duration within
+// days of wall time, and no client keeps up with faster).
+const MaxSpeed = 1e6
+
+// CheckSpeed returns an error unless speed is a number in (0, MaxSpeed]
+// (NaN and infinities are not).
+func CheckSpeed(speed float64) error {
+	if !(speed > 0) || speed > MaxSpeed {
+		return fmt.Errorf("speed must be positive, at most %g; got %v", float64(MaxSpeed), speed)
+	}
+	return nil
+}
+
 // ScaledClock returns a clock that runs speed times faster than the process
 // clock, starting at the current time: with speed 60, one cloud hour passes in
-// one wall minute. A speed of 0 or less is taken as 1.
+// one wall minute. A speed CheckSpeed refuses is taken as 1.
 func ScaledClock(speed float64) Clock {
-	if speed <= 0 {
+	if CheckSpeed(speed) != nil {
 		speed = 1
 	}
 	now := time.Now()
