@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -38,9 +39,9 @@ func (realClock) Sleep(ctx context.Context, d time.Duration) error {
 }
 
 // MaxSpeed is the fastest ScaledClock CheckSpeed accepts: one cloud hour in
-// 3.6 ms of wall time (cloud time would overflow time.Duration within
-// days of wall time, and no client keeps up with faster).
-const MaxSpeed = 1e6
+// 36 ms of wall time. The clock stops 290 years of cloud time after its
+// start (time.Duration's range): about 25 wall hours at this speed.
+const MaxSpeed = 1e5
 
 // CheckSpeed returns an error unless speed is a number in (0, MaxSpeed]
 // (NaN and infinities are not).
@@ -68,9 +69,15 @@ type scaledClock struct {
 	speed float64
 }
 
+// Now is the cloud time: it saturates (stops) some 290 years of cloud time
+// after the start, rather than overflowing back into the past (25 wall
+// hours at MaxSpeed).
 func (c *scaledClock) Now() time.Time {
-	elapsed := time.Since(c.start)
-	return c.base.Add(time.Duration(float64(elapsed) * c.speed))
+	cloud := float64(time.Since(c.start)) * c.speed
+	if cloud >= math.MaxInt64 {
+		return c.base.Add(math.MaxInt64)
+	}
+	return c.base.Add(time.Duration(cloud))
 }
 
 func (c *scaledClock) Sleep(ctx context.Context, d time.Duration) error {
