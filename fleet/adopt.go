@@ -124,6 +124,7 @@ func (m *Manager) track(seen Instance, key string, now time.Time) *InstanceRecor
 		m.event(Event{Type: EventInstanceAdopted, Fleet: seen.Fleet, Provider: seen.Provider, InstanceID: seen.ID, Message: "found by label"})
 	}
 	if seen.Running() {
+		r.PendingSeen = m.pendingSeen(r, time.Time{}, now)
 		m.markRunning(r, now)
 	}
 	if seen.Stopped {

@@ -56,12 +56,14 @@ func driveJobs(t *testing.T, req fleet.Requirements, jobs []workJob, pol fleet.P
 // Manager's idle rules release every node, then the fleet is deleted; setup
 // runs on the Manager once the fleet is applied; restarts are offsets from
 // the start at which the Manager is closed and a new one built over the
-// same Store (the orchestrator keeps its jobs and calls the new one).
+// same Store (the orchestrator keeps its jobs and calls the new one); at
+// runs hooks (an Apply of a changed spec) at offsets from the start.
 type driveOpts struct {
 	pol      fleet.Policy
 	tail     bool
 	setup    func(*fleet.Manager)
 	restarts []time.Duration
+	at       map[time.Duration]func(e *env) // called at these offsets from the start, no orchestrator call under way
 }
 
 func driveWith(t *testing.T, req fleet.Requirements, jobs []workJob, o driveOpts) driveResult {
@@ -103,12 +105,22 @@ func driveWith(t *testing.T, req fleet.Requirements, jobs []workJob, o driveOpts
 				d.use.Unlock()
 			}
 		}()
+		var hooks sync.WaitGroup
+		for when, f := range o.at {
+			hooks.Go(func() {
+				time.Sleep(time.Until(start.Add(when)))
+				d.use.Lock()
+				f(e)
+				d.use.Unlock()
+			})
+		}
 		var wg sync.WaitGroup
 		for i, j := range jobs {
 			time.Sleep(time.Until(start.Add(j.Arrive)))
 			wg.Go(func() { d.run(t, i, j) })
 		}
 		wg.Wait()
+		hooks.Wait()
 		<-restarted
 		close(stop)
 		<-dispatched

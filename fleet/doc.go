@@ -15,8 +15,12 @@
 //   - [Manager.Apply] a [Spec]: a fleet's name, node count, [Requirements]
 //     and [Placement]; then [Manager.Run] reconciles until its context ends
 //     ([Manager.Reconcile] is one pass, for tests and custom loops).
+//   - [Manager.Acquire] to place a job: it hands out the idle node whose use
+//     saves the most (the most paid time left) and marks it busy at once;
+//     [Manager.MarkIdle] gives it back when the job ends. Picking a node
+//     from [Manager.Instances] strands paid time (the oldest node often has
+//     the least left). [Manager.MarkBusy] marks a node you picked yourself.
 //   - [Manager.Instances] and [Manager.Records] to read the fleet;
-//     [Manager.MarkBusy] and [Manager.MarkIdle] for the idle clock;
 //     [Manager.Release] for one instance; [Manager.Delete] for the fleet.
 //     Releases are carried out by the following passes: keep Run going until
 //     [Manager.Fleets] no longer lists the fleet.

@@ -63,7 +63,9 @@ func ExampleNewManager() {
 		log.Fatal(err) // an invalid spec, or a provider that is not configured
 	}
 	go m.Run(ctx) // a reconcile pass every 10 s until ctx ends
-	// ... your work: m.Instances("train"), m.MarkBusy(id), m.MarkIdle(id), m.Release(ctx, id) ...
+	// Place each job with m.Acquire(ctx, "train"): the idle node with the most paid time
+// left, marked busy at once (fleet.ErrNoIdle: none; grow the fleet with Apply); give
+// it back with m.MarkIdle(node.ID) when the job ends, or m.Release(ctx, node.ID).
 	if err := m.Delete(ctx, "train"); err != nil {
 		log.Fatal(err)
 	}

@@ -43,3 +43,37 @@ func TestNeverUsedVultrNodeBilledOneHour(t *testing.T) {
 		})
 	}
 }
+
+// A node never used that the re-buy hold keeps goes at its minimum's end
+// plus the hold, or IdleTimeout after it became ready when later (tester
+// X): a Hot Aisle VM fleet of 2 (IdleTimeout 20 min, RebuySpares 1,
+// RebuyHold 1 min), one node busy 2 hours, the other never used: the
+// spare is billed about 31 minutes (IdleTimeout was counted from the end
+// of its minimum: 50).
+func TestUnusedSpareHeldFromItsMinimum(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t, fleet.Policy{RebuySpares: 1, RebuyHold: time.Minute})
+		stop := e.running()
+		nodes := e.idleFleet("f", 2, 20*time.Minute, hotType("vm-mi300x-1"))
+		busy, err := e.m.Acquire(t.Context(), "f") // the fleet's job: 2 h
+		require.NoError(t, err)
+		var spare fleet.Instance
+		for _, n := range nodes {
+			if n.ID != busy.ID {
+				spare = n
+			}
+		}
+		time.Sleep(2 * time.Hour)
+		require.NoError(t, e.m.MarkIdle(busy.ID))
+		time.Sleep(2 * time.Hour)
+		stop()
+		found := false
+		for _, c := range servers(e.hot.Ledger().Charges) {
+			if c.ResourceID == spare.ID {
+				found = true
+				assert.LessOrEqual(t, c.Billed, 32*time.Minute, "the unused spare, released %v after its create", c.To.Sub(spare.Created))
+			}
+		}
+		assert.True(t, found)
+	})
+}

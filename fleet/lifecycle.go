@@ -246,7 +246,7 @@ func (m *Manager) idleReleaseAt(r *InstanceRecord, idleTimeout time.Duration, sp
 	if inside {
 		return minEnd.Add(hold)
 	}
-	return maxTime(minEnd, r.IdleSince).Add(max(idleTimeout, hold))
+	return maxTime(maxTime(minEnd, r.IdleSince).Add(hold), r.IdleSince.Add(idleTimeout))
 }
 
 // missedDeadline counts a fleet's consecutive deadline misses; after

@@ -17,6 +17,23 @@ type observation struct {
 	given map[string]*InstanceRecord // an unlabelled instance's id → the given-up create it is taken for
 }
 
+// pendingSeen is when r was last known not to run, as it is first seen
+// running: the listing before (prev), or with none since this Manager
+// started (a restart, an adoption) its create, if that is longer ago than
+// the offer's delete lock (a lock counted from now would be invented: the
+// server may have run for most of an hour). Zero when unknown: the lock is
+// then counted from now, as for a server just created. m.mu held.
+func (m *Manager) pendingSeen(r *InstanceRecord, prev, now time.Time) time.Time {
+	c := r.Instance.Created
+	switch {
+	case !prev.IsZero() && prev.Before(now):
+		return maxTime(prev, c)
+	case !c.IsZero() && !r.CreatedUnknown && now.Sub(c) > r.Instance.Offer.DeleteLock:
+		return c
+	}
+	return time.Time{}
+}
+
 // applyList applies one provider listing of the kinds it covered. m.mu held.
 func (m *Manager) applyList(name string, list []Instance, err error, kinds kindSet, now time.Time) {
 	if err != nil {
@@ -49,8 +66,8 @@ func (m *Manager) applyList(name string, list []Instance, err error, kinds kindS
 			seen, ok := o.byID[r.Instance.ID]
 			switch {
 			case ok && m.rentalOf(r, seen):
-				if seen.Running() && r.RunningSince.IsZero() && !prev.IsZero() && prev.Before(now) {
-					r.PendingSeen = prev // the last listing that showed it not running
+				if seen.Running() && r.RunningSince.IsZero() {
+					r.PendingSeen = m.pendingSeen(r, prev, now)
 				}
 				m.observeInstance(r, seen, now)
 			case ok && r.Termination != nil:

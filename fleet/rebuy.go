@@ -37,9 +37,10 @@ type rebuyMemo struct {
 }
 
 // noteBusy records a node of a per-minute offer with a minimum reservation
-// becoming busy or idle: the fleet's first job, and each job that ends, in
-// its FleetRecord (stored: a Manager that restarts or a replica that takes
-// the fleet over chooses the hold from the same jobs). m.mu held.
+// becoming busy or idle: the first job of its kind (RebuyKind), and each
+// job that ends, in its FleetRecord (stored: a Manager that restarts or a
+// replica that takes the fleet over chooses the hold from the same jobs).
+// m.mu held.
 func (m *Manager) noteBusy(r *InstanceRecord, busy bool, now time.Time) {
 	o, f := r.Instance.Offer, m.fleets[r.Instance.Fleet]
 	if o.BillingGranularity >= time.Hour || o.MinimumReservation <= 0 || f == nil {
@@ -54,13 +55,13 @@ func (m *Manager) noteBusy(r *InstanceRecord, busy bool, now time.Time) {
 	switch {
 	case busy && !ok:
 		l.since[id] = now
-		if f.FirstJob.IsZero() {
-			f.FirstJob = now
+		if k := f.rebuyKind(o.MinimumReservation); k.FirstJob.IsZero() {
+			k.FirstJob = now
 			m.dirtyF[f.Spec.Name] = true
 		}
 	case !busy && ok:
 		delete(l.since, id)
-		jobs := append(slices.Clip(f.Jobs), BusyPeriod{Start: at, Used: now.Sub(at)}) // a new array: the Store may hold the old one
+		jobs := append(f.Jobs, BusyPeriod{Start: at, Used: now.Sub(at), Minimum: o.MinimumReservation})
 		f.Jobs = jobs[max(0, len(jobs)-rebuyKeep):]
 		m.dirtyF[f.Spec.Name] = true
 	default:
@@ -69,19 +70,30 @@ func (m *Manager) noteBusy(r *InstanceRecord, busy bool, now time.Time) {
 	l.version++
 }
 
+// rebuyKind is f's RebuyKind for a minimum reservation, added when it has
+// none.
+func (f *FleetRecord) rebuyKind(minimum time.Duration) *RebuyKind {
+	i := slices.IndexFunc(f.RebuyKinds, func(k RebuyKind) bool { return k.Minimum == minimum })
+	if i < 0 {
+		f.RebuyKinds = append(f.RebuyKinds, RebuyKind{Minimum: minimum})
+		i = len(f.RebuyKinds) - 1
+	}
+	return &f.RebuyKinds[i]
+}
+
 // noteIdled records in r's FleetRecord that r, released now as idle, had
 // been idle past its minimum reservation for more than rebuyGap (IdleSince
 // is when it went idle): a hold, or an idle timer, ran out with no job, so
-// holding can cost, and the re-buy replay judges from then on (bestRebuy).
-// m.mu held.
+// holding can cost, and the re-buy replay judges from then on for offers
+// with that minimum (bestRebuy). m.mu held.
 func (m *Manager) noteIdled(r *InstanceRecord, now time.Time) {
 	o, f := r.Instance.Offer, m.fleets[r.Instance.Fleet]
-	if f == nil || f.IdledPastMinimum || r.Instance.Created.IsZero() || r.CreatedUnknown ||
-		o.BillingGranularity >= time.Hour || o.MinimumReservation <= 0 {
+	if f == nil || r.Instance.Created.IsZero() || r.CreatedUnknown || o.BillingGranularity >= time.Hour || o.MinimumReservation <= 0 {
 		return
 	}
-	if now.Sub(maxTime(r.IdleSince, r.Instance.Created.Add(o.MinimumReservation))) > rebuyGap {
-		f.IdledPastMinimum = true
+	if k := f.rebuyKind(o.MinimumReservation); !k.IdledPastMinimum &&
+		now.Sub(maxTime(r.IdleSince, r.Instance.Created.Add(o.MinimumReservation))) > rebuyGap {
+		k.IdledPastMinimum = true
 		m.dirtyF[f.Spec.Name] = true
 		if l := m.rebuy[f.Spec.Name]; l != nil {
 			l.version++
@@ -130,14 +142,20 @@ func (m *Manager) rebuyHold(fleet string, o Offer, now time.Time) rebuyChoice {
 	if m.pol.RebuySpares > 0 {
 		return rebuyChoice{m.pol.RebuySpares, m.pol.RebuyHold}
 	}
-	k := rebuyKeyOf(o)
-	if c, ok := l.choices[k]; ok && c.chosen == l.version && now.Sub(c.at) < 10*time.Minute {
+	key := rebuyKeyOf(o)
+	if c, ok := l.choices[key]; ok && c.chosen == l.version && now.Sub(c.at) < 10*time.Minute {
 		return c.choice
 	}
 	from := now.Add(-rebuyWindow(o))
+	var kind []BusyPeriod
+	for _, p := range f.Jobs {
+		if p.Minimum == o.MinimumReservation {
+			kind = append(kind, p)
+		}
+	}
 	var jobs []BusyPeriod
-	for i, p := range f.Jobs {
-		if p.Start.After(from) || i >= len(f.Jobs)-rebuyPriorJobs {
+	for i, p := range kind {
+		if p.Start.After(from) || i >= len(kind)-rebuyPriorJobs {
 			jobs = append(jobs, p)
 		}
 	}
@@ -147,14 +165,20 @@ func (m *Manager) rebuyHold(fleet string, o Offer, now time.Time) rebuyChoice {
 			l.version++
 			continue
 		}
-		jobs = append(jobs, BusyPeriod{Start: at, Used: now.Sub(at)})
+		if m.insts[id].Instance.Offer.MinimumReservation == o.MinimumReservation {
+			jobs = append(jobs, BusyPeriod{Start: at, Used: now.Sub(at), Minimum: o.MinimumReservation})
+		}
 	}
 	slices.SortFunc(jobs, func(a, b BusyPeriod) int { return a.Start.Compare(b.Start) })
-	c := rebuyMemo{choice: bestRebuy(jobs, o, f.FirstJob, f.IdledPastMinimum, now), chosen: l.version, at: now}
+	if len(jobs) == 0 {
+		return rebuyChoice{} // no job of this kind
+	}
+	k := f.rebuyKind(o.MinimumReservation)
+	c := rebuyMemo{choice: bestRebuy(jobs, o, k.FirstJob, k.IdledPastMinimum, now), chosen: l.version, at: now}
 	if l.choices == nil {
 		l.choices = map[rebuyKey]rebuyMemo{}
 	}
-	l.choices[k] = c
+	l.choices[key] = c
 	return c.choice
 }
 

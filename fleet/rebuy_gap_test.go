@@ -151,3 +151,35 @@ func TestRebuyWaveStartKeepsThePeak(t *testing.T) {
 	res := driveWith(t, hotType("bm-mi300x-8"), jobs, driveOpts{tail: true})
 	assert.Len(t, res.Machines, 12, "rentals %v; billed %v", res.Machines, res.Billed)
 }
+
+// A fleet whose spec changes kind keeps a re-buy history per kind (its
+// minimum reservation: FleetRecord.RebuyKinds, BusyPeriod.Minimum; tester
+// X). Two 10-minute Hot Aisle VM jobs (0 h and 4 h; the first VM held past
+// its 30-minute minimum and released), then the fleet applied with bare
+// metal at 5 h: a 7-hour job from 6 h, the next 30 minutes after the
+// server's 8-hour minimum ended. As for a fleet that only ever had bare
+// metal, the idle server is held and takes the next job: one server, about
+// 9 h to the last job's end (the fleet is deleted then). The VMs' history (a VM idled past its minimum; VM jobs replayed on
+// 8-hour nodes) used to turn the bare-metal hold off: two servers, 16 h.
+func TestRebuyHoldPerKindAfterASpecChange(t *testing.T) {
+	jobs := []workJob{{0, 10 * time.Minute}, {4 * time.Hour, 10 * time.Minute},
+		{6 * time.Hour, 7 * time.Hour}, {14*time.Hour + 30*time.Minute, time.Hour}}
+	res := driveWith(t, hotType("vm-mi300x-1"), jobs, driveOpts{at: map[time.Duration]func(*env){
+		5 * time.Hour: func(e *env) {
+			for _, s := range e.m.Fleets() {
+				s.Requirements = hotType("bm-mi300x-8")
+				require.NoError(e.t, e.m.Apply(e.t.Context(), s))
+			}
+		},
+	}})
+	var bm []machineSpan
+	var billed time.Duration
+	for i, m := range res.Machines {
+		if m.ID[:8] == "enc1-gpu" && m.ID[8:10] != "vm" {
+			bm = append(bm, m)
+			billed += res.Billed[i]
+		}
+	}
+	assert.Len(t, bm, 1, "bare-metal rentals %v, billed %v; runs %v", bm, billed, res.Runs)
+	assert.LessOrEqual(t, billed, 10*time.Hour)
+}

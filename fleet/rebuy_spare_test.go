@@ -42,7 +42,7 @@ func TestSpareHeldNodeIsNotReleasedBeforeItsMinimum(t *testing.T) {
 				require.NoError(t, err)
 				require.NoError(t, m.Reconcile(t.Context()))
 				m.mu.Lock()
-				m.fleets["f"].Jobs = jobsEvery(time.Now().Add(-3*time.Hour+time.Minute), 6, 3, 32*time.Minute, 5*time.Minute)
+				m.fleets["f"].Jobs = withMinimum(jobsEvery(time.Now().Add(-3*time.Hour+time.Minute), 6, 3, 32*time.Minute, 5*time.Minute), 30*time.Minute)
 				m.rebuy["f"].version++
 				m.mu.Unlock()
 				passes(t, m, time.Until(created.Add(20*time.Minute)))

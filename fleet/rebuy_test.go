@@ -21,6 +21,14 @@ func jobsEvery(t0 time.Time, n, burst int, gap, used time.Duration) []BusyPeriod
 	return out
 }
 
+// withMinimum sets the minimum reservation of jobs' nodes.
+func withMinimum(jobs []BusyPeriod, minimum time.Duration) []BusyPeriod {
+	for i := range jobs {
+		jobs[i].Minimum = minimum
+	}
+	return jobs
+}
+
 func TestBestRebuyFromTheFleetsJobs(t *testing.T) {
 	o := vmOffer("hotaisle", 2.99, 30*time.Minute)
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -149,7 +157,7 @@ func TestRebuyHoldKeepsItsSpares(t *testing.T) {
 			require.NoError(t, err)
 			require.NoError(t, m.Reconcile(t.Context()))
 			m.mu.Lock() // six jobs in the last 3 hours, 32 minutes apart
-			m.fleets["f"].Jobs = jobsEvery(time.Now().Add(-3*time.Hour+time.Minute), 6, 1, 32*time.Minute, 5*time.Minute)
+			m.fleets["f"].Jobs = withMinimum(jobsEvery(time.Now().Add(-3*time.Hour+time.Minute), 6, 1, 32*time.Minute, 5*time.Minute), 30*time.Minute)
 			m.mu.Unlock()
 			passes(t, m, 5*time.Minute)
 			require.NoError(t, m.MarkIdle(inst.ID))

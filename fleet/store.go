@@ -22,20 +22,13 @@ type FleetRecord struct {
 	Stalled bool
 	Created time.Time
 	VPC     *VPCRecord // the fleet's VPC (cluster placement), nil when none
-	// FirstJob is when the fleet's first job started (its first busy mark;
-	// zero before) and Jobs are its last ended jobs, up to 64, oldest
-	// first: the re-buy hold is chosen from them (Policy.RebuyHoldOff), by
-	// a Manager that restarts or a replica that takes the fleet over too.
-	// Only nodes billed per minute with a minimum reservation (Hot Aisle)
-	// record jobs.
-	FirstJob time.Time    `json:",omitzero"`
-	Jobs     []BusyPeriod `json:",omitempty"`
-	// IdledPastMinimum records that a node of the fleet was released as
-	// idle after more than a minute idle past its minimum reservation (a
-	// hold or an idle timer ran out with no job): until then holding idle
-	// nodes has cost nothing, and the re-buy hold is the break-even
-	// (Policy.RebuyHoldOff).
-	IdledPastMinimum bool `json:",omitempty"`
+	// Jobs are the fleet's last ended jobs, up to 64, oldest first, and
+	// RebuyKinds what the re-buy hold knows of them per minimum reservation
+	// (Policy.RebuyHoldOff): the hold is chosen from them, by a Manager that
+	// restarts or a replica that takes the fleet over too. Only nodes billed
+	// per minute with a minimum reservation (Hot Aisle) record jobs.
+	Jobs       []BusyPeriod `json:",omitempty"`
+	RebuyKinds []RebuyKind  `json:",omitempty"`
 	// Voided holds, for an hour, the Intent.Acquire tokens of IntentVoids
 	// carried out before the busy mark they void (replicas; by when): the
 	// mark is skipped when it comes, whichever replica holds the fleet.
@@ -44,10 +37,24 @@ type FleetRecord struct {
 }
 
 // BusyPeriod is one job of a fleet: a node busy from Start (its busy mark)
-// for Used (until its MarkIdle).
+// for Used (until its MarkIdle), of an offer whose minimum reservation is
+// Minimum.
 type BusyPeriod struct {
-	Start time.Time
-	Used  time.Duration
+	Start   time.Time
+	Used    time.Duration
+	Minimum time.Duration
+}
+
+// RebuyKind is what the re-buy hold knows of a fleet's jobs on offers with
+// one minimum reservation (a fleet whose spec changed may have several):
+// when the first of them started (its busy mark), and whether a node has
+// been released as idle after more than a minute idle past its minimum (a
+// hold or an idle timer ran out with no job). Until then holding idle nodes
+// has cost nothing, and the hold is the break-even (Policy.RebuyHoldOff).
+type RebuyKind struct {
+	Minimum          time.Duration
+	FirstJob         time.Time
+	IdledPastMinimum bool `json:",omitempty"`
 }
 
 // VPCRecord tracks a fleet's VPC until the provider confirms it deleted.
@@ -120,9 +127,11 @@ type InstanceRecord struct {
 	AcquiredBy   string    `json:",omitempty"`
 	RunningSince time.Time // the provider first said running
 	// PendingSeen is the last listing before RunningSince that showed the
-	// instance not running yet (zero when unknown): its running began
-	// between the two, and the provider's delete lock may have started
-	// then (Offer.DeleteLock).
+	// instance not running yet, or its create time when no listing of this
+	// Manager's did (found running after a restart, or adopted) and that is
+	// longer ago than the offer's delete lock: its running began between the
+	// two, and the provider's delete lock (Offer.DeleteLock) may have started
+	// then. Zero when unknown (the lock is counted from RunningSince).
 	PendingSeen time.Time
 	IdleSince   time.Time // ready, or last MarkIdle
 	// BusySince is when the node's current or last job started (its last
@@ -295,6 +304,7 @@ func cloneFleet(f FleetRecord) FleetRecord {
 	f.Spec = cloneSpec(f.Spec)
 	f.Spec.PrivateKey = PrivateKey{}
 	f.Voided = maps.Clone(f.Voided)
+	f.Jobs, f.RebuyKinds = slices.Clone(f.Jobs), slices.Clone(f.RebuyKinds)
 	if f.VPC != nil {
 		v := *f.VPC
 		v.VPC.Attachment = slices.Clone(v.VPC.Attachment)

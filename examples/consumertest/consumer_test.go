@@ -38,10 +38,12 @@ func runBatch(ctx context.Context, m *fleet.Manager, spec fleet.Spec, work time.
 			}
 		}
 	}
-	for _, id := range ids {
-		if err := m.MarkBusy(id); err != nil {
+	for i := range ids { // the job takes every node; Acquire hands out the most paid time left first
+		inst, err := m.Acquire(ctx, spec.Name)
+		if err != nil {
 			return err
 		}
+		ids[i] = inst.ID
 	}
 	time.Sleep(work)
 	for _, id := range ids {

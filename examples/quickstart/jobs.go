@@ -37,17 +37,21 @@ func (d *driver) runJob(ctx context.Context, j job) {
 		return
 	}
 	began := d.w.clock.Now()
-	for _, id := range ids {
-		if err := d.m.MarkBusy(id); err != nil {
-			d.fail("fleet %s: %v", name, err)
+	var busy []string
+	for range ids { // the job takes every node: Acquire hands out each, the most paid time left first
+		inst, err := d.m.Acquire(ctx, name)
+		if err != nil {
+			d.fail("fleet %s: acquire: %v", name, err)
+			break
 		}
+		busy = append(busy, inst.ID)
 		d.mu.Lock()
-		d.workStart[id] = began
+		d.workStart[inst.ID] = began
 		d.mu.Unlock()
 	}
 	_ = d.w.clock.Sleep(ctx, j.work) // cut short by Ctrl+C
 	now := d.w.clock.Now()
-	for _, id := range ids {
+	for _, id := range busy {
 		_ = d.m.MarkIdle(id) // fails only for a node released meanwhile
 		d.mu.Lock()
 		d.workEnd[id] = now

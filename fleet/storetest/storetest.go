@@ -63,8 +63,8 @@ func Fleet(name string) fleet.FleetRecord {
 		VPC: &fleet.VPCRecord{VPC: fleet.VPC{ID: "vpc-1", Provider: "vultr", Region: "ord", Fleet: name,
 			Owner: "ab12", RequestID: "r-vpc", Subnet: "10.6.96.0/20", Created: at(1), Attachment: []string{"i-1"}},
 			Since: at(1), Attempts: 2, NextAttempt: at(3), LastError: "boom"},
-		FirstJob: at(2), Jobs: []fleet.BusyPeriod{{Start: at(2), Used: 90 * time.Second}, {Start: at(4), Used: time.Hour}},
-		IdledPastMinimum: true,
+		Jobs:       []fleet.BusyPeriod{{Start: at(2), Used: 90 * time.Second, Minimum: 30 * time.Minute}, {Start: at(4), Used: time.Hour, Minimum: 8 * time.Hour}},
+		RebuyKinds: []fleet.RebuyKind{{Minimum: 30 * time.Minute, FirstJob: at(2), IdledPastMinimum: true}, {Minimum: 8 * time.Hour, FirstJob: at(4)}},
 	}
 }
 
@@ -118,6 +118,7 @@ func testCopies(t *testing.T, s fleet.Store) {
 	require.NoError(t, s.PutFleet(ctx, f))
 	require.NoError(t, s.PutInstance(ctx, r))
 	f.Spec.SSHKeys[0], f.Spec.Requirements.Regions[0], f.VPC.LastError = "x", "x", "x"
+	f.Jobs[0].Used, f.RebuyKinds[0].IdledPastMinimum = 0, false
 	r.Instance.History[0].Reason, r.Instance.SSH.Jump.Host, r.Termination.Reason = "x", "x", "x"
 	r.Instance.Offer.LocalDisks[0].Type = "x"
 	for range 2 {
@@ -127,10 +128,13 @@ func testCopies(t *testing.T, s fleet.Store) {
 		require.NoError(t, err)
 		assert.Equal(t, Fleet("alpha").Spec, fs[0].Spec)
 		assert.Equal(t, "boom", fs[0].VPC.LastError)
+		assert.Equal(t, Fleet("alpha").Jobs, fs[0].Jobs)
+		assert.Equal(t, Fleet("alpha").RebuyKinds, fs[0].RebuyKinds)
 		want := Instance("alpha", "r-1", at(5))
 		assert.Equal(t, want.Instance, is[0].Instance)
 		assert.Equal(t, want.Termination, is[0].Termination)
 		fs[0].Spec.SSHKeys[0], fs[0].VPC.LastError = "y", "y"
+		fs[0].Jobs[1].Used, fs[0].RebuyKinds[1].FirstJob = 0, time.Time{}
 		is[0].Instance.History[0].Reason, is[0].Instance.SSH.Jump.Host, is[0].Termination.Reason = "y", "y", "y"
 	}
 }
