@@ -283,7 +283,8 @@ func (m *Manager) anchor(f *FleetRecord) *Offer {
 // or idleness, or as orphans of the fleet (found without it, after a restart
 // that lost the Store), is still waiting for its reservation window (no
 // attempt made yet): they are paid anyway, so growing the fleet reuses them
-// instead of creating new ones. It returns how many it took back. m.mu held.
+// instead of creating new ones, the most paid time left first. It returns
+// how many it took back. m.mu held.
 func (m *Manager) reclaim(fleet string, n int, now time.Time) int {
 	taken := 0
 	var cands []*InstanceRecord
@@ -293,6 +294,14 @@ func (m *Manager) reclaim(fleet string, n int, now time.Time) int {
 		}
 	}
 	sortRecords(cands)
+	// The most paid time left first (Acquire's order), ready ones first
+	// among equals: the ones taken back serve jobs, the others go.
+	slices.SortStableFunc(cands, func(a, b *InstanceRecord) int {
+		if x := m.paidUntil(b, now).Compare(m.paidUntil(a, now)); x != 0 {
+			return x
+		}
+		return cmp.Compare(boolRank(a.Instance.Ready.IsZero()), boolRank(b.Instance.Ready.IsZero()))
+	})
 	for _, r := range cands {
 		t := r.Termination
 		if taken == n || r.Instance.Fleet != fleet || t == nil || r.Instance.Status != StatusTerminating ||

@@ -50,3 +50,49 @@ func TestScaleDownReleasesTheIdleNodeWithTheLeastPaidTimeLeft(t *testing.T) {
 		})
 	}
 }
+
+// Growing a fleet again takes back the waiting release with the most paid
+// time left (tester X noticed it took them in record order): two Hot Aisle
+// VMs (60-minute minimum) created 20 minutes apart, the fleet shrunk to 0
+// (both releases wait for their minimum's end, the default policy), then
+// grown to 1: the newer node, paid 20 minutes longer, is taken back, and
+// the older one goes at the end of its minimum.
+func TestGrowTakesBackTheReleaseWithTheMostPaidTimeLeft(t *testing.T) {
+	for _, newerFirst := range []bool{false, true} {
+		synctest.Test(t, func(t *testing.T) {
+			p := newFakeProvider("hotaisle", vmOffer("hotaisle", 2.99, 60*time.Minute))
+			m, _ := newTestManager(t, Config{Providers: []Provider{p}})
+			require.NoError(t, m.Apply(t.Context(), Spec{Name: "f", Nodes: 1}))
+			passes(t, m, 20*time.Minute)
+			require.NoError(t, m.Apply(t.Context(), Spec{Name: "f", Nodes: 2}))
+			passes(t, m, 5*time.Minute)
+			insts := m.Instances("f")
+			require.Len(t, insts, 2)
+			older, newer := insts[0], insts[1]
+			if newer.Created.Before(older.Created) {
+				older, newer = newer, older
+			}
+			if newerFirst { // the older one's minimum extended: it has more paid time left
+				m.mu.Lock()
+				m.insts[older.RequestID].Instance.Offer.MinimumReservation = 3 * time.Hour
+				m.mu.Unlock()
+			}
+			require.NoError(t, m.Apply(t.Context(), Spec{Name: "f", Nodes: 0}))
+			passes(t, m, time.Minute)
+			require.Equal(t, 2, statuses(m.Instances("f"))[StatusTerminating], "both releases wait for their minimum")
+			require.NoError(t, m.Apply(t.Context(), Spec{Name: "f", Nodes: 1}))
+			passes(t, m, time.Minute)
+			kept := newer
+			if newerFirst {
+				kept = older
+			}
+			for _, in := range m.Instances("f") {
+				if in.RequestID == kept.RequestID {
+					assert.Equal(t, StatusIdle, in.Status, "most paid time left: taken back")
+				} else {
+					assert.Equal(t, StatusTerminating, in.Status, "least paid time left: still going")
+				}
+			}
+		})
+	}
+}
