@@ -102,8 +102,9 @@ type Spec struct {
 	//     Policy.MinuteReleaseMargin (the minimum is paid anyway; the timer
 	//     does not carry it past). A node idle after its minimum, or never
 	//     used yet, goes IdleTimeout after it went idle, not before its
-	//     minimum's end less the margin — or later while the re-buy hold
-	//     keeps it (Policy.RebuyHoldOff). A node whose start is unknown
+	//     minimum's end less the margin. Either may be kept longer, by
+	//     default, while the re-buy hold keeps it (at most one minimum past
+	//     its own; Policy.RebuyHoldOff says which and how long). A node whose start is unknown
 	//     (adopted after a restart that lost the Store: Hot Aisle gives no
 	//     start) is released IdleTimeout after it went idle without force;
 	//     while the provider refuses for the minimum it is kept (paid anyway)
