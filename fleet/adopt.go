@@ -107,7 +107,7 @@ func (m *Manager) track(seen Instance, key string, now time.Time) *InstanceRecor
 		r.CreatedUnknown = true
 	}
 	m.addRecord(r)
-	m.seen[key] = now
+	m.seen[key], m.shown[key] = now, now
 	m.setStatus(r, StatusProvisioning, "found by label", now)
 	f := m.fleets[seen.Fleet]
 	switch {

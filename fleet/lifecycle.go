@@ -84,7 +84,7 @@ func (m *Manager) checkDeadlines(now time.Time) {
 		switch {
 		case r.Termination != nil || r.Instance.ID == "":
 			continue
-		case fromStore && !m.seen[id].After(read):
+		case fromStore && !m.shown[id].After(read):
 			continue
 		case r.Instance.Status == StatusProvisioning:
 			deadline, what = r.Instance.Created.Add(m.provisionTimeout(r.Instance.Offer)), "provisioning"
@@ -94,15 +94,12 @@ func (m *Manager) checkDeadlines(now time.Time) {
 			r.RunningSince = now
 			continue
 		case r.Instance.Status == StatusBooting:
-			// A start that failed because the way to the agent is down (a
-			// jump host: ErrAgentPathDown) is not the machine's fault: the
-			// agent deadline counts from the last such failure.
-			deadline, what = maxTime(maxTime(r.RunningSince, read), m.agentPathDown[id]).Add(m.pol.AgentTimeout), "agent"
+			deadline, what = m.agentDeadline(r), "agent"
 		default:
 			continue
 		}
-		if now.Before(deadline) || (what == "provisioning" && m.seen[id].Before(deadline)) {
-			continue // not yet, or no listing since the deadline has shown it still provisioning
+		if now.Before(deadline) || (what == "provisioning" && m.shown[id].Before(deadline)) {
+			continue // not yet, or no listing since the deadline has shown it still provisioning (one may leave it out)
 		}
 		if end := m.prepaidUntil(r); deadline.Before(end) {
 			if key := what + "/" + id; !m.deadlineDeferred[key] {
@@ -115,7 +112,7 @@ func (m *Manager) checkDeadlines(now time.Time) {
 					At: end, Message: fmt.Sprintf("%s deadline (%s) passed inside the prepaid minimum reservation; still waiting for it, released at %s if it is not %s by then (an earlier release refunds nothing)",
 						what, timeout, end.UTC().Format(time.RFC3339), until)})
 			}
-			if deadline = end; now.Before(deadline) || (what == "provisioning" && m.seen[id].Before(deadline)) {
+			if deadline = end; now.Before(deadline) || (what == "provisioning" && m.shown[id].Before(deadline)) {
 				continue
 			}
 		}
@@ -247,6 +244,16 @@ func (m *Manager) idleReleaseAt(r *InstanceRecord, idleTimeout time.Duration, sp
 		return minEnd.Add(hold)
 	}
 	return maxTime(maxTime(minEnd, r.IdleSince).Add(hold), r.IdleSince.Add(idleTimeout))
+}
+
+// agentDeadline is when a booting instance's agent must be up: AgentTimeout
+// after it started running, or after this process read its record (the
+// agent start of a process that died is begun again), or after the last
+// start that failed because the way to the agent is down (a jump host:
+// ErrAgentPathDown is not the machine's fault). m.mu held.
+func (m *Manager) agentDeadline(r *InstanceRecord) time.Time {
+	id := r.Instance.RequestID
+	return maxTime(maxTime(r.RunningSince, m.readAt[id]), m.agentPathDown[id]).Add(m.pol.AgentTimeout)
 }
 
 // missedDeadline counts a fleet's consecutive deadline misses; after

@@ -215,6 +215,15 @@ func (m *Manager) untilNext() time.Duration {
 	keep, hold := m.held(now)
 	for _, r := range m.insts {
 		early(m.idleReleaseDue(r, keep, hold, now))
+		if r.Termination == nil && r.Instance.Status == StatusBooting {
+			// The agent's next start and its deadline (deferred to the end
+			// of a prepaid minimum): a long Interval must not carry them.
+			for _, t := range []time.Time{m.agentNext[r.Instance.RequestID], m.agentDeadline(r), maxTime(m.agentDeadline(r), m.prepaidUntil(r))} {
+				if t.After(now) {
+					early(t)
+				}
+			}
+		}
 	}
 	for _, name := range m.order {
 		early(m.rescanDue(name))

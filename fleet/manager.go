@@ -154,6 +154,7 @@ type Manager struct {
 	tasks       taskSet
 	obs         map[string]*observation // latest listing per provider
 	seen        map[string]time.Time    // request id → when a listing last covered it
+	shown       map[string]time.Time    // request id → when a listing last showed its rental (a listing may leave a server out)
 	lastFull    map[string]time.Time    // provider → its last listing of every kind
 	suspect     map[string]time.Time    // provider → when something there may have been missed (see suspectFor)
 	rescanned   map[string]bool         // listed whole again VisibilityGrace after start
@@ -293,6 +294,7 @@ func (m *Manager) initMaps() {
 	m.dirtyF, m.dirtyI, m.goneF, m.goneI = map[string]bool{}, map[string]bool{}, map[string]bool{}, map[string]bool{}
 	m.tasks = newTaskSet()
 	m.obs, m.seen, m.scanned, m.keysDirty = map[string]*observation{}, map[string]time.Time{}, map[string]bool{}, map[string]bool{}
+	m.shown = map[string]time.Time{}
 	m.lastFull, m.suspect, m.rescanned = map[string]time.Time{}, map[string]time.Time{}, map[string]bool{}
 	m.rescanRetry = map[string]time.Time{}
 	m.keysListed, m.listFails, m.listRetry = map[string]time.Time{}, map[string]int{}, map[string]time.Time{}

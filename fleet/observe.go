@@ -18,7 +18,7 @@ type observation struct {
 }
 
 // pendingSeen is when r was last known not to run, as it is first seen
-// running: the listing before (prev), or with none since this Manager
+// running: the listing that showed it before (prev), or with none since this Manager
 // started (a restart, an adoption) its create, if that is longer ago than
 // the offer's delete lock (a lock counted from now would be invented: the
 // server may have run for most of an hour). Zero when unknown: the lock is
@@ -53,7 +53,6 @@ func (m *Manager) applyList(name string, list []Instance, err error, kinds kindS
 		if r.Instance.Provider != name || (r.Instance.Offer.InstanceType != "" && !kinds.covers(r.Instance.Offer)) {
 			continue
 		}
-		prev := m.seen[r.Instance.RequestID]
 		m.seen[r.Instance.RequestID] = now
 		switch {
 		case r.Instance.ID == "":
@@ -66,6 +65,8 @@ func (m *Manager) applyList(name string, list []Instance, err error, kinds kindS
 			seen, ok := o.byID[r.Instance.ID]
 			switch {
 			case ok && m.rentalOf(r, seen):
+				prev := m.shown[r.Instance.RequestID]
+				m.shown[r.Instance.RequestID] = now
 				if seen.Running() && r.RunningSince.IsZero() {
 					r.PendingSeen = m.pendingSeen(r, prev, now)
 				}
