@@ -81,8 +81,13 @@ func (c *Catalog) Close() {
 // Offers returns the offers of every provider that matches r, cheapest first.
 // A provider that fails does not hide the others: its failure comes back as a
 // *ProviderError inside the returned error (errors.Join), beside the offers
-// of the providers that answered. ctx bounds the wait.
+// of the providers that answered. ctx bounds the wait. Requirements that
+// Validate refuses (a negative or NaN size or price) answer an error that
+// errors.Is ErrInvalidSpec, and no offers.
 func (c *Catalog) Offers(ctx context.Context, r Requirements) ([]Offer, error) {
+	if err := r.Validate(); err != nil {
+		return nil, invalidSpec(err)
+	}
 	results := make([][]Offer, len(c.providers))
 	errs := make([]error, len(c.providers))
 	var g errgroup.Group
@@ -125,6 +130,19 @@ func (c *Catalog) peek(r Requirements) (offers []Offer, fresh bool) {
 		all = append(all, hit.offers...)
 	}
 	return Filter(all, r), fresh
+}
+
+// mayOffer reports whether provider's cached catalog (of any age) has an
+// offer matching r, sold out or not; true when it has none cached yet.
+func (c *Catalog) mayOffer(provider string, r Requirements) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	hit, ok := c.cache[provider]
+	if !ok {
+		return true
+	}
+	r.Providers, r.IncludeSoldOut = []string{provider}, true
+	return len(Filter(hit.offers, r)) > 0
 }
 
 // Invalidate drops the cached offers so the next call fetches anew.

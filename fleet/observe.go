@@ -38,6 +38,9 @@ func (m *Manager) pendingSeen(r *InstanceRecord, prev, now time.Time) time.Time 
 func (m *Manager) applyList(name string, list []Instance, err error, kinds kindSet, now time.Time) {
 	if err != nil {
 		m.event(Event{Type: EventProviderUnavailable, Provider: name, Err: err.Error(), Message: "listing instances failed; nothing is concluded from it"})
+		if accountRefusal(err) && now.After(m.providerHold[name]) {
+			m.holdProvider(name, err, now) // a wrong or revoked key: one alert, as for a refused create
+		}
 		return
 	}
 	o := &observation{at: now, list: list, byID: make(map[string]Instance, len(list)), byReq: map[string]Instance{}}

@@ -182,10 +182,17 @@ func (m *Manager) fleetNeed(f *FleetRecord, now time.Time) int {
 
 // listedFor reports whether every provider that could hold a fleet's
 // members has been listed since the Manager started, so that nothing
-// that already exists is created again. m.mu held.
+// that already exists is created again. A provider whose catalog has no
+// offer the fleet could use (sold out or not) holds none of its members
+// under this spec, and is not waited for: a provider that cannot be
+// listed (a revoked key) must not stop a fleet only another can serve.
+// m.mu held.
 func (m *Manager) listedFor(s Spec) bool {
 	for _, name := range m.order {
 		if len(s.Requirements.Providers) > 0 && !containsFold(s.Requirements.Providers, name) {
+			continue
+		}
+		if m.obs[name] == nil && !m.catalog.mayOffer(name, s.Requirements) && !m.hasRecordOn(s.Name, name) {
 			continue
 		}
 		if m.obs[name] == nil {
@@ -193,6 +200,17 @@ func (m *Manager) listedFor(s Spec) bool {
 		}
 	}
 	return true
+}
+
+// hasRecordOn reports whether the Manager has a record of fleet on provider.
+// m.mu held.
+func (m *Manager) hasRecordOn(fleet, provider string) bool {
+	for _, r := range m.byFleet[fleet] {
+		if r.Instance.Provider == provider {
+			return true
+		}
+	}
+	return false
 }
 
 // offersFor returns the fleet's usable offers, cheapest first, from the
@@ -647,7 +665,7 @@ func (m *Manager) holdProvider(provider string, err error, now time.Time) {
 	}
 	if m.holdFails[provider] == 1 {
 		m.event(Event{Type: EventCreatesRefused, Provider: provider, Err: err.Error(), At: until,
-			Message: "the account refused a create; no creates on this provider until the next try, backing off up to an hour"})
+			Message: "the account refused a call (key, permission, quota or balance); no creates on this provider until the next try, backing off up to an hour"})
 	}
 }
 

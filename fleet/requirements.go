@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -37,9 +38,16 @@ type Requirements struct {
 	IncludeSoldOut  bool     // keep offers that are not available now
 }
 
-// Validate reports a requirement that can never be met: negative numbers or
-// an unknown BareMetal value.
+// Validate reports a requirement that can never be met, or that means
+// nothing: negative numbers, a size or price that is NaN or infinite (a
+// NaN cap, from a budget divided by zero hours, would match every offer),
+// or an unknown BareMetal value.
 func (r Requirements) Validate() error {
+	for _, v := range []float64{r.MinGPUMemoryGiB, r.MinMemoryGiB, r.MinDiskGiB, r.MaxPricePerHour} {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return fmt.Errorf("gpufleet: requirements: sizes and prices must be numbers, got %v", v)
+		}
+	}
 	switch {
 	case r.GPUCount < 0, r.MinGPUMemoryGiB < 0, r.MinVCPUs < 0, r.MinMemoryGiB < 0, r.MinDiskGiB < 0, r.MaxPricePerHour < 0:
 		return fmt.Errorf("gpufleet: requirements: counts, sizes and prices must not be negative")

@@ -76,8 +76,15 @@ type settings struct {
 type Option func(*settings)
 
 // WithBaseURL sets the API origin (default DefaultBaseURL), e.g. an
-// httptest.Server URL. Paths "/v2/..." are appended to it.
-func WithBaseURL(u string) Option { return func(s *settings) { s.baseURL = u } }
+// httptest.Server URL. Paths "/v2/..." are appended to it; a URL that
+// already ends in "/v2" (as govultr's base URL and gpufleet-sim's printed
+// GPUFLEET_SIM_VULTR_URL do) or "/" is taken without it.
+func WithBaseURL(u string) Option {
+	return func(s *settings) {
+		u = strings.TrimRight(u, "/")
+		s.baseURL = strings.TrimSuffix(u, "/v2")
+	}
+}
 
 // WithHTTPClient sets the HTTP client (default: 60 s timeout), e.g. the
 // in-memory client of sim.Vultr.Client(). Its redirect policy is not used

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"strings"
 	"time"
 
@@ -136,8 +137,8 @@ Flags:
 	default:
 		return req, false, fmt.Errorf("-bare-metal must be any, yes or no, not %q", *bareMetal)
 	}
-	if *count < 0 || *maxPrice < 0 {
-		return req, false, errors.New("-count and -max-price must not be negative")
+	if *count < 0 || !(*maxPrice >= 0) || math.IsInf(*maxPrice, 0) {
+		return req, false, errors.New("-count and -max-price must not be negative (-max-price a number)")
 	}
 	for _, p := range req.Providers {
 		if p != fleet.ProviderVultr && p != fleet.ProviderHotAisle {

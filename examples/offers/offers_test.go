@@ -131,7 +131,7 @@ func TestHelpSaysWhatTheProgramIs(t *testing.T) {
 }
 
 func TestBadCommandLines(t *testing.T) {
-	for _, args := range [][]string{{"-bare-metal", "maybe"}, {"-provider", "aws"}, {"-count", "-1"}, {"stray"}} {
+	for _, args := range [][]string{{"-bare-metal", "maybe"}, {"-provider", "aws"}, {"-count", "-1"}, {"-max-price", "NaN"}, {"-max-price", "-5"}, {"-max-price", "+Inf"}, {"stray"}} {
 		code, _, stderr := offers(t, noEnv, args...)
 		assert.Equal(t, 2, code, "%v", args)
 		assert.NotEmpty(t, stderr, "%v", args)

@@ -39,7 +39,7 @@ func newRealWorld(cfg config, getenv func(string) string, signer ssh.Signer) (*w
 	if key := strings.TrimSpace(getenv(envVultrKey)); key != "" {
 		opts := []vultr.Option{}
 		if u := strings.TrimSpace(getenv(envVultrURL)); u != "" {
-			opts = append(opts, vultr.WithBaseURL(strings.TrimSuffix(strings.TrimRight(u, "/"), "/v2")))
+			opts = append(opts, vultr.WithBaseURL(u))
 		}
 		w.providers = append(w.providers, w.meter.wrap(vultr.NewProvider(vultr.New(key, opts...))))
 	}

@@ -9,11 +9,14 @@ import (
 	"github.com/gpufleet/gpufleet/sim/internal/sshhost"
 )
 
-// vultrIPPrefixes are the public /16 prefixes main_ip is drawn from, per
-// region (other regions use 45.76.0.0/16).
+// vultrIPPrefixes are the /16 prefixes main_ip is drawn from, per region
+// (other regions use 100.74.0.0/16). They lie in 100.64.0.0/10, the shared
+// address space no public server has: a suite that connects to a fake's
+// main_ip outside the in-process network reaches nobody's server (Vultr's
+// real blocks, 45.77.0.0/16 and the like, belong to other customers).
 var vultrIPPrefixes = map[string][2]byte{
-	"ewr": {45, 77}, "ord": {149, 28}, "atl": {45, 32}, "dfw": {144, 202}, "sea": {207, 148},
-	"sjc": {45, 63}, "lax": {108, 61}, "ams": {95, 179}, "fra": {136, 244}, "nrt": {202, 182},
+	"ewr": {100, 64}, "ord": {100, 65}, "atl": {100, 66}, "dfw": {100, 67}, "sea": {100, 68},
+	"sjc": {100, 69}, "lax": {100, 70}, "ams": {100, 71}, "fra": {100, 72}, "nrt": {100, 73},
 }
 
 // assignAddresses draws main_ip (unique among live servers and the SSH
@@ -22,7 +25,7 @@ var vultrIPPrefixes = map[string][2]byte{
 func (v *Vultr) assignAddresses(srv *vultrServer, ipv6 bool) (mainIP, gateway netip.Addr) {
 	pre, ok := vultrIPPrefixes[srv.region]
 	if !ok {
-		pre = [2]byte{45, 76}
+		pre = [2]byte{100, 74}
 	}
 	if ip, gw := v.reusableIP(srv.region); ip != "" {
 		mainIP, _ = netip.ParseAddr(ip)
@@ -31,7 +34,7 @@ func (v *Vultr) assignAddresses(srv *vultrServer, ipv6 bool) (mainIP, gateway ne
 	var buf [24]byte
 	for tries := 0; !mainIP.IsValid(); tries++ {
 		x := v.randUint64()
-		b := pre[1] + byte(tries/64) // a crowded /16: spill into the next ones
+		b := 64 + (pre[1]-64+byte(tries/64))%64 // a crowded /16: spill into the next ones, inside 100.64.0.0/10
 		c, d := byte(x), byte(2+(x>>8)%252)
 		key := [4]byte{pre[0], b, c, d}
 		if v.st.usedIPs[key] {
@@ -46,8 +49,9 @@ func (v *Vultr) assignAddresses(srv *vultrServer, ipv6 bool) (mainIP, gateway ne
 	}
 	if ipv6 {
 		x := v.randUint64()
-		srv.v6Net = fmt.Sprintf("2001:19f0:%x:%x::", x&0xffff, (x>>16)&0xffff)
-		srv.v6IP = fmt.Sprintf("%s5400:4ff:fe%02x:%x", srv.v6Net, (x>>32)&0xff, (x>>40)&0xffff)
+		pre := fmt.Sprintf("2001:db8:%x:%x", x&0xffff, (x>>16)&0xffff) // the documentation prefix
+		srv.v6Net = pre + "::"
+		srv.v6IP = fmt.Sprintf("%s:5400:4ff:fe%02x:%x", pre, (x>>32)&0xff, (x>>40)&0xffff) // a /64 and a SLAAC-like host part
 	}
 	if srv.metal {
 		srv.macAddr = int64(v.randUint64()&0xffffffffff) | 0x020000000000

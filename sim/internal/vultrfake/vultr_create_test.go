@@ -94,7 +94,7 @@ func TestVultrCreateFields(t *testing.T) {
 		assert.Equal(t, "root", inst["user_scheme"])
 		time.Sleep(2 * time.Minute)
 		got := h.get(inst["id"].(string), false)
-		assert.Regexp(t, `^136\.244\.\d+\.\d+$`, got["main_ip"])
+		assert.Regexp(t, `^100\.72\.\d+\.\d+$`, got["main_ip"])
 		assert.NotEmpty(t, got["v6_main_ip"])
 		assert.EqualValues(t, 64, got["v6_network_size"])
 		assert.Equal(t, "255.255.254.0", got["netmask_v4"])

@@ -3,6 +3,7 @@ package vultrfake
 import (
 	"fmt"
 	"net/http"
+	"net/netip"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -243,10 +244,35 @@ func TestVultrAddressesSpillOver(t *testing.T) {
 	h.v.mu.Lock()
 	for c := range 256 {
 		for d := 2; d < 254; d++ {
-			h.v.st.usedIPs[[4]byte{45, 77, byte(c), byte(d)}] = true
+			h.v.st.usedIPs[[4]byte{100, 64, byte(c), byte(d)}] = true
 		}
 	}
 	h.v.unlock()
 	id := h.v.mustSeed(t, VultrSeed{Plan: "vc2-1c-1gb", Region: "ewr", Age: time.Hour})
-	assert.Regexp(t, `^45\.78\.`, h.get(id, false)["main_ip"])
+	assert.Regexp(t, `^100\.65\.`, h.get(id, false)["main_ip"])
+}
+
+// Addresses are never a real network's: IPv4 from the shared address space
+// 100.64.0.0/10, IPv6 from the documentation prefix 2001:db8::/32 (tester
+// AA: the fake handed out Vultr's real blocks, so a suite connecting to a
+// main_ip over the network reached strangers' servers).
+func TestVultrAddressesAreNobodys(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newVultrT(t)
+		shared, doc := netip.MustParsePrefix("100.64.0.0/10"), netip.MustParsePrefix("2001:db8::/32")
+		var ids []string
+		for _, region := range []string{"ewr", "ord", "ams", "nrt", "fra"} {
+			ids = append(ids, h.create("vc2-1c-1gb", region, map[string]any{"enable_ipv6": true})["id"].(string))
+		}
+		time.Sleep(5 * time.Minute)
+		for _, id := range ids {
+			got := h.get(id, false)
+			ip, err := netip.ParseAddr(got["main_ip"].(string))
+			require.NoError(t, err)
+			assert.True(t, shared.Contains(ip), "%v", ip)
+			v6, err := netip.ParseAddr(got["v6_main_ip"].(string))
+			require.NoError(t, err)
+			assert.True(t, doc.Contains(v6), "%v", v6)
+		}
+	})
 }
