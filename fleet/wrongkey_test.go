@@ -23,6 +23,15 @@ import (
 // backoff and one alert"). Before, nothing was created in 2 hours and the
 // only events were ProviderUnavailable warnings.
 func TestWrongKeyOnOneProviderLeavesTheOtherServing(t *testing.T) {
+	for _, req := range []fleet.Requirements{{GPUModel: "MI300X", GPUCount: 1}, {GPUModel: "MI300X"}} {
+		wrongKeyServes(t, req)
+	}
+}
+
+// wrongKeyServes applies a fleet of one node matching req with a wrong
+// Vultr key: Hot Aisle serves it (a fleet both could serve too: Vultr,
+// refused for its key, is not waited for), with one alert.
+func wrongKeyServes(t *testing.T, req fleet.Requirements) {
 	synctest.Test(t, func(t *testing.T) {
 		v, h := sim.NewVultr(), sim.NewHotAisle()
 		vp := vultr.NewProvider(vultr.New("WRONGKEY0123456789WRONGKEY0123456789", vultr.WithHTTPClient(v.Client())))
@@ -36,8 +45,7 @@ func TestWrongKeyOnOneProviderLeavesTheOtherServing(t *testing.T) {
 		done := make(chan struct{})
 		go func() { defer close(done); _ = m.Run(ctx) }()
 
-		require.NoError(t, m.Apply(t.Context(), fleet.Spec{Name: "infer", Nodes: 1,
-			Requirements: fleet.Requirements{GPUModel: "MI300X", GPUCount: 1}}))
+		require.NoError(t, m.Apply(t.Context(), fleet.Spec{Name: "infer", Nodes: 1, Requirements: req}))
 		time.Sleep(2 * time.Hour)
 
 		live := len(h.LiveResources(sim.KindVirtualMachine))
