@@ -2,6 +2,7 @@ package sim_test
 
 import (
 	"encoding/json"
+	"strconv"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -32,7 +33,8 @@ func TestHotAisleLedger(t *testing.T) {
 		assert.InDelta(t, 2.99*91/60, c.USD, 1e-9)
 		assert.InDelta(t, 23.92*91/60, haCharge(t, x.h, eight.Name).USD, 1e-9)
 		l := x.h.Ledger()
-		assert.InDelta(t, (2.99+23.92)*91/60, l.TotalUSD, 1e-9)
+		assert.InDelta(t, (2.99+23.92)*91/60, l.TotalUSD, 1e-6)
+		assert.Regexp(t, `^\d+(\.\d{1,6})?$`, strconv.FormatFloat(l.TotalUSD, 'f', -1, 64), "no float noise in the total")
 
 		var bal struct {
 			Available int64  `json:"available_balance"`

@@ -32,6 +32,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -119,6 +120,16 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	}
 	if !(c.vultrRPS >= 0) || math.IsInf(c.vultrRPS, 0) {
 		return c, fmt.Errorf("-vultr-rps must be 0 or more, got %v", c.vultrRPS)
+	}
+	switch {
+	case strings.TrimSpace(c.vultrKey) == "" || strings.TrimSpace(c.hotaisleKey) == "":
+		return c, errors.New("-vultr-key and -hotaisle-key must not be empty (the fakes would refuse every request)")
+	case c.team == "" || strings.ContainsAny(c.team, "/?#% "):
+		return c, fmt.Errorf("-team %q: a Hot Aisle team handle is one non-empty path segment", c.team)
+	case c.lag < 0:
+		return c, fmt.Errorf("-visibility-lag must not be negative, got %v", c.lag)
+	case c.chaos == "" && c.chaosSeed != c.seed:
+		return c, errors.New("-chaos-seed only makes sense with -chaos")
 	}
 	return c, nil
 }

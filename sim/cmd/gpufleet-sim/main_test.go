@@ -25,7 +25,7 @@ func TestParseFlags(t *testing.T) {
 	assert.Equal(t, "acme", c.team)
 	assert.Equal(t, "k", c.hotaisleKey)
 	assert.Equal(t, "127.0.0.1:0", c.vultrAddr)
-	for _, bad := range [][]string{{"-speed", "0"}, {"-speed", "-1"}, {"-speed", "NaN"}, {"-speed", "Inf"}, {"-speed", "1e9"}, {"-vultr-rps", "NaN"}, {"-vultr-rps", "-1"}, {"extra"}, {"-nope"}} {
+	for _, bad := range [][]string{{"-speed", "0"}, {"-speed", "-1"}, {"-speed", "NaN"}, {"-speed", "Inf"}, {"-speed", "1e9"}, {"-vultr-rps", "NaN"}, {"-vultr-rps", "-1"}, {"-vultr-key", ""}, {"-hotaisle-key", " "}, {"-team", ""}, {"-team", "a/b"}, {"-visibility-lag", "-5s"}, {"-chaos-seed", "7"}, {"extra"}, {"-nope"}} {
 		_, err := parseFlags(bad, io.Discard)
 		assert.Error(t, err, bad)
 	}

@@ -70,7 +70,10 @@ type Charge struct {
 
 // Ledger is a fake's bill: one charge per billable resource.
 type Ledger struct {
-	Charges  []Charge
+	Charges []Charge
+	// TotalUSD is the sum of the charges: rounded to the cent on Vultr
+	// (which bills cents), to the micro-dollar on Hot Aisle (per-minute
+	// charges have fractions of a cent).
 	TotalUSD float64
 }
 

@@ -32,6 +32,7 @@ func (h *HotAisle) Ledger() core.Ledger {
 		l.Charges = append(l.Charges, c)
 		l.TotalUSD += c.USD
 	}
+	l.TotalUSD = math.Round(l.TotalUSD*1e6) / 1e6 // per-minute charges have fractions of a cent: no float noise
 	return l
 }
 
