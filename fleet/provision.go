@@ -184,16 +184,17 @@ func (m *Manager) fleetNeed(f *FleetRecord, now time.Time) int {
 // members has been listed since the Manager started, so that nothing
 // that already exists is created again. A provider whose catalog has no
 // offer the fleet could use (sold out or not) holds none of its members
-// under this spec, and is not waited for; nor is one whose account refused
-// a call (a wrong or revoked key: held, with an alert, see holdProvider),
-// which could not be listed or released anyway: the fleet is served by
-// the other providers. m.mu held.
+// under this spec, and is not waited for: a provider that cannot be listed
+// (a wrong or revoked key, with one alert: see holdProvider) does not stop
+// a fleet only the others can serve. One that could serve it is waited for
+// even then: after a lost Store it may hold the fleet's members, and
+// creating elsewhere would buy them again (tester AB). m.mu held.
 func (m *Manager) listedFor(s Spec) bool {
 	for _, name := range m.order {
 		if len(s.Requirements.Providers) > 0 && !containsFold(s.Requirements.Providers, name) {
 			continue
 		}
-		if m.obs[name] == nil && !m.hasRecordOn(s.Name, name) && (!m.catalog.mayOffer(name, s.Requirements) || m.holdFails[name] > 0) {
+		if m.obs[name] == nil && !m.hasRecordOn(s.Name, name) && !m.catalog.mayOffer(name, s.Requirements) {
 			continue
 		}
 		if m.obs[name] == nil {

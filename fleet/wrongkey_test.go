@@ -23,15 +23,7 @@ import (
 // backoff and one alert"). Before, nothing was created in 2 hours and the
 // only events were ProviderUnavailable warnings.
 func TestWrongKeyOnOneProviderLeavesTheOtherServing(t *testing.T) {
-	for _, req := range []fleet.Requirements{{GPUModel: "MI300X", GPUCount: 1}, {GPUModel: "MI300X"}} {
-		wrongKeyServes(t, req)
-	}
-}
-
-// wrongKeyServes applies a fleet of one node matching req with a wrong
-// Vultr key: Hot Aisle serves it (a fleet both could serve too: Vultr,
-// refused for its key, is not waited for), with one alert.
-func wrongKeyServes(t *testing.T, req fleet.Requirements) {
+	req := fleet.Requirements{GPUModel: "MI300X", GPUCount: 1}
 	synctest.Test(t, func(t *testing.T) {
 		v, h := sim.NewVultr(), sim.NewHotAisle()
 		vp := vultr.NewProvider(vultr.New("WRONGKEY0123456789WRONGKEY0123456789", vultr.WithHTTPClient(v.Client())))
