@@ -42,15 +42,18 @@ const rebuyPriorJobs = 4
 // a re-buy would waste — a new minimum less what a job uses of it: the whole
 // minimum, or, once rebuyPriorJobs jobs have ended, the minimum less the
 // mean time the fleet's jobs used of one (a fleet of jobs longer than the
-// minimum wastes nothing by buying again) — up to 8 of them, or as many as
-// the most jobs that ran at once among the jobs under way and those that
-// ended in the hour before the latest one ended when more (peakJobs; a fleet
-// whose every node works in waves keeps them all between waves, even when
-// the gap is longer than an hour and the next wave has begun). For each
-// node held it never pays more than twice what the best choice knowing the
-// future would for the same period, when the jobs to come use a new
+// minimum wastes nothing by buying again) — as many as the most of jobs
+// that ran at once, up to 8 (never more than the jobs have needed: nodes
+// bought while jobs waited for a boot are not all held; tester AC), or as
+// many as ran at once among the jobs under way and those that ended in the
+// hour before the latest one ended when more (peakJobs; a fleet whose every
+// node works in waves keeps them all between waves, even when the gap is
+// longer than an hour and the next wave has begun). For each node held, an
+// idle period that ends with a job never costs more than twice what the
+// best choice knowing the future would, when the jobs to come use a new
 // minimum as the past ones did (the hold costs at most what a re-buy would
-// have wasted). Jobs under way end at now.
+// have wasted); one that ends with no job costs the hold. Jobs under way
+// end at now.
 func rebuyPrior(o Offer, jobs []BusyPeriod, now time.Time) rebuyChoice {
 	var last time.Time
 	for _, j := range jobs {
@@ -75,7 +78,7 @@ func rebuyPrior(o Offer, jobs []BusyPeriod, now time.Time) rebuyChoice {
 	if n >= rebuyPriorJobs {
 		hold = (o.MinimumReservation - used/time.Duration(n)).Round(time.Minute)
 	}
-	return rebuyChoice{max(8, peakJobs(recent)), hold}
+	return rebuyChoice{max(min(8, peakJobs(jobs)), peakJobs(recent), 1), hold}
 }
 
 // peakJobs is the most jobs running at once (a job ending as another

@@ -61,10 +61,10 @@ func TestBestRebuyDefaultsToTheBreakEvenHoldUntilTheJobsCanTell(t *testing.T) {
 	bm := vmOffer("hotaisle", 23.92, 8*time.Hour)
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	returning := []BusyPeriod{{Start: t0, Used: time.Hour}, {Start: t0.Add(2 * time.Hour), Used: time.Hour}}
-	assert.Equal(t, rebuyChoice{8, 8 * time.Hour}, bestRebuy(returning, bm, t0, true, t0.Add(9*time.Hour)), "9 h of jobs < 12 h")
-	assert.Equal(t, rebuyChoice{8, 8 * time.Hour}, bestRebuy(returning[:1], bm, t0, true, t0.Add(9*time.Hour)), "one job")
+	assert.Equal(t, rebuyChoice{1, 8 * time.Hour}, bestRebuy(returning, bm, t0, true, t0.Add(9*time.Hour)), "9 h of jobs < 12 h; one ran at a time")
+	assert.Equal(t, rebuyChoice{1, 8 * time.Hour}, bestRebuy(returning[:1], bm, t0, true, t0.Add(9*time.Hour)), "one job")
 	batch := []BusyPeriod{{Start: t0, Used: time.Hour}, {Start: t0.Add(time.Minute), Used: 3 * time.Hour}}
-	assert.Equal(t, rebuyChoice{8, 8 * time.Hour}, bestRebuy(batch, bm, t0, true, t0.Add(9*time.Hour)), "one batch")
+	assert.Equal(t, rebuyChoice{2, 8 * time.Hour}, bestRebuy(batch, bm, t0, true, t0.Add(9*time.Hour)), "one batch of two")
 	var wave []BusyPeriod
 	for range 10 {
 		wave = append(wave, BusyPeriod{Start: t0.Add(7 * time.Hour), Used: 15 * time.Minute})
@@ -93,9 +93,9 @@ func TestBestRebuyDefaultsToTheBreakEvenHoldUntilTheJobsCanTell(t *testing.T) {
 	assert.Equal(t, rebuyChoice{12, 7 * time.Hour}, rebuyPrior(bm, waves, t0.Add(5*time.Hour)), "the last wave's peak, an hour after it")
 	next := append(waves, BusyPeriod{Start: t0.Add(6 * time.Hour)}) // the next wave's first job, under way
 	assert.Equal(t, rebuyChoice{12, 7 * time.Hour}, rebuyPrior(bm, next, t0.Add(6*time.Hour)), "the last wave's peak while the next begins")
-	assert.Equal(t, rebuyChoice{8, 8 * time.Hour}, rebuyPrior(bm, waves[:3], t0.Add(90*time.Minute)), "three jobs: a whole minimum")
+	assert.Equal(t, rebuyChoice{3, 8 * time.Hour}, rebuyPrior(bm, waves[:3], t0.Add(90*time.Minute)), "three jobs at once: a whole minimum")
 	long4 := []BusyPeriod{{Start: t0, Used: 9 * time.Hour}, {Start: t0, Used: 9 * time.Hour}, {Start: t0, Used: 9 * time.Hour}, {Start: t0, Used: 3 * time.Hour}}
-	assert.Equal(t, rebuyChoice{8, 75 * time.Minute}, rebuyPrior(bm, long4, t0.Add(10*time.Hour)), "jobs that use most of a minimum: a short hold")
+	assert.Equal(t, rebuyChoice{4, 75 * time.Minute}, rebuyPrior(bm, long4, t0.Add(10*time.Hour)), "jobs that use most of a minimum: a short hold")
 	assert.Equal(t, 0, peakJobs(nil))
 	assert.Equal(t, 1, peakJobs(returning))
 	assert.Equal(t, 2, peakJobs(batch))

@@ -335,17 +335,19 @@ type Policy struct {
 	// The default is the ski-rental break-even: idle instances kept as long
 	// as a re-buy would waste — the whole minimum, or once the fleet has had
 	// 4 jobs, the minimum less the mean time its jobs used of one (jobs
-	// longer than the minimum waste nothing by buying again) — up to 8 of
-	// them, or as many as the most jobs that ran at once among those under
-	// way and those that ended in the hour before the latest one ended. A
-	// kept instance idles at most that hold h past its minimum, so an idle
-	// period costs at most twice what the best choice knowing the future
-	// would (h, or a re-buy that wastes h), when jobs to come use a new
-	// minimum as past ones did. The break-even holds until one and a half
-	// minimums have passed since the fleet's first job and until an instance
-	// of the fleet has been released after idling past its minimum (a hold
-	// or an idle timer ran out with no job: FleetRecord.IdledPastMinimum);
-	// from then on the default is no hold.
+	// longer than the minimum waste nothing by buying again) — as many as
+	// the most of the fleet's recorded jobs that ran at once, up to 8, or
+	// as many as ran at once among those under way and those that ended in
+	// the hour before the latest one ended, when more (never more nodes
+	// than the jobs have needed at once). A kept instance idles at most that
+	// hold h past its minimum: an idle period that ends with a job costs at
+	// most twice what the best choice knowing the future would (h, or a
+	// re-buy that wastes h), when jobs to come use a new minimum as past
+	// ones did; one that ends with no job costs h. The break-even holds
+	// until one and a half minimums have passed since the fleet's first job
+	// and until an instance of the fleet has been released after idling
+	// past its minimum (a hold or an idle timer ran out with no job:
+	// RebuyKind.IdledPastMinimum); from then on the default is no hold.
 	//
 	// Whatever the default, the hold is chosen again when a job starts or
 	// ends and at least every ten minutes: the fleet's jobs of the last
