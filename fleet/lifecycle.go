@@ -224,7 +224,17 @@ func (m *Manager) idleReleaseAt(r *InstanceRecord, idleTimeout time.Duration, sp
 		// none can (that hour is bought either way).
 		from := now
 		if o.DeleteLock > 0 && !r.RunningSince.IsZero() {
-			from = maxTime(from, m.activeFrom(r).Add(o.DeleteLock))
+			lock := m.activeFrom(r).Add(o.DeleteLock)
+			if r.PendingSeen.Equal(c) {
+				// Its running began unseen since the create (a restart, an
+				// adoption): the lock may still hold from when it was first
+				// seen running. Wait for that while a delete can still land
+				// in the hour (the node stays acquirable), else not at all.
+				if late := r.RunningSince.Add(o.DeleteLock); late.Before(m.paidUntil(r, now).Add(-boundarySlack)) {
+					lock = late
+				}
+			}
+			from = maxTime(from, lock)
 		}
 		return maxTime(from, m.paidUntil(r, from).Add(-m.pol.HourlyReleaseMargin))
 	}
