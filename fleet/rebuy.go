@@ -61,13 +61,25 @@ func (m *Manager) noteBusy(r *InstanceRecord, busy bool, now time.Time) {
 		}
 	case !busy && ok:
 		delete(l.since, id)
-		jobs := append(f.Jobs, BusyPeriod{Start: at, Used: now.Sub(at), Minimum: o.MinimumReservation})
-		f.Jobs = jobs[max(0, len(jobs)-rebuyKeep):]
+		f.addJob(BusyPeriod{Start: at, Used: now.Sub(at), Minimum: o.MinimumReservation, Node: id})
 		m.dirtyF[f.Spec.Name] = true
 	default:
 		return
 	}
 	l.version++
+}
+
+// addJob records an ended job in f.Jobs (the last rebuyKeep), unless it is
+// there already: a holder whose fleet write landed but whose instance write
+// did not (it died, or the write failed) has its MarkIdle carried out again
+// by the next holder (tester AD).
+func (f *FleetRecord) addJob(j BusyPeriod) {
+	if slices.ContainsFunc(f.Jobs, func(p BusyPeriod) bool { return p.Node == j.Node && p.Start.Equal(j.Start) }) {
+		return
+	}
+	jobs := append(f.Jobs, j)
+	slices.SortStableFunc(jobs, func(a, b BusyPeriod) int { return a.Start.Compare(b.Start) })
+	f.Jobs = jobs[max(0, len(jobs)-rebuyKeep):]
 }
 
 // rebuyKind is f's RebuyKind for a minimum reservation, added when it has
@@ -103,7 +115,8 @@ func (m *Manager) noteIdled(r *InstanceRecord, now time.Time) {
 
 // rebuyLogOf is fleet's rebuyLog, its jobs under way read from its records
 // (BusySince) when the Manager has none: after a restart, or on a replica
-// that took the fleet over. m.mu held.
+// that took the fleet over; a record whose last job ended (IdleSince after
+// BusySince) and is missing from FleetRecord.Jobs adds it. m.mu held.
 func (m *Manager) rebuyLogOf(fleet string) *rebuyLog {
 	if l := m.rebuy[fleet]; l != nil {
 		return l
@@ -113,9 +126,20 @@ func (m *Manager) rebuyLogOf(fleet string) *rebuyLog {
 	}
 	l := &rebuyLog{since: map[string]time.Time{}}
 	m.rebuy[fleet] = l
+	f := m.fleets[fleet]
 	for id, r := range m.insts {
-		if o := r.Instance.Offer; r.Instance.Fleet == fleet && r.Busy && !r.BusySince.IsZero() && o.BillingGranularity < time.Hour && o.MinimumReservation > 0 {
+		o := r.Instance.Offer
+		if r.Instance.Fleet != fleet || r.BusySince.IsZero() || o.BillingGranularity >= time.Hour || o.MinimumReservation <= 0 {
+			continue
+		}
+		switch {
+		case r.Busy:
 			l.since[id] = r.BusySince
+		case f != nil && r.IdleSince.After(r.BusySince) && (len(f.Jobs) < rebuyKeep || r.BusySince.After(f.Jobs[0].Start)):
+			// Its MarkIdle was carried out but the fleet write with the
+			// job was lost (tester AD): the job is in its record.
+			f.addJob(BusyPeriod{Start: r.BusySince, Used: r.IdleSince.Sub(r.BusySince), Minimum: o.MinimumReservation, Node: id})
+			m.dirtyF[fleet] = true
 		}
 	}
 	return l

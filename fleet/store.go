@@ -36,13 +36,14 @@ type FleetRecord struct {
 	Version int64                // writes since the record was created: set by the Store on read, checked on write (0: new)
 }
 
-// BusyPeriod is one job of a fleet: a node busy from Start (its busy mark)
-// for Used (until its MarkIdle), of an offer whose minimum reservation is
-// Minimum.
+// BusyPeriod is one job of a fleet: a node (Node, its request id) busy
+// from Start (its busy mark) for Used (until its MarkIdle), of an offer
+// whose minimum reservation is Minimum.
 type BusyPeriod struct {
 	Start   time.Time
 	Used    time.Duration
 	Minimum time.Duration
+	Node    string `json:",omitempty"`
 }
 
 // RebuyKind is what the re-buy hold knows of a fleet's jobs on offers with
