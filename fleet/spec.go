@@ -104,7 +104,8 @@ type Spec struct {
 	//     used yet, goes IdleTimeout after it went idle, not before its
 	//     minimum's end less the margin. Either may be kept longer, by
 	//     default, while the re-buy hold keeps it (at most one minimum past
-	//     its own; Policy.RebuyHoldOff says which and how long). A node whose start is unknown
+	//     its minimum's end or its last job, the later; Policy.RebuyHoldOff
+	//     says which and how long). A node whose start is unknown
 	//     (adopted after a restart that lost the Store: Hot Aisle gives no
 	//     start) is released IdleTimeout after it went idle without force;
 	//     while the provider refuses for the minimum it is kept (paid anyway)
@@ -340,7 +341,8 @@ type Policy struct {
 	// as many as ran at once among those under way and those that ended in
 	// the hour before the latest one ended, when more (never more nodes
 	// than the jobs have needed at once). A kept instance idles at most that
-	// hold h past its minimum: an idle period that ends with a job costs at
+	// hold h past its minimum's end or its last job, the later: an idle
+	// period that ends with a job costs at
 	// most twice what the best choice knowing the future would (h, or a
 	// re-buy that wastes h), when jobs to come use a new minimum as past
 	// ones did; one that ends with no job costs h. The break-even holds
@@ -374,7 +376,8 @@ type Policy struct {
 	// RebuySpares and RebuyHold set the re-buy hold instead of choosing it
 	// from the fleet's jobs: up to RebuySpares idle instances of each fleet
 	// (the first in Acquire's order) are each kept RebuyHold past the end of
-	// their minimum reservation, once the fleet has run a job. Both or
+	// their minimum reservation or past going idle, the later (and never
+	// before IdleTimeout after going idle), once the fleet has run a job. Both or
 	// neither (zero: chosen as RebuyHoldOff says); RebuyHoldOff wins. The
 	// break-even is RebuyHold equal to the offer's minimum (at most twice the
 	// least possible for an idle period); shorter holds cost less when no job
