@@ -15,24 +15,7 @@ import (
 func TestScaleDownReleasesTheIdleNodeWithTheLeastPaidTimeLeft(t *testing.T) {
 	for _, newerFirst := range []bool{false, true} {
 		synctest.Test(t, func(t *testing.T) {
-			p := newFakeProvider("hotaisle", vmOffer("hotaisle", 2.99, 60*time.Minute))
-			m, _ := newTestManager(t, Config{Providers: []Provider{p}, Policy: Policy{Release: ReleaseNow}})
-			require.NoError(t, m.Apply(t.Context(), Spec{Name: "f", Nodes: 1}))
-			passes(t, m, 20*time.Minute)
-			require.NoError(t, m.Apply(t.Context(), Spec{Name: "f", Nodes: 2}))
-			passes(t, m, 5*time.Minute)
-			insts := m.Instances("f")
-			require.Len(t, insts, 2)
-			require.Equal(t, 2, statuses(insts)[StatusIdle])
-			older, newer := insts[0], insts[1]
-			if newer.Created.Before(older.Created) {
-				older, newer = newer, older
-			}
-			if newerFirst { // the older one's minimum extended: it has more paid time left
-				m.mu.Lock()
-				m.insts[older.RequestID].Instance.Offer.MinimumReservation = 3 * time.Hour
-				m.mu.Unlock()
-			}
+			m, older, newer := twoIdleNodes(t, Policy{Release: ReleaseNow}, newerFirst)
 			require.NoError(t, m.Apply(t.Context(), Spec{Name: "f", Nodes: 1}))
 			passes(t, m, time.Minute)
 			gone, kept := older, newer
@@ -60,23 +43,7 @@ func TestScaleDownReleasesTheIdleNodeWithTheLeastPaidTimeLeft(t *testing.T) {
 func TestGrowTakesBackTheReleaseWithTheMostPaidTimeLeft(t *testing.T) {
 	for _, newerFirst := range []bool{false, true} {
 		synctest.Test(t, func(t *testing.T) {
-			p := newFakeProvider("hotaisle", vmOffer("hotaisle", 2.99, 60*time.Minute))
-			m, _ := newTestManager(t, Config{Providers: []Provider{p}})
-			require.NoError(t, m.Apply(t.Context(), Spec{Name: "f", Nodes: 1}))
-			passes(t, m, 20*time.Minute)
-			require.NoError(t, m.Apply(t.Context(), Spec{Name: "f", Nodes: 2}))
-			passes(t, m, 5*time.Minute)
-			insts := m.Instances("f")
-			require.Len(t, insts, 2)
-			older, newer := insts[0], insts[1]
-			if newer.Created.Before(older.Created) {
-				older, newer = newer, older
-			}
-			if newerFirst { // the older one's minimum extended: it has more paid time left
-				m.mu.Lock()
-				m.insts[older.RequestID].Instance.Offer.MinimumReservation = 3 * time.Hour
-				m.mu.Unlock()
-			}
+			m, older, newer := twoIdleNodes(t, Policy{}, newerFirst)
 			require.NoError(t, m.Apply(t.Context(), Spec{Name: "f", Nodes: 0}))
 			passes(t, m, time.Minute)
 			require.Equal(t, 2, statuses(m.Instances("f"))[StatusTerminating], "both releases wait for their minimum")
@@ -95,4 +62,30 @@ func TestGrowTakesBackTheReleaseWithTheMostPaidTimeLeft(t *testing.T) {
 			}
 		})
 	}
+}
+
+// twoIdleNodes is a Manager with a Hot Aisle VM fleet "f" (60-minute
+// minimum) of two idle nodes created 20 minutes apart; with olderPaidMore
+// the older one's minimum is stretched to 3 hours, so that it has the more
+// paid time left.
+func twoIdleNodes(t *testing.T, pol Policy, olderPaidMore bool) (m *Manager, older, newer Instance) {
+	p := newFakeProvider("hotaisle", vmOffer("hotaisle", 2.99, 60*time.Minute))
+	m, _ = newTestManager(t, Config{Providers: []Provider{p}, Policy: pol})
+	require.NoError(t, m.Apply(t.Context(), Spec{Name: "f", Nodes: 1}))
+	passes(t, m, 20*time.Minute)
+	require.NoError(t, m.Apply(t.Context(), Spec{Name: "f", Nodes: 2}))
+	passes(t, m, 5*time.Minute)
+	insts := m.Instances("f")
+	require.Len(t, insts, 2)
+	require.Equal(t, 2, statuses(insts)[StatusIdle])
+	older, newer = insts[0], insts[1]
+	if newer.Created.Before(older.Created) {
+		older, newer = newer, older
+	}
+	if olderPaidMore {
+		m.mu.Lock()
+		m.insts[older.RequestID].Instance.Offer.MinimumReservation = 3 * time.Hour
+		m.mu.Unlock()
+	}
+	return m, older, newer
 }
