@@ -61,13 +61,27 @@ func runSchedules(t *testing.T, crashes bool) {
 	}
 }
 
+// replayEnv is the environment a replay of seed needs (tester AF: a seed
+// above the default count, or run under another policy, replayed as "no
+// tests to run" without it).
+func replayEnv(seed uint64) string {
+	var env string
+	if seed > 200 {
+		env += fmt.Sprintf("GPUFLEET_SCHEDULES=%d ", seed)
+	}
+	if p := os.Getenv("GPUFLEET_SCHEDULE_POLICY"); p != "" {
+		env += fmt.Sprintf("GPUFLEET_SCHEDULE_POLICY=%q ", p)
+	}
+	return env
+}
+
 func runSchedule(t *testing.T, sch *schedule) {
 	var w *world
 	t.Cleanup(func() {
 		if w == nil || !(t.Failed() || *scheduleLog) {
 			return
 		}
-		t.Logf("replay: go test ./fleet -run '%s$' -v\n%s\nrun log:\n%s", t.Name(), sch, w.runLog())
+		t.Logf("replay: %sgo test ./fleet -run '%s$' -v\n%s\nrun log:\n%s", replayEnv(sch.seed), t.Name(), sch, w.runLog())
 		if *scheduleEvents && t.Failed() || *scheduleLog {
 			t.Logf("events:\n%s", w.eventLog())
 		}
