@@ -228,11 +228,11 @@ func (m *Manager) idleReleaseAt(r *InstanceRecord, idleTimeout time.Duration, sp
 			if r.PendingSeen.Equal(c) {
 				// Its running began unseen since the create (a restart, an
 				// adoption): the lock may still hold from when it was first
-				// seen running. Wait for that while a delete can still land
-				// in the hour (the node stays acquirable), else not at all.
-				if late := r.RunningSince.Add(o.DeleteLock); late.Before(m.paidUntil(r, now).Add(-boundarySlack)) {
-					lock = late
-				}
+				// seen running. The node stays acquirable that long, but no
+				// later than a minute before its hour ends, when deletes are
+				// tried (a refused one again until the hour's end): if the
+				// lock holds past the hour, the next one is bought anyway.
+				lock = maxTime(lock, minTime(r.RunningSince.Add(o.DeleteLock), m.paidUntil(r, now).Add(-time.Minute)))
 			}
 			from = maxTime(from, lock)
 		}

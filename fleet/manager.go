@@ -193,6 +193,7 @@ type Manager struct {
 	labelNext      map[string]time.Time
 	providerHold   map[string]time.Time // provider → no creates before (account-level refusal)
 	holdFails      map[string]int
+	listRefused    map[string]bool      // provider → its account refused the latest listing (a spell of holdProvider)
 	offerOK        map[string]bool      // offer key → a create of it succeeded
 	lastRefusal    map[string]string    // fleet → the last create refusal
 	acquired       map[string]bool      // request ids handed out by Acquire whose busy intent the loop has not taken yet
@@ -307,6 +308,7 @@ func (m *Manager) initMaps() {
 	m.keyRetry, m.keyFails = map[string]time.Time{}, map[string]int{}
 	m.agentChecked, m.relabel, m.labelNext = map[string]time.Time{}, map[string]bool{}, map[string]time.Time{}
 	m.providerHold, m.holdFails, m.offerOK = map[string]time.Time{}, map[string]int{}, map[string]bool{}
+	m.listRefused = map[string]bool{}
 	m.lastRefusal, m.acquired, m.answered = map[string]string{}, map[string]bool{}, map[string]time.Time{}
 	m.picking = map[string]int{}
 	m.agentNext, m.keyedAgents, m.abandoned = map[string]time.Time{}, map[string]Agent{}, map[string]bool{}

@@ -39,9 +39,15 @@ func (m *Manager) applyList(name string, list []Instance, err error, kinds kindS
 	if err != nil {
 		m.event(Event{Type: EventProviderUnavailable, Provider: name, Err: err.Error(), Message: "listing instances failed; nothing is concluded from it"})
 		if accountRefusal(err) && now.After(m.providerHold[name]) {
+			m.listRefused[name] = true
 			m.holdProvider(name, err, now) // a wrong or revoked key: one alert, as for a refused create
 		}
 		return
+	}
+	if m.listRefused[name] { // the account takes calls again (a key fixed): the spell is over
+		delete(m.listRefused, name)
+		delete(m.holdFails, name)
+		delete(m.providerHold, name)
 	}
 	o := &observation{at: now, list: list, byID: make(map[string]Instance, len(list)), byReq: map[string]Instance{}}
 	for _, inst := range list {

@@ -77,8 +77,7 @@ func (f *FleetRecord) addJob(j BusyPeriod) {
 	if slices.ContainsFunc(f.Jobs, func(p BusyPeriod) bool { return p.Node == j.Node && p.Start.Equal(j.Start) }) {
 		return
 	}
-	jobs := append(f.Jobs, j)
-	slices.SortStableFunc(jobs, func(a, b BusyPeriod) int { return a.Start.Compare(b.Start) })
+	jobs := append(f.Jobs, j) // in the order they ended: the first ended go first (a long job outlives later ones)
 	f.Jobs = jobs[max(0, len(jobs)-rebuyKeep):]
 }
 
@@ -135,7 +134,7 @@ func (m *Manager) rebuyLogOf(fleet string) *rebuyLog {
 		switch {
 		case r.Busy:
 			l.since[id] = r.BusySince
-		case f != nil && r.IdleSince.After(r.BusySince) && (len(f.Jobs) < rebuyKeep || r.BusySince.After(f.Jobs[0].Start)):
+		case f != nil && r.IdleSince.After(r.BusySince) && (len(f.Jobs) < rebuyKeep || r.IdleSince.After(f.Jobs[0].Start.Add(f.Jobs[0].Used))):
 			// Its MarkIdle was carried out but the fleet write with the
 			// job was lost (tester AD): the job is in its record.
 			f.addJob(BusyPeriod{Start: r.BusySince, Used: r.IdleSince.Sub(r.BusySince), Minimum: o.MinimumReservation, Node: id})

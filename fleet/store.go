@@ -22,7 +22,8 @@ type FleetRecord struct {
 	Stalled bool
 	Created time.Time
 	VPC     *VPCRecord // the fleet's VPC (cluster placement), nil when none
-	// Jobs are the fleet's last ended jobs, up to 64, oldest first, and
+	// Jobs are the fleet's last ended jobs, up to 64, in the order they
+	// ended, and
 	// RebuyKinds what the re-buy hold knows of them per minimum reservation
 	// (Policy.RebuyHoldOff): the hold is chosen from them, by a Manager that
 	// restarts or a replica that takes the fleet over too. Only nodes billed
