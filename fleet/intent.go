@@ -577,10 +577,14 @@ func (m *Manager) markStored(instanceID string, kind intentKind) error {
 	m.mu.Lock()
 	r := m.find(instanceID)
 	var rec InstanceRecord
+	var after int64 // the intents the record reflects: read with it, or one carried out in between is missed
 	if r != nil {
 		rec = cloneInstance(*r)
 		if m.releaseQueued(r) { // as the loop will have it
 			rec.Instance.Status = StatusTerminating
+		}
+		if _, held := m.rep.held[rec.Instance.Fleet]; held {
+			after = m.rep.applied[rec.Instance.Fleet]
 		}
 	}
 	m.mu.Unlock()
@@ -597,7 +601,7 @@ func (m *Manager) markStored(instanceID string, kind intentKind) error {
 	if kind == intentIdle {
 		k = IntentIdle
 	}
-	if err := m.releaseStored(ctx, rec, r != nil, k); err != nil {
+	if err := m.releaseStored(ctx, rec, after, k); err != nil {
 		return err
 	}
 	return m.putIntent(ctx, Intent{Fleet: rec.Instance.Fleet, Kind: k, InstanceID: rec.Instance.RequestID},
@@ -607,19 +611,13 @@ func (m *Manager) markStored(instanceID string, kind intentKind) error {
 // releaseStored refuses a mark (kind) of rec, as markStored found it,
 // when the shared store has a Release of it or a Delete of its fleet
 // recorded (through any replica) and not yet acknowledged: the node is as
-// good as terminating. local: rec is this replica's record, which has the
-// intents it carried out; only those after are read then. A failed read
-// answers ErrNotRecorded (nothing is recorded). Replica mode.
-func (m *Manager) releaseStored(ctx context.Context, rec InstanceRecord, local bool, kind IntentKind) error {
+// good as terminating. after: rec is this replica's record, which has the
+// intents it carried out up to that Seq (read with it, under the same lock:
+// a Delete carried out in between would otherwise be in neither); only
+// those after are read then. A failed read answers ErrNotRecorded (nothing
+// is recorded). Replica mode.
+func (m *Manager) releaseStored(ctx context.Context, rec InstanceRecord, after int64, kind IntentKind) error {
 	fleet, id := rec.Instance.Fleet, rec.Instance.RequestID
-	var after int64
-	if local {
-		m.mu.Lock()
-		if _, held := m.rep.held[fleet]; held {
-			after = m.rep.applied[fleet]
-		}
-		m.mu.Unlock()
-	}
 	var ins []Intent
 	var err error
 	if rr, ok := m.rep.ls.(ReleaseIntentReader); ok {
