@@ -3,7 +3,6 @@ package fleet_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -71,18 +70,10 @@ func TestJobHistoryAcrossATakeoverMidFlush(t *testing.T) {
 				shared := fleet.NewMemoryLeaseStore(nil)
 				var views []*halfWriteStore
 				rs := &replicaSet{e: e, store: shared}
-				for i := range 2 {
+				for range 2 {
 					v := &halfWriteStore{MemoryLeaseStore: shared}
 					views = append(views, v)
-					m, err := fleet.NewManager(fleet.Config{Providers: []fleet.Provider{e.vp, e.hp}, Owner: "jh", Store: v,
-						ReplicaID: fmt.Sprintf("r%d", i), Policy: fleet.Policy{Release: fleet.ReleaseNow},
-						OnEvent: func(ev fleet.Event) { e.mu.Lock(); e.events = append(e.events, ev); e.mu.Unlock() }})
-					require.NoError(t, err)
-					t.Cleanup(m.Close)
-					rs.ms = append(rs.ms, m)
-					rs.cancels = append(rs.cancels, nil)
-					rs.dones = append(rs.dones, nil)
-					rs.start(i)
+					rs.add(t, "jh", v, e.vp, e.hp)
 				}
 				time.Sleep(time.Minute)
 				s := spec("jh", 1, hotType("vm-mi300x-1"))

@@ -2,7 +2,6 @@ package fleet_test
 
 import (
 	"context"
-	"fmt"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -82,16 +81,7 @@ func TestReplicaKilledAtEachStep(t *testing.T) {
 				hit := make(chan int, 2)
 				rs := &replicaSet{e: e, store: store}
 				for i := range 2 {
-					g := &killGate{Provider: e.vp, step: step, idx: i, armed: armed, hit: hit}
-					m, err := fleet.NewManager(fleet.Config{Providers: []fleet.Provider{g}, Owner: "rk", Store: store,
-						ReplicaID: fmt.Sprintf("r%d", i), Policy: fleet.Policy{Release: fleet.ReleaseNow},
-						OnEvent: func(ev fleet.Event) { e.mu.Lock(); e.events = append(e.events, ev); e.mu.Unlock() }})
-					require.NoError(t, err)
-					t.Cleanup(m.Close)
-					rs.ms = append(rs.ms, m)
-					rs.cancels = append(rs.cancels, nil)
-					rs.dones = append(rs.dones, nil)
-					rs.start(i)
+					rs.add(t, "rk", store, &killGate{Provider: e.vp, step: step, idx: i, armed: armed, hit: hit})
 				}
 				time.Sleep(time.Minute) // both alive before the fleet exists
 				if step != "delete" {

@@ -24,18 +24,25 @@ type replicaSet struct {
 
 func newReplicaSet(t *testing.T, e *env, store fleet.LeaseStore, n int) *replicaSet {
 	rs := &replicaSet{e: e, store: store}
-	for i := range n {
-		m, err := fleet.NewManager(fleet.Config{Providers: []fleet.Provider{e.vp, e.hp}, Owner: "rp", Store: store,
-			ReplicaID: fmt.Sprintf("r%d", i), Policy: fleet.Policy{Release: fleet.ReleaseNow},
-			OnEvent: func(ev fleet.Event) { e.mu.Lock(); e.events = append(e.events, ev); e.mu.Unlock() }})
-		require.NoError(t, err)
-		t.Cleanup(m.Close)
-		rs.ms = append(rs.ms, m)
-		rs.cancels = append(rs.cancels, nil)
-		rs.dones = append(rs.dones, nil)
-		rs.start(i)
+	for range n {
+		rs.add(t, "rp", store, e.vp, e.hp)
 	}
 	return rs
+}
+
+// add starts one more replica (id r<index>, ReleaseNow) on store with
+// providers, its events in e's log.
+func (rs *replicaSet) add(t *testing.T, owner string, store fleet.LeaseStore, providers ...fleet.Provider) {
+	e, i := rs.e, len(rs.ms)
+	m, err := fleet.NewManager(fleet.Config{Providers: providers, Owner: owner, Store: store,
+		ReplicaID: fmt.Sprintf("r%d", i), Policy: fleet.Policy{Release: fleet.ReleaseNow},
+		OnEvent: func(ev fleet.Event) { e.mu.Lock(); e.events = append(e.events, ev); e.mu.Unlock() }})
+	require.NoError(t, err)
+	t.Cleanup(m.Close)
+	rs.ms = append(rs.ms, m)
+	rs.cancels = append(rs.cancels, nil)
+	rs.dones = append(rs.dones, nil)
+	rs.start(i)
 }
 
 func (rs *replicaSet) start(i int) {
