@@ -434,9 +434,20 @@ func (m *Manager) applyStored(in Intent, now time.Time) {
 		}
 		r := m.insts[in.InstanceID]
 		was := r != nil && (r.Busy || r.Instance.Status == StatusBusy)
+		by := ""
+		if r != nil {
+			by = r.AcquiredBy
+		}
 		m.markBusy(in.InstanceID, in.Kind == IntentBusy, now)
-		if r != nil && in.Kind == IntentBusy && in.Acquire != "" && !was && r.Busy {
+		switch {
+		case r == nil || in.Kind != IntentBusy || in.Acquire == "" || !r.Busy:
+		case !was:
 			r.AcquiredBy = in.Acquire // this mark made it busy: its void makes it idle
+		case by != "":
+			// Another Acquire's mark made it busy and this one is a no-op
+			// (its Acquire gives the node up): the first mark's void still
+			// makes it idle.
+			r.AcquiredBy = by
 		}
 	case IntentVoid:
 		if r := m.insts[in.InstanceID]; r != nil && in.Acquire != "" && r.AcquiredBy == in.Acquire {

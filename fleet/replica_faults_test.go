@@ -714,3 +714,35 @@ func TestAcquireAfterAnInterleavedMarkOfTheSameNode(t *testing.T) {
 		})
 	}
 }
+
+// Two Acquires' busy marks of one node are carried out before either is
+// voided (the second Acquire saw the first's mark and gave the node up):
+// the second is a no-op, so the voids of both leave the node idle, not
+// busy for ever because the second mark hid who made it busy.
+func TestVoidsOfTwoCarriedOutAcquireMarksLeaveTheNodeIdle(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t, fleet.Policy{})
+		store := fleet.NewMemoryLeaseStore(nil)
+		rs := newReplicaSet(t, e, store, 2)
+		require.NoError(t, rs.ms[0].Apply(t.Context(), spec("tw", 1, vultrVM("ewr"))))
+		for deadline := time.Now().Add(time.Hour); !converged(t, store, map[string]int{"tw": 1}); time.Sleep(30 * time.Second) {
+			require.True(t, time.Now().Before(deadline), "not converged")
+		}
+		h := rs.holderOf(t, "tw")
+		require.GreaterOrEqual(t, h, 0)
+		id := rs.ms[h].Instances("tw")[0].RequestID
+		put := func(kind fleet.IntentKind, token string) {
+			_, err := store.PutIntent(t.Context(), fleet.Intent{Fleet: "tw", Kind: kind, InstanceID: id, Acquire: token})
+			require.NoError(t, err)
+		}
+		put(fleet.IntentBusy, "first")
+		put(fleet.IntentBusy, "second")
+		time.Sleep(time.Minute)
+		require.Equal(t, fleet.StatusBusy, rs.ms[h].Instances("tw")[0].Status, "both marks carried out")
+		put(fleet.IntentVoid, "second")
+		put(fleet.IntentVoid, "first")
+		time.Sleep(time.Minute)
+		assert.Equal(t, fleet.StatusIdle, rs.ms[h].Instances("tw")[0].Status, "both Acquires answered errors: nobody uses the node")
+		rs.stopAll()
+	})
+}
