@@ -159,8 +159,8 @@ func TestAcquireRacingDeleteUnderRun(t *testing.T) {
 // provider may report any minimum; Offer.MinimumReservation is
 // provider-neutral): the first two hours are paid whatever happens, so the
 // next billing unit starts at 2:00 and an idle node's last safe moment is
-// 2:00 less HourlyReleaseMargin (acceptance 1). Release already defers to
-// that moment (Instance.ReservedUntil says 1:50); the idle release must not
+// 2:00 less CalmHourlyReleaseMargin (acceptance 1). Release already defers to
+// that moment (Instance.ReservedUntil says 1:57); the idle release must not
 // throw the paid second hour away at 0:50, and Acquire must count it as
 // paid time left.
 func TestHourlyOfferWithALongerMinimum(t *testing.T) {
@@ -173,7 +173,7 @@ func TestHourlyOfferWithALongerMinimum(t *testing.T) {
 		passes(t, m, 5*time.Minute)
 		in := m.Instances("f")[0]
 		require.Equal(t, StatusIdle, in.Status)
-		assert.Equal(t, in.Created.Add(110*time.Minute), in.ReservedUntil, "the window covers the paid minimum")
+		assert.Equal(t, in.Created.Add(117*time.Minute), in.ReservedUntil, "the window covers the paid minimum")
 		m.mu.Lock()
 		left := m.paidUntil(m.insts[in.RequestID], time.Now()).Sub(time.Now())
 		m.mu.Unlock()

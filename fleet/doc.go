@@ -101,7 +101,8 @@
 // (the default; [EventReleaseDeferred] carries the time), [ReleaseNow]
 // (forced on Hot Aisle: [EventReleaseForced] carries the unrefunded
 // minimum in USD) or [ReleaseCompat]. The window of an hourly-billed offer
-// (Vultr) ends [Policy.HourlyReleaseMargin] (10 minutes) before the next
+// (Vultr) ends [Policy.CalmHourlyReleaseMargin] (3 minutes; 10 minutes,
+// [Policy.HourlyReleaseMargin], while the provider's calls fail) before the next
 // billed hour; that of a per-minute offer with a minimum reservation (Hot
 // Aisle) ends [Policy.MinuteReleaseMargin] (1 minute) before the minimum
 // does, and that release is forced so no extra minute is billed. A release is

@@ -236,7 +236,7 @@ func (m *Manager) idleReleaseAt(r *InstanceRecord, idleTimeout time.Duration, sp
 			}
 			from = maxTime(from, lock)
 		}
-		return maxTime(from, m.paidUntil(r, from).Add(-m.pol.HourlyReleaseMargin))
+		return maxTime(from, m.paidUntil(r, from).Add(-m.hourlyMargin(r, now)))
 	}
 	minEnd := c.Add(o.MinimumReservation)
 	// A job ended inside the minimum: no idle timer carries the node past it.

@@ -192,6 +192,7 @@ type Manager struct {
 	relabel        map[string]bool      // request id → its listed label differs from the record
 	labelNext      map[string]time.Time
 	providerHold   map[string]time.Time // provider → no creates before (account-level refusal)
+	unsettled      map[string]time.Time // provider → when a list or delete call last failed (margin.go)
 	holdFails      map[string]int
 	listRefused    map[string]bool      // provider → its account refused the latest listing (a spell of holdProvider)
 	offerOK        map[string]bool      // offer key → a create of it succeeded
@@ -292,6 +293,7 @@ func NewManager(cfg Config) (*Manager, error) {
 func (m *Manager) initMaps() {
 	m.fleets, m.insts, m.byFleet = map[string]*FleetRecord{}, map[string]*InstanceRecord{}, map[string]map[string]*InstanceRecord{}
 	m.counts = map[string]int{}
+	m.unsettled = map[string]time.Time{}
 	m.dirtyF, m.dirtyI, m.goneF, m.goneI = map[string]bool{}, map[string]bool{}, map[string]bool{}, map[string]bool{}
 	m.tasks = newTaskSet()
 	m.obs, m.seen, m.scanned, m.keysDirty = map[string]*observation{}, map[string]time.Time{}, map[string]bool{}, map[string]bool{}

@@ -277,11 +277,16 @@ func TestReservationWindowPerBillingRule(t *testing.T) {
 	require.NoError(t, err)
 	defer m.Close()
 	t0 := time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC)
-	rec := func(o Offer) *InstanceRecord { return &InstanceRecord{Instance: Instance{Offer: o, Created: t0}} }
+	rec := func(o Offer) *InstanceRecord {
+		return &InstanceRecord{Instance: Instance{Provider: "x", Offer: o, Created: t0}}
+	}
 	hourly := rec(Offer{BillingGranularity: time.Hour, MinimumReservation: time.Hour})
-	assert.Equal(t, t0.Add(50*time.Minute), m.reservedUntil(hourly, t0.Add(5*time.Minute)), "inside the first hour, less the margin")
-	assert.Equal(t, t0.Add(110*time.Minute), m.reservedUntil(hourly, t0.Add(70*time.Minute)), "rolls to the current billed hour")
-	assert.Equal(t, t0.Add(50*time.Minute), m.reservedUntil(hourly, t0.Add(55*time.Minute)), "inside the margin: due now")
+	assert.Equal(t, t0.Add(57*time.Minute), m.reservedUntil(hourly, t0.Add(5*time.Minute)), "inside the first hour, less the calm margin")
+	assert.Equal(t, t0.Add(117*time.Minute), m.reservedUntil(hourly, t0.Add(70*time.Minute)), "rolls to the current billed hour")
+	assert.Equal(t, t0.Add(57*time.Minute), m.reservedUntil(hourly, t0.Add(58*time.Minute)), "inside the margin: due now")
+	m.unsettled["x"] = t0.Add(time.Minute) // a call of the provider failed
+	assert.Equal(t, t0.Add(50*time.Minute), m.reservedUntil(hourly, t0.Add(5*time.Minute)), "unsettled: the wide margin")
+	assert.Equal(t, t0.Add(117*time.Minute), m.reservedUntil(hourly, t0.Add(70*time.Minute)), "calm again 30 minutes later")
 	perMinute := rec(Offer{BillingGranularity: time.Minute, MinimumReservation: 8 * time.Hour})
 	assert.Equal(t, t0.Add(8*time.Hour-time.Minute), m.reservedUntil(perMinute, t0.Add(3*time.Hour)), "the minimum less a minute")
 	none := rec(Offer{BillingGranularity: time.Minute})
@@ -328,7 +333,7 @@ func TestHourlyIdleReleaseNeverBuysTheNextHour(t *testing.T) {
 			require.NoError(t, m.MarkBusy(i.ID))
 		}
 		passes(t, m, time.Until(created.Add(time.Hour+20*time.Minute))) // the second hour
-		require.NoError(t, m.MarkIdle(insts[0].ID))                     // idle at 1:20: waits for 1:50
+		require.NoError(t, m.MarkIdle(insts[0].ID))                     // idle at 1:20: waits for 1:57
 		passes(t, m, time.Until(created.Add(time.Hour+58*time.Minute+30*time.Second)))
 		require.NoError(t, m.MarkIdle(insts[1].ID)) // idle at 1:58:30, past the safe point
 		passes(t, m, 3*time.Minute)
@@ -337,7 +342,7 @@ func TestHourlyIdleReleaseNeverBuysTheNextHour(t *testing.T) {
 			require.Equal(t, StatusTerminated, i.Status)
 			gone[i.ID] = i.History[len(i.History)-1].Time
 		}
-		assert.WithinDuration(t, created.Add(time.Hour+50*time.Minute), gone[insts[0].ID], 20*time.Second, "at the safe point")
+		assert.WithinDuration(t, created.Add(time.Hour+57*time.Minute), gone[insts[0].ID], 20*time.Second, "at the safe point")
 		assert.True(t, gone[insts[1].ID].Before(created.Add(2*time.Hour)), "released inside the second hour, not carried into the third")
 	})
 }

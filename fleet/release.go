@@ -101,7 +101,7 @@ func (m *Manager) reservedUntil(r *InstanceRecord, now time.Time) time.Time {
 		return c.Add(o.MinimumReservation - min(m.pol.MinuteReleaseMargin, o.MinimumReservation))
 	}
 	// Inside the margin (now after the result) a release is due at once.
-	return billedUnitEnd(c, o, now).Add(-m.pol.HourlyReleaseMargin)
+	return billedUnitEnd(c, o, now).Add(-m.hourlyMargin(r, now))
 }
 
 // billedUnitEnd is, for an offer billed per started unit of

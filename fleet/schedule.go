@@ -3,6 +3,7 @@ package fleet
 import (
 	"context"
 	"errors"
+	"strings"
 	"time"
 )
 
@@ -256,6 +257,9 @@ func (m *Manager) listOutcome(key string, err error, now time.Time) {
 	}
 	m.listFails[key]++
 	m.listRetry[key] = now.Add(m.failWait(m.listFails[key], err))
+	if provider, ok := strings.CutPrefix(key, "list/"); ok {
+		m.noteCallFailure(provider, err, now)
+	}
 }
 
 // failWaitMax and failWaitMaxRefused cap failWait: a minute for failures

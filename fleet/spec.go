@@ -88,10 +88,12 @@ type Spec struct {
 	//
 	//   - Billed per started hour (Vultr): at the last safe moment of the
 	//     hour it is in (or of its minimum reservation when longer): the
-	//     hour's end less Policy.HourlyReleaseMargin, whatever IdleTimeout
-	//     says — releasing earlier saves nothing, later buys the next hour.
-	//     With the default margin and an IdleTimeout of 3 hours, a node idle
-	//     since minute 5 still goes at minute 50. Nor does it go while the
+	//     hour's end less Policy.CalmHourlyReleaseMargin (3 min; while the
+	//     provider's calls fail, Policy.HourlyReleaseMargin, 10 min),
+	//     whatever IdleTimeout says — releasing earlier saves nothing, later
+	//     buys the next hour. With the default margins and an IdleTimeout of
+	//     3 hours, a node idle since minute 5 still goes at minute 57 (50
+	//     while the provider is unsettled). Nor does it go while the
 	//     provider refuses its delete after it started running
 	//     (Offer.DeleteLock, 5 min on Vultr): bare metal ready at minute 51
 	//     of its first hour stays acquirable until minute 56, then goes if
@@ -190,7 +192,7 @@ func (p Policy) validate() error {
 		"BareMetalProvisionTimeout": p.BareMetalProvisionTimeout, "AgentTimeout": p.AgentTimeout,
 		"TerminationMinBackoff": p.TerminationMinBackoff, "TerminationMaxBackoff": p.TerminationMaxBackoff,
 		"TerminationAlertAfter": p.TerminationAlertAfter, "CompatGiveUp": p.CompatGiveUp, "OrphanGrace": p.OrphanGrace,
-		"CreateLookupGrace": p.CreateLookupGrace, "HourlyReleaseMargin": p.HourlyReleaseMargin,
+		"CreateLookupGrace": p.CreateLookupGrace, "HourlyReleaseMargin": p.HourlyReleaseMargin, "CalmHourlyReleaseMargin": p.CalmHourlyReleaseMargin,
 		"MinuteReleaseMargin": p.MinuteReleaseMargin, "CreateTimeout": p.CreateTimeout, "CallTimeout": p.CallTimeout,
 		"VisibilityGrace": p.VisibilityGrace, "HistoryRetention": p.HistoryRetention, "DriftCheckInterval": p.DriftCheckInterval,
 		"AgentCheckInterval": p.AgentCheckInterval, "LeaseTTL": p.LeaseTTL, "RebuyHold": p.RebuyHold} {
@@ -266,8 +268,17 @@ type Policy struct {
 	CreateLookupGrace time.Duration
 	// HourlyReleaseMargin: for hourly-billed offers (Vultr) the reservation
 	// window ends this long before the next billed hour starts, so that a
-	// release lands inside the hour already paid (10 min).
+	// release lands inside the hour already paid (10 min), while the
+	// provider is unsettled: one of its list or delete calls failed within
+	// the last 30 minutes for a reason other than the request (an outage,
+	// HTTP 5xx, 429, a timeout), or the instance's own delete was refused.
 	HourlyReleaseMargin time.Duration
+	// CalmHourlyReleaseMargin is HourlyReleaseMargin while the provider is
+	// calm (none of the above): 3 min, six delete attempts at the 30-second
+	// retry pace before the hour ends; never more than HourlyReleaseMargin.
+	// An idle node kept 7 minutes longer can still take a job. Set it to
+	// HourlyReleaseMargin for one margin whatever the provider's health.
+	CalmHourlyReleaseMargin time.Duration
 	// MinuteReleaseMargin: for per-minute billing with a minimum reservation
 	// (Hot Aisle) the window ends this long before the minimum does, and the
 	// release is forced (the minimum is charged whole either way), so a
@@ -412,6 +423,8 @@ func (p Policy) withDefaults() Policy {
 	def(&p.OrphanGrace, 10*time.Minute)
 	def(&p.CreateLookupGrace, 5*time.Minute)
 	def(&p.HourlyReleaseMargin, 10*time.Minute)
+	def(&p.CalmHourlyReleaseMargin, min(3*time.Minute, p.HourlyReleaseMargin))
+	p.CalmHourlyReleaseMargin = min(p.CalmHourlyReleaseMargin, p.HourlyReleaseMargin)
 	def(&p.MinuteReleaseMargin, time.Minute)
 	def(&p.CreateTimeout, 5*time.Minute)
 	if p.VPCAttachAttempts <= 0 {

@@ -144,6 +144,7 @@ func (m *Manager) releaseResult(r *InstanceRecord, err error, goneNow bool, now 
 		m.minimumNotOver(r, err, now)
 		return
 	}
+	m.noteCallFailure(r.Instance.Provider, err, now)
 	if t.FirstFailure.IsZero() {
 		t.FirstFailure = now
 	}
@@ -263,7 +264,7 @@ func (m *Manager) nextBillingBoundary(r *InstanceRecord, now time.Time) (time.Ti
 	case c.IsZero() || r.CreatedUnknown:
 		return time.Time{}, 0
 	case o.BillingGranularity >= time.Hour:
-		return billedUnitEnd(c, o, now), m.pol.HourlyReleaseMargin
+		return billedUnitEnd(c, o, now), m.hourlyMargin(r, now)
 	case o.MinimumReservation > 0 && now.Before(c.Add(o.MinimumReservation)):
 		return c.Add(o.MinimumReservation), m.pol.MinuteReleaseMargin
 	}

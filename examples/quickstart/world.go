@@ -91,14 +91,14 @@ func newSimWorld(cfg config, signer ssh.Signer) (*world, error) {
 const (
 	flakyAttaches   = 2                // Vultr "Unable to attach VPC" before an attach works
 	lockAfterBoot   = 5 * time.Minute  // Vultr "Server is currently locked" after active
-	notActiveWindow = 51 * time.Minute // Vultr bare metal DELETE "not currently active" until create+this
+	notActiveWindow = 58 * time.Minute // Vultr bare metal DELETE "not currently active" until create+this
 )
 
 // faultNotes describe the switched-on faults for the intro.
 var faultNotes = []string{
 	"vultr: VPC attach fails twice (\"Unable to attach VPC\") before it works",
 	"vultr: servers are locked for 5 min after they turn active (\"Server is currently locked\")",
-	"vultr: bare-metal DELETE answers \"not currently active\" until 51 min after create",
+	"vultr: bare-metal DELETE answers \"not currently active\" until 58 min after create",
 	"vultr: the cheapest MI300X region sells out between listing and create",
 	"hotaisle: VMs bill at least 30 min (1 GPU) or 60 min; bare metal 8 h, prepaid",
 }

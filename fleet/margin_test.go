@@ -1,0 +1,63 @@
+package fleet
+
+import (
+	"errors"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// An idle hourly node is released at its hour's end less the calm margin
+// (3 min) while its provider answers; after a listing fails with an outage
+// the wide margin (10 min) holds for 30 minutes, so a delete refused by
+// the same outage has time to land inside the paid hour; a refusal about
+// the request itself (the server locked) unsettles nothing.
+func TestHourlyReleaseMarginFollowsTheProvidersHealth(t *testing.T) {
+	cases := []struct {
+		name    string
+		listErr error
+		want    time.Duration // the release, from the create
+	}{
+		{"calm", nil, 57 * time.Minute},
+		{"outage", ErrUnavailable, 50 * time.Minute},
+		{"rate limited", ErrRateLimited, 50 * time.Minute},
+		{"timeout", errors.New("context deadline exceeded"), 50 * time.Minute},
+		{"locked answer", ErrLocked, 57 * time.Minute},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				o := vmOffer("vultr", 1, time.Hour)
+				o.BillingGranularity = time.Hour
+				p := newFakeProvider("vultr", o)
+				m, _ := newTestManager(t, Config{Providers: []Provider{p}})
+				require.NoError(t, m.Apply(t.Context(), Spec{Name: "f", Nodes: 1, IdleTimeout: time.Minute}))
+				passes(t, m, 3*time.Minute)
+				in := m.Instances("f")[0]
+				require.Equal(t, StatusIdle, in.Status)
+				passes(t, m, time.Until(in.Created.Add(35*time.Minute)))
+				p.mu.Lock()
+				p.listErr = c.listErr
+				p.mu.Unlock()
+				passes(t, m, 10*time.Minute)
+				p.mu.Lock()
+				p.listErr = nil
+				p.mu.Unlock()
+				passes(t, m, time.Until(in.Created.Add(70*time.Minute)))
+				got := m.Instances("f")[0]
+				require.Equal(t, StatusTerminated, got.Status)
+				var asked time.Time
+				for _, h := range got.History {
+					if h.Status == StatusTerminating {
+						asked = h.Time
+						break
+					}
+				}
+				assert.WithinDuration(t, in.Created.Add(c.want), asked, 20*time.Second)
+			})
+		})
+	}
+}
