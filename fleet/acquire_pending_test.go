@@ -165,14 +165,7 @@ func TestAcquireRacingDeleteUnderRun(t *testing.T) {
 // paid time left.
 func TestHourlyOfferWithALongerMinimum(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		o := vmOffer("vultr", 1, 2*time.Hour)
-		o.BillingGranularity = time.Hour
-		p := newFakeProvider("vultr", o)
-		m, _ := newTestManager(t, Config{Providers: []Provider{p}})
-		require.NoError(t, m.Apply(t.Context(), Spec{Name: "f", Nodes: 1, IdleTimeout: time.Minute}))
-		passes(t, m, 5*time.Minute)
-		in := m.Instances("f")[0]
-		require.Equal(t, StatusIdle, in.Status)
+		p, m, in := hourlyIdleNode(t, 2*time.Hour, 5*time.Minute)
 		assert.Equal(t, in.Created.Add(117*time.Minute), in.ReservedUntil, "the window covers the paid minimum")
 		m.mu.Lock()
 		left := m.paidUntil(m.insts[in.RequestID], time.Now()).Sub(time.Now())

@@ -30,14 +30,7 @@ func TestHourlyReleaseMarginFollowsTheProvidersHealth(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				o := vmOffer("vultr", 1, time.Hour)
-				o.BillingGranularity = time.Hour
-				p := newFakeProvider("vultr", o)
-				m, _ := newTestManager(t, Config{Providers: []Provider{p}})
-				require.NoError(t, m.Apply(t.Context(), Spec{Name: "f", Nodes: 1, IdleTimeout: time.Minute}))
-				passes(t, m, 3*time.Minute)
-				in := m.Instances("f")[0]
-				require.Equal(t, StatusIdle, in.Status)
+				p, m, in := hourlyIdleNode(t, time.Hour, 3*time.Minute)
 				passes(t, m, time.Until(in.Created.Add(35*time.Minute)))
 				p.mu.Lock()
 				p.listErr = c.listErr
@@ -60,4 +53,19 @@ func TestHourlyReleaseMarginFollowsTheProvidersHealth(t *testing.T) {
 			})
 		})
 	}
+}
+
+// hourlyIdleNode runs a fleet "f" of one hourly-billed fake node with the
+// given minimum reservation for the given time; the node is idle then.
+func hourlyIdleNode(t *testing.T, minimum, after time.Duration) (*fakeProvider, *Manager, Instance) {
+	t.Helper()
+	o := vmOffer("vultr", 1, minimum)
+	o.BillingGranularity = time.Hour
+	p := newFakeProvider("vultr", o)
+	m, _ := newTestManager(t, Config{Providers: []Provider{p}})
+	require.NoError(t, m.Apply(t.Context(), Spec{Name: "f", Nodes: 1, IdleTimeout: time.Minute}))
+	passes(t, m, after)
+	in := m.Instances("f")[0]
+	require.Equal(t, StatusIdle, in.Status)
+	return p, m, in
 }

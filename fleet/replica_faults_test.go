@@ -724,12 +724,7 @@ func TestVoidsOfTwoCarriedOutAcquireMarksLeaveTheNodeIdle(t *testing.T) {
 		e := newEnv(t, fleet.Policy{})
 		store := fleet.NewMemoryLeaseStore(nil)
 		rs := newReplicaSet(t, e, store, 2)
-		require.NoError(t, rs.ms[0].Apply(t.Context(), spec("tw", 1, vultrVM("ewr"))))
-		for deadline := time.Now().Add(time.Hour); !converged(t, store, map[string]int{"tw": 1}); time.Sleep(30 * time.Second) {
-			require.True(t, time.Now().Before(deadline), "not converged")
-		}
-		h := rs.holderOf(t, "tw")
-		require.GreaterOrEqual(t, h, 0)
+		h := convergedHolder(t, rs, "tw", 1)
 		id := rs.ms[h].Instances("tw")[0].RequestID
 		put := func(kind fleet.IntentKind, token string) {
 			_, err := store.PutIntent(t.Context(), fleet.Intent{Fleet: "tw", Kind: kind, InstanceID: id, Acquire: token})
