@@ -13,7 +13,8 @@ var ErrNoIdle = errors.New("gpufleet: no idle instance")
 
 // Acquire picks the fleet's idle instance whose use saves the most — the
 // one with the most paid time left (the rest of its billed hour on Vultr,
-// of its minimum reservation on Hot Aisle), oldest first on ties — marks it
+// of its minimum reservation on Hot Aisle), among equals the cheaper to
+// keep (the cheaper plan), then the oldest — marks it
 // busy at once (no other Acquire gets it) and returns it. Give it back with
 // MarkIdle, or Release it. This is how an orchestrator places jobs without
 // stranding paid time.
@@ -109,7 +110,6 @@ func (m *Manager) pickIdle(fleet string, skip map[string]bool, stored []Intent) 
 	}
 	now := m.clock.Now()
 	var best *InstanceRecord
-	var bestLeft time.Duration
 	unchecked := 0
 	for _, r := range m.byFleet[fleet] {
 		id := r.Instance.RequestID
@@ -132,9 +132,8 @@ func (m *Manager) pickIdle(fleet string, skip map[string]bool, stored []Intent) 
 		if busy {
 			continue
 		}
-		left := m.paidUntil(r, now).Sub(now)
-		if best == nil || left > bestLeft || (left == bestLeft && r.Instance.Created.Before(best.Instance.Created)) {
-			best, bestLeft = r, left
+		if best == nil || m.handOutFirst(r, best, now) {
+			best = r
 		}
 	}
 	if best == nil && unchecked > 0 {
@@ -145,6 +144,19 @@ func (m *Manager) pickIdle(fleet string, skip map[string]bool, stored []Intent) 
 	}
 	m.acquired[best.Instance.RequestID] = true
 	return best, nil
+}
+
+// handOutFirst reports whether Acquire hands out a before b: the more paid
+// time left (paidUntil), then the cheaper to keep (keepCost: among nodes of
+// equal paid time, the cheaper plan), then the older. m.mu held.
+func (m *Manager) handOutFirst(a, b *InstanceRecord, now time.Time) bool {
+	if x := m.paidUntil(a, now).Compare(m.paidUntil(b, now)); x != 0 {
+		return x > 0
+	}
+	if x := m.byKeepCost(a, b, now); x != 0 {
+		return x < 0
+	}
+	return a.Instance.Created.Before(b.Instance.Created)
 }
 
 // runnable reports whether r's machine can run a job now: ready (idle or

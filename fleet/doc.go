@@ -124,7 +124,8 @@
 // instances, whose idle clock starts at [EventInstanceReady] or the last
 // [Manager.MarkIdle]; the fleet shrinks instead of replacing them, never
 // below [Spec.MinNodes]. A fleet that grows again first takes back instances
-// whose release still waits ([EventReleaseCancelled]). The release weighs
+// whose release still waits ([EventReleaseCancelled]), the cheapest to keep
+// for the next hour first (a cheaper plan before a dearer one). The release weighs
 // billing units, and IdleTimeout only applies where keeping an instance
 // longer costs more: an hourly instance goes at the last safe moment of the
 // hour it is in, however long its IdleTimeout; a per-minute one whose job
@@ -138,7 +139,7 @@
 // tried again ([EventReleaseDeferred]), forced only at the last safe moment
 // of the longest minimum it can have. Orchestrators place jobs with
 // [Manager.Acquire], which hands out the idle instance with the most paid time
-// left.
+// left, the cheaper to keep among equals.
 //
 // VPCs. A [PlacementCluster] fleet lands on one provider and region, on
 // offers with [Offer.SupportsVPC], through a [VPCProvider] (Vultr). Its VPC

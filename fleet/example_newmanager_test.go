@@ -64,7 +64,7 @@ func ExampleNewManager() {
 	}
 	go m.Run(ctx) // a reconcile pass every 10 s until ctx ends
 	// Place each job with m.Acquire(ctx, "train"): the idle node with the most paid time
-	// left, marked busy at once (fleet.ErrNoIdle: none; grow the fleet with Apply); give
+	// left (the cheaper on ties), marked busy at once (fleet.ErrNoIdle: none; grow the fleet with Apply); give
 	// it back with m.MarkIdle(node.ID) when the job ends, or m.Release(ctx, node.ID).
 	if err := m.Delete(ctx, "train"); err != nil {
 		log.Fatal(err)

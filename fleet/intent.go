@@ -144,9 +144,11 @@ func (m *Manager) wake() {
 // requirements no offer could ever meet. Changed requirements or placement apply to
 // instances created from then on; existing members stay (release them to
 // replace them). A smaller Nodes releases members that are not busy:
-// stopped ones and creates under way first, then the ones with the least
-// paid time left (a node inside a prepaid minimum is kept over one billing
-// per minute), as the release policy allows. Applying again also resumes a stalled fleet and gives back
+// stopped ones and creates under way first, then the ones dearest to keep
+// for the next hour beyond what they have paid (a dearer plan before a
+// cheaper one; a node inside a prepaid minimum is kept over one billing per
+// minute), then the ones with the least paid time left, as the release
+// policy allows. Applying again also resumes a stalled fleet and gives back
 // a fleet's private key after a restart. Returns an error answering
 // ErrInvalidSpec for a spec that can never be met (see Spec; a provider
 // name that is not configured; a GPU model, vendor, region or instance type

@@ -303,8 +303,9 @@ func (m *Manager) anchor(f *FleetRecord) *Offer {
 // or idleness, or as orphans of the fleet (found without it, after a restart
 // that lost the Store), is still waiting for its reservation window (no
 // attempt made yet): they are paid anyway, so growing the fleet reuses them
-// instead of creating new ones, the most paid time left first. It returns
-// how many it took back. m.mu held.
+// instead of creating new ones, the cheapest to keep first (keepCost: a
+// cheaper plan before a dearer one), then the most paid time left. It
+// returns how many it took back. m.mu held.
 func (m *Manager) reclaim(fleet string, n int, now time.Time) int {
 	taken := 0
 	var cands []*InstanceRecord
@@ -314,9 +315,13 @@ func (m *Manager) reclaim(fleet string, n int, now time.Time) int {
 		}
 	}
 	sortRecords(cands)
-	// The most paid time left first (Acquire's order), ready ones first
-	// among equals: the ones taken back serve jobs, the others go.
+	// The cheapest to keep first (keepCost), then the most paid time left
+	// (Acquire's order), ready ones first among equals: the ones taken back
+	// serve jobs, the others go.
 	slices.SortStableFunc(cands, func(a, b *InstanceRecord) int {
+		if x := m.byKeepCost(a, b, now); x != 0 {
+			return x // the cheapest to keep first: it serves the next jobs for the least
+		}
 		if x := m.paidUntil(b, now).Compare(m.paidUntil(a, now)); x != 0 {
 			return x
 		}
@@ -365,7 +370,9 @@ func releaseWaits(t *Termination, now time.Time) bool {
 
 // shrink releases n members: stopped ones first (they would be replaced),
 // then creates under way (released as soon as they answer), then
-// provisioning, booting and idle ones with the least paid time left first
+// provisioning, booting and idle ones; within each, the dearest to keep
+// first (keepCost: a dearer plan before a cheaper one, each priced for the
+// next hour beyond what it has paid), then the least paid time left
 // (Acquire's order reversed: the ones kept have the most paid time to serve
 // jobs — a Hot Aisle bare-metal server still installing has 8 prepaid hours,
 // an idle one past its minimum none), among equals those not ready yet,
@@ -392,6 +399,9 @@ func (m *Manager) shrinkOf(live []*InstanceRecord, n int, want []Status, stopped
 	// (its release may well wait for it): after the known ones with as
 	// little paid time left.
 	slices.SortStableFunc(cands, func(a, b *InstanceRecord) int {
+		if x := m.byKeepCost(b, a, now); x != 0 {
+			return x // the dearest to keep first: releasing it saves the most
+		}
 		if x := m.paidUntil(a, now).Compare(m.paidUntil(b, now)); x != 0 {
 			return x
 		}

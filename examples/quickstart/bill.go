@@ -57,6 +57,7 @@ type charge struct {
 	created            time.Time
 	rate               float64       // USD per hour
 	minimum            time.Duration // the offer's minimum reservation
+	unrefunded         float64       // USD of the minimum charged but unused (a forced release; ledger only)
 }
 
 // simCharges reads the fakes' ledgers and sets each charge beside its least
@@ -76,7 +77,7 @@ func (d *driver) simCharges() []charge {
 			req, _ := d.w.meter.link(c.ResourceID)
 			out = append(out, charge{provider: side.provider, id: c.ResourceID, request: req, plan: c.Plan, billed: c.Billed, usd: c.USD,
 				least: ledgerRounded(side.provider, leastUSD(side.provider, c.RateUSD, c.From, d.workEndOf(c.ResourceID, c.From), minimum)), live: c.Live,
-				created: c.From, rate: c.RateUSD, minimum: minimum, ledger: true})
+				created: c.From, rate: c.RateUSD, minimum: minimum, ledger: true, unrefunded: c.Unrefunded})
 		}
 	}
 	return out

@@ -21,7 +21,8 @@ type report struct {
 	created, terminated int
 	calls               []callCount
 	faults              []faultCount
-	deferred            map[string]int // provider → releases held for a reservation window
+	deferred            map[string]int         // provider → releases held for a reservation window (not forced)
+	forced              map[string]forcedEarly // provider → releases forced before the minimum ended
 	charges             []charge
 	optimum             map[string]float64 // provider ("" for all) → offline optimum in USD
 	optimumProven       bool
@@ -76,16 +77,11 @@ func (r *report) billMicros(provider string) (charged, least micros) {
 
 // report gathers the numbers once every fleet is gone (or the teardown gave up).
 func (d *driver) report() *report {
-	r := &report{real: d.cfg.real, cloud: d.w.clock.Now().Sub(d.start), wall: time.Since(d.wallStart), deferred: map[string]int{}}
+	r := &report{real: d.cfg.real, cloud: d.w.clock.Now().Sub(d.start), wall: time.Since(d.wallStart)}
 	d.mu.Lock()
 	events := slices.Clone(d.events)
 	r.errs = slices.Clone(d.errs)
 	d.mu.Unlock()
-	for _, e := range events {
-		if e.Type == fleet.EventReleaseDeferred {
-			r.deferred[e.Provider]++
-		}
-	}
 	ev := evidence{events: events, m: d.w.meter}
 	for _, p := range d.w.providers {
 		name := p.Name()
@@ -94,8 +90,10 @@ func (d *driver) report() *report {
 			n, o := len(refused), ev.outcome(f, refused)
 			sentence := f.say(n, o)
 			if f.class == fleet.ErrMinReservation && name == fleet.ProviderHotAisle {
-				sentence = minimumSentence(n, r.deferred[name], ev.forcedAfterHold(name), o)
-				n += r.deferred[name]
+				forced := ev.forcedAfterHold(name)
+				held := heldOf(events, name) // forced ones too
+				sentence = minimumSentence(n, held, forced, o)
+				n += held
 			}
 			if n > 0 {
 				r.faults = append(r.faults, faultCount{provider: name, name: f.name, count: n, sentence: sentence})
@@ -113,6 +111,7 @@ func (d *driver) report() *report {
 		r.charges = d.estimatedCharges()
 		r.created, r.terminated, r.leaked = d.realLeftovers()
 	}
+	r.deferred, r.forced = releasesOf(events, r.charges)
 	r.optimum, r.optimumProven = d.offlineOptimum(r.charges)
 	return r
 }
@@ -248,13 +247,7 @@ func (r *report) printBill(w io.Writer) {
 		fmt.Fprintln(w, "  (rows are rounded to the cent; totals add the unrounded charges)")
 	}
 	r.printOptimum(w)
-	if len(r.deferred) > 0 {
-		var parts []string
-		for _, p := range slices.Sorted(maps.Keys(r.deferred)) {
-			parts = append(parts, fmt.Sprintf("%s %d", p, r.deferred[p]))
-		}
-		fmt.Fprintf(w, "releases held for a reservation window (paid anyway): %s\n", strings.Join(parts, ", "))
-	}
+	r.printReleases(w)
 }
 
 // printOptimum sets each provider's bill beside the offline optimum for
