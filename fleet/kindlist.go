@@ -57,11 +57,12 @@ func (m *Manager) kindsReady(provider string, now time.Time) kindSet {
 }
 
 // kindsWanted is which kinds of provider's instances a listing now reads:
-// those due (a record's check, a sweep) and those not listed since start,
-// less those whose listing backs off (ready); every kind for a provider
-// that lists only whole. m.mu held.
+// those due (a record's check, a sweep), those not listed since start and
+// those whose listing the account refuses (only their listing ends the
+// spell that holds their creates), less those whose listing backs off
+// (ready); every kind for a provider that lists only whole. m.mu held.
 func (m *Manager) kindsWanted(provider string, due, ready kindSet) kindSet {
-	want := due.union(allKinds.minus(m.kindsListed[provider]))
+	want := due.union(allKinds.minus(m.kindsListed[provider])).union(m.listRefused[provider])
 	if _, ok := m.providers[provider].(KindLister); !ok && !want.none() {
 		return allKinds
 	}
