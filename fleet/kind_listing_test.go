@@ -130,7 +130,7 @@ func TestBareMetalListingRefusalAlertsOnceAndBacksOff(t *testing.T) {
 // lists: its creates go on), waits for the bare-metal fleet (its server
 // may exist: only the bare-metal listing can tell), and adopts the
 // bare-metal server when its listing recovers, buying no second one; the
-// spell ends there (one alert in all).
+// spell ends there (one alert in all), and the bare-metal fleet grows.
 func TestBareMetalAdoptedWhenItsListingRecovers(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newEnv(t, fleet.Policy{})
@@ -159,19 +159,48 @@ func TestBareMetalAdoptedWhenItsListingRecovers(t *testing.T) {
 		time.Sleep(10 * time.Minute)
 		grownDuring := len(liveIDs(e, "web"))
 		time.Sleep(70 * time.Minute)
+		metal.Nodes = 2
+		require.NoError(t, e.m.Apply(t.Context(), metal)) // the spell is over: bare-metal creates go on
+		time.Sleep(5 * time.Minute)
 		stop()
 		abLogEvents(t, e)
 		vmAt, metalAt := adoptedAt(e, vmID[0]).Sub(start), adoptedAt(e, metalID[0]).Sub(start)
-		t.Logf("VM adopted after %v; bare metal adopted after %v (listing refused for %v); VM members at +20 min %d; creates: VM %d, bare metal %d; alerts %d",
+		t.Logf("VM adopted after %v; bare metal adopted after %v (listing refused for %v); VM members at +20 min %d; creates in all: VM %d, bare metal %d; alerts %d",
 			vmAt, metalAt, refusal, grownDuring, calls(e.vultr.Calls(), vultrCreate, 0), calls(e.vultr.Calls(), vultrMetalCreate, 0),
 			e.count(fleet.EventCreatesRefused))
 		assert.Less(t, vmAt, 2*time.Minute, "the VM adopted at once")
 		assert.Equal(t, 2, grownDuring, "the VM fleet grown while bare metal was refused")
 		assert.GreaterOrEqual(t, metalAt, refusal, "bare metal adopted only from its own listing")
 		assert.Less(t, metalAt, refusal+11*time.Minute, "bare metal adopted within one backoff step of the recovery")
-		assert.Equal(t, metalID, liveIDs(e, "db"), "the bare-metal server adopted")
-		assert.Equal(t, 1, calls(e.vultr.Calls(), vultrMetalCreate, 0), "bare-metal creates: the first Manager's only")
+		assert.Contains(t, liveIDs(e, "db"), metalID[0], "the bare-metal server adopted")
+		assert.Equal(t, 2, calls(e.vultr.Calls(), vultrMetalCreate, 0), "bare-metal creates: the first Manager's, and the growth's after the spell")
 		assert.Equal(t, 2, calls(e.vultr.Calls(), vultrCreate, 0), "VM creates: the first Manager's and the growth's")
 		assert.Equal(t, 1, e.count(fleet.EventCreatesRefused), "one alert for one spell")
+	})
+}
+
+// A bare-metal listing refused in the sweeps of the first hour (from +10
+// min to +70 min), when no bare-metal server is tracked, is retried (with
+// backoff) past that hour although nothing of bare metal is due: only its
+// listing ends the spell that holds bare-metal creates. A bare-metal fleet
+// applied at +100 min, after the refusal ended, gets its server.
+func TestBareMetalRefusalEndsWithNothingOfItDue(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t, fleet.Policy{})
+		require.NoError(t, e.m.Apply(t.Context(), spec("web", 1, vultrVM("ewr"))))
+		stop := e.running()
+		time.Sleep(10 * time.Minute)
+		refuseVultrMetal(e, time.Hour) // past the sweeps of the first hour
+		time.Sleep(90 * time.Minute)
+		refusedInSweeps := calls(e.vultr.Calls(), vultrMetalList, 403)
+		require.NoError(t, e.m.Apply(t.Context(), spec("db", 1, vultrType("vbm-4c-32gb"))))
+		time.Sleep(10 * time.Minute)
+		stop()
+		abLogEvents(t, e)
+		t.Logf("bare-metal listings refused %d; bare-metal creates %d; alerts %d",
+			refusedInSweeps, calls(e.vultr.Calls(), vultrMetalCreate, 0), e.count(fleet.EventCreatesRefused))
+		require.Positive(t, refusedInSweeps, "the sweeps after start met the refusal")
+		assert.Equal(t, 1, e.count(fleet.EventCreatesRefused))
+		assert.Equal(t, 1, calls(e.vultr.Calls(), vultrMetalCreate, 0), "the bare-metal fleet's create, after the refusal ended")
 	})
 }
