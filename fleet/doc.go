@@ -55,7 +55,10 @@
 // Schedules. Each instance has its own next check: near its offer's
 // [Offer.TypicalBoot] while it boots, every [Policy.DriftCheckInterval] once
 // running; a provider is listed only when something of it is due, by kind
-// ([KindLister]). No delete is tried inside [Offer.DeleteLock]. A server
+// ([KindLister]). When a provider's listing fails whole, each kind is listed
+// alone and backs off alone: a key refused the bare-metal listing hides
+// neither the VMs nor their creates (one [EventCreatesRefused]; creates of
+// the refused kind wait until it lists again). No delete is tried inside [Offer.DeleteLock]. A server
 // younger than [Policy.VisibilityGrace] that lists miss is not concluded
 // gone.
 //

@@ -52,7 +52,7 @@ const (
 	EventInstanceStopped     EventType = "InstanceStopped"     // warning: powered off out of band; restarted or replaced (Policy.OnStopped)
 	EventAgentUnhealthy      EventType = "AgentUnhealthy"      // warning: an agent check failed; restarted, or released after Policy.AgentCheckFailures
 	EventLabelRewritten      EventType = "LabelRewritten"      // a label lost, edited or never written was written again
-	EventCreatesRefused      EventType = "CreatesRefused"      // alert: the account refused a create or a listing (key, permission, quota, balance); the provider's creates back off
+	EventCreatesRefused      EventType = "CreatesRefused"      // alert: the account refused a create or a listing (key, permission, quota, balance); the provider's creates back off (a listing refused for one kind: that kind's creates wait until it lists)
 	EventFleetTaken          EventType = "FleetTaken"          // this replica took a fleet's lease and reconciles it
 	EventFleetReleased       EventType = "FleetReleased"       // this replica stopped reconciling a fleet (handed over, or its lease was lost)
 	EventReplicaIDInUse      EventType = "ReplicaIDInUse"      // alert: another process holds this replica's lease (the same Config.ReplicaID); this one takes no fleet (see ReplicaIDInUseError)

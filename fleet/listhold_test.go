@@ -28,8 +28,8 @@ func abLogEvents(t *testing.T, e *env) {
 // bare-metal access on the team; the provider's listing fails whole) buys
 // nothing and raises one alert. A first fix skipped a provider whose account
 // refused a call: it bought a third VM, the two old ones forgotten and
-// billing. (The VMs are not adopted either while the bare-metal half fails:
-// the first listing after a start must cover every kind.)
+// billing. The VMs are adopted from the VM listing alone (the listing is
+// then made per kind), and the fleet needs nothing.
 func TestRefusedListingAfterLostStoreBuysNothing(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newEnv(t, fleet.Policy{})
@@ -52,6 +52,7 @@ func TestRefusedListingAfterLostStoreBuysNothing(t *testing.T) {
 			liveOf(e, "hotaisle"), calls(e.hot.Calls(), hotCreate, 0), e.count(fleet.EventCreatesRefused), len(e.m.Instances("train")))
 		assert.Equal(t, 2, liveOf(e, "hotaisle"), "live VMs for a 2-node fleet")
 		assert.Equal(t, 2, calls(e.hot.Calls(), hotCreate, 0), "creates: the first Manager's 2 only")
+		assert.Len(t, e.m.Instances("train"), 2, "the fleet's VMs adopted while the bare-metal listing is refused")
 		assert.Equal(t, 1, e.count(fleet.EventCreatesRefused), "one alert for one refusal that never ended")
 	})
 }

@@ -161,8 +161,8 @@ type Manager struct {
 	rescanRetry map[string]time.Time    // a failed listing after start is tried again then
 	vpcListed   map[string]time.Time    // provider → its last successful VPC listing
 	startedAt   time.Time
-	keysDirty   map[string]bool // a create registered SSH keys since the last key listing
-	scanned     map[string]bool // instances of every kind listed once since start
+	keysDirty   map[string]bool    // a create registered SSH keys since the last key listing
+	kindsListed map[string]kindSet // provider → the kinds of its instances listed once since start
 	offersErr   error
 	offersAt    time.Time
 
@@ -194,7 +194,7 @@ type Manager struct {
 	providerHold   map[string]time.Time // provider → no creates before (account-level refusal)
 	unsettled      map[string]time.Time // provider → when a list or delete call last failed (margin.go)
 	holdFails      map[string]int
-	listRefused    map[string]bool      // provider → its account refused the latest listing (a spell of holdProvider)
+	listRefused    map[string]kindSet   // provider → the kinds whose listing its account refused, until they list again (a refusal spell)
 	offerOK        map[string]bool      // offer key → a create of it succeeded
 	lastRefusal    map[string]string    // fleet → the last create refusal
 	acquired       map[string]bool      // request ids handed out by Acquire whose busy intent the loop has not taken yet
@@ -203,7 +203,7 @@ type Manager struct {
 	rebuy          map[string]*rebuyLog // fleet → recent demand, which sizes the re-buy hold (rebuy.go)
 
 	keysListed       map[string]time.Time // provider → its last successful SSH key listing
-	listFails        map[string]int       // "list/", "vpcs/" or "keys/" + provider → failures in a row of that part of its listing
+	listFails        map[string]int       // "vms/", "metal/" (kindKey), "vpcs/" or "keys/" + provider → failures in a row of that part of its listing
 	listRetry        map[string]time.Time // the same → not tried again before (see failWait)
 	vpcDelRefused    map[string]bool      // VPC id → its last delete was refused outright (it is still there)
 	vpcDelAnswered   map[string]time.Time // VPC id → when its last delete call answered
@@ -296,7 +296,7 @@ func (m *Manager) initMaps() {
 	m.unsettled = map[string]time.Time{}
 	m.dirtyF, m.dirtyI, m.goneF, m.goneI = map[string]bool{}, map[string]bool{}, map[string]bool{}, map[string]bool{}
 	m.tasks = newTaskSet()
-	m.obs, m.seen, m.scanned, m.keysDirty = map[string]*observation{}, map[string]time.Time{}, map[string]bool{}, map[string]bool{}
+	m.obs, m.seen, m.kindsListed, m.keysDirty = map[string]*observation{}, map[string]time.Time{}, map[string]kindSet{}, map[string]bool{}
 	m.shown = map[string]time.Time{}
 	m.lastFull, m.suspect, m.rescanned = map[string]time.Time{}, map[string]time.Time{}, map[string]bool{}
 	m.rescanRetry = map[string]time.Time{}
@@ -310,7 +310,7 @@ func (m *Manager) initMaps() {
 	m.keyRetry, m.keyFails = map[string]time.Time{}, map[string]int{}
 	m.agentChecked, m.relabel, m.labelNext = map[string]time.Time{}, map[string]bool{}, map[string]time.Time{}
 	m.providerHold, m.holdFails, m.offerOK = map[string]time.Time{}, map[string]int{}, map[string]bool{}
-	m.listRefused = map[string]bool{}
+	m.listRefused = map[string]kindSet{}
 	m.lastRefusal, m.acquired, m.answered = map[string]string{}, map[string]bool{}, map[string]time.Time{}
 	m.picking = map[string]int{}
 	m.agentNext, m.keyedAgents, m.abandoned = map[string]time.Time{}, map[string]Agent{}, map[string]bool{}

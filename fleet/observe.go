@@ -34,21 +34,11 @@ func (m *Manager) pendingSeen(r *InstanceRecord, prev, now time.Time) time.Time 
 	return time.Time{}
 }
 
-// applyList applies one provider listing of the kinds it covered. m.mu held.
-func (m *Manager) applyList(name string, list []Instance, err error, kinds kindSet, now time.Time) {
-	if err != nil {
-		m.event(Event{Type: EventProviderUnavailable, Provider: name, Err: err.Error(), Message: "listing instances failed; nothing is concluded from it"})
-		if accountRefusal(err) && now.After(m.providerHold[name]) {
-			m.listRefused[name] = true
-			m.holdProvider(name, err, now) // a wrong or revoked key: one alert, as for a refused create
-		}
-		return
-	}
-	if m.listRefused[name] { // the account takes calls again (a key fixed): the spell is over
-		delete(m.listRefused, name)
-		delete(m.holdFails, name)
-		delete(m.providerHold, name)
-	}
+// applyList applies one successful provider listing of the kinds it
+// covered: only records of those kinds (or of no known offer yet) are
+// concluded on. m.mu held.
+func (m *Manager) applyList(name string, list []Instance, kinds kindSet, now time.Time) {
+	m.endRefusal(name, kinds) // the account lists these kinds again (a key fixed)
 	o := &observation{at: now, list: list, byID: make(map[string]Instance, len(list)), byReq: map[string]Instance{}}
 	for _, inst := range list {
 		o.byID[inst.ID] = inst

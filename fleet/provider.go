@@ -122,7 +122,9 @@ type SSHKeyProvider interface {
 
 // KindLister is the optional capability of a provider to list one kind of
 // instance alone (VMs, or bare metal), so that a Manager watching only one
-// kind makes one paged list instead of two. Labels are parsed as in List.
+// kind makes one paged list instead of two, and one whose List failed
+// (List fails whole when either kind's listing fails) still learns the
+// kind that lists. Labels are parsed as in List.
 type KindLister interface {
 	ListKind(ctx context.Context, bareMetal bool) ([]Instance, error)
 }

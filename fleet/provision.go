@@ -180,35 +180,54 @@ func (m *Manager) fleetNeed(f *FleetRecord, now time.Time) int {
 	return need
 }
 
-// listedFor reports whether every provider that could hold a fleet's
-// members has been listed since the Manager started, so that nothing
-// that already exists is created again. A provider whose catalog has no
-// offer the fleet could use (sold out or not) holds none of its members
-// under this spec, and is not waited for: a provider that cannot be listed
-// (a wrong or revoked key, with one alert: see holdProvider) does not stop
-// a fleet only the others can serve. One that could serve it is waited for
-// even then: after a lost Store it may hold the fleet's members, and
-// creating elsewhere would buy them again (tester AB). m.mu held.
+// listedFor reports whether every kind of instance of every provider that
+// could hold a fleet's members has been listed since the Manager started,
+// so that nothing that already exists is created again. A kind a
+// provider's catalog has no offer of for the fleet (sold out or not), and
+// the Requirements.BareMetal excludes, holds none of its members under this
+// spec, and is not waited for: a provider, or a kind of it, that cannot be
+// listed (a wrong or revoked key, a key without bare-metal access, with
+// one alert: see listFailed) does not stop a fleet only the others can
+// serve. One that could serve it is waited for even then: after a lost
+// Store it may hold the fleet's members, and creating elsewhere would buy
+// them again (tester AB). m.mu held.
 func (m *Manager) listedFor(s Spec) bool {
 	for _, name := range m.order {
 		if len(s.Requirements.Providers) > 0 && !containsFold(s.Requirements.Providers, name) {
 			continue
 		}
-		if m.obs[name] == nil && !m.hasRecordOn(s.Name, name) && !m.catalog.mayOffer(name, s.Requirements) {
-			continue
-		}
-		if m.obs[name] == nil {
-			return false
+		for _, metal := range []bool{false, true} {
+			if !m.kindsListed[name].has(metal) && m.mayHold(s, name, metal) {
+				return false
+			}
 		}
 	}
 	return true
 }
 
-// hasRecordOn reports whether the Manager has a record of fleet on provider.
+// mayHold reports whether provider's instances of a kind (bare metal or
+// VMs) may be members of fleet s: it has a record of that kind, or the
+// provider's catalog may offer that kind under the fleet's requirements.
 // m.mu held.
-func (m *Manager) hasRecordOn(fleet, provider string) bool {
+func (m *Manager) mayHold(s Spec, provider string, bareMetal bool) bool {
+	kind := No
+	if bareMetal {
+		kind = Yes
+	}
+	if s.Requirements.BareMetal != Any && s.Requirements.BareMetal != kind {
+		return m.hasRecordOn(s.Name, provider, bareMetal)
+	}
+	req := s.Requirements
+	req.BareMetal = kind
+	return m.hasRecordOn(s.Name, provider, bareMetal) || m.catalog.mayOffer(provider, req)
+}
+
+// hasRecordOn reports whether the Manager has a record of fleet on
+// provider of a kind (bare metal or VMs; a record of no known offer yet is
+// of either). m.mu held.
+func (m *Manager) hasRecordOn(fleet, provider string, bareMetal bool) bool {
 	for _, r := range m.byFleet[fleet] {
-		if r.Instance.Provider == provider {
+		if r.Instance.Provider == provider && (r.Instance.Offer.InstanceType == "" || r.Instance.Offer.BareMetal == bareMetal) {
 			return true
 		}
 	}
@@ -420,7 +439,8 @@ func (m *Manager) shrinkOf(live []*InstanceRecord, n int, want []Status, stopped
 func (m *Manager) withoutAvoided(fleet string, offers []Offer, now time.Time) []Offer {
 	out := offers[:0:0]
 	for _, o := range offers {
-		if _, ok := m.providers[o.Provider]; ok && !m.avoided(fleet, o, now) && !now.Before(m.providerHold[o.Provider]) {
+		if _, ok := m.providers[o.Provider]; ok && !m.avoided(fleet, o, now) && !now.Before(m.providerHold[o.Provider]) &&
+			!m.listRefused[o.Provider].covers(o) { // only its kind's listing proves a create landed
 			out = append(out, o)
 		}
 	}
@@ -486,6 +506,8 @@ func (m *Manager) whySkipped(fleet string, matched []Offer, now time.Time) strin
 			why = fmt.Sprintf("%s; skipped until %s", a.why, a.until.UTC().Format("15:04"))
 		} else if h := m.providerHold[o.Provider]; now.Before(h) {
 			why = fmt.Sprintf("provider %s held back until %s", o.Provider, h.UTC().Format("15:04"))
+		} else if k := kindOf(o.BareMetal); m.listRefused[o.Provider].covers(o) {
+			why = fmt.Sprintf("the account refuses the listing of %s on %s", k, o.Provider)
 		}
 		parts = append(parts, o.Key()+": "+why)
 	}
@@ -670,12 +692,13 @@ func accountRefusal(err error) bool {
 // holdProvider stops a provider's creates after an account-level refusal,
 // backing off from 5 minutes to an hour; one alert per spell. m.mu held.
 func (m *Manager) holdProvider(provider string, err error, now time.Time) {
+	said := m.refusing(provider) // a spell already alerted (a kind's listing refused first)
 	m.holdFails[provider]++
 	until := now.Add(backoff(m.holdFails[provider], 10*time.Minute, time.Hour))
 	if until.After(m.providerHold[provider]) {
 		m.providerHold[provider] = until
 	}
-	if m.holdFails[provider] == 1 {
+	if !said {
 		m.event(Event{Type: EventCreatesRefused, Provider: provider, Err: err.Error(), At: until,
 			Message: "the account refused a call (key, permission, quota or balance); no creates on this provider until the next try, backing off up to an hour"})
 	}

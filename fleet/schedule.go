@@ -76,14 +76,16 @@ func (m *Manager) bootCheck(r *InstanceRecord, seen time.Time) time.Time {
 // Manager with nothing to watch makes no calls.
 const suspectFor = time.Hour
 
-// sweepDue marks the providers due for a sweep listing. m.mu held.
+// sweepDue marks the providers due for a sweep listing, which reads every
+// kind in one pass: it waits while the listing of a kind backs off after a
+// failure. m.mu held.
 func (m *Manager) sweepDue(due map[string]kindSet, now time.Time) {
 	for _, name := range m.order {
 		at := m.rescanDue(name)
 		rescan := !at.IsZero() && !now.Before(at)
 		suspect := now.Before(m.suspect[name].Add(suspectFor)) && !now.Before(m.lastFull[name].Add(m.pol.DriftCheckInterval))
-		if rescan || suspect {
-			due[name] = kindSet{vms: true, metal: true}
+		if (rescan || suspect) && m.kindsReady(name, now).all() {
+			due[name] = allKinds // not while a kind backs off: the other alone would be listed every pass
 		}
 	}
 }
@@ -133,13 +135,14 @@ func (m *Manager) dueKinds(now time.Time) map[string]kindSet {
 	return due
 }
 
-// nextDue is the earliest time some record needs a listing, not before its
-// provider's listing may be tried again after a failure. m.mu held.
+// nextDue is the earliest time some record needs a listing, not before the
+// listing of its provider and kind may be tried again after a failure.
+// m.mu held.
 func (m *Manager) nextDue() time.Time {
 	var next time.Time
 	for _, r := range m.insts {
 		if t := m.nextCheck(r); !t.IsZero() {
-			t = maxTime(t, m.listRetry["list/"+r.Instance.Provider])
+			t = maxTime(t, m.listRetry[kindKey(r.Instance.Provider, r.Instance.Offer.BareMetal)])
 			if next.IsZero() || t.Before(next) {
 				next = t
 			}
@@ -151,103 +154,96 @@ func (m *Manager) nextDue() time.Time {
 // listDue starts a listing of every provider that has something due: a
 // record's check (by kind, one list serving all), an uncertain VPC create
 // (every uncertainCheck), SSH keys registered since the last listing, or
-// the first listing after start, which reads every kind (so that a Manager
-// with an empty Store finds what its owner left) and the VPCs and SSH keys.
-// The sweeps of the first hour after start and of a suspect provider list
-// its VPCs too (a VPC create sent just before a crash may land minutes
-// later). A part of a listing that failed (the instances, the VPCs, the
-// keys) is not asked again before its backoff (see failWait) has passed,
+// the first listing of a kind after start (so that a Manager with an empty
+// Store finds what its owner left) and of the VPCs and SSH keys. The sweeps
+// of the first hour after start and of a suspect provider list its VPCs
+// too (a VPC create sent just before a crash may land minutes later). A
+// part of a listing that failed (a kind of instances, the VPCs, the keys)
+// is not asked again before its backoff (see failWait) has passed,
 // whatever is due: an instant refusal (a revoked key) must not turn the
-// loop into a stream of calls. m.mu held.
+// loop into a stream of calls. Nothing of a provider is asked while every
+// kind of its instances backs off, and its VPCs and keys only after a pass
+// in which some kind listed. m.mu held.
 func (m *Manager) listDue(now time.Time) {
 	due := m.dueKinds(now)
 	for _, name := range m.order {
-		if m.busy("list/"+name) || now.Before(m.listRetry["list/"+name]) {
+		ready := m.kindsReady(name, now)
+		if m.busy("list/"+name) || ready.none() {
 			continue
 		}
-		p := m.providers[name]
-		vp, _ := p.(VPCProvider)
-		kp := keyProvider(p)
-		first := !m.scanned[name]
-		vms, metal := due[name].vms, due[name].metal
-		rescan := false
-		if vms && metal {
-			at := m.rescanDue(name) // before lastFull moves: a sweep after start is a rescan
-			rescan = !at.IsZero() && !now.Before(at)
-			m.lastFull[name] = now
-		}
-		suspect := now.Before(m.suspect[name].Add(suspectFor)) && vms && metal
-		uncertainVPC := m.vpcUncertain(name) && !now.Before(m.vpcListed[name].Add(uncertainCheck))
-		wantVPCs := vp != nil && !now.Before(m.listRetry["vpcs/"+name]) &&
-			(m.vpcListed[name].IsZero() || rescan || suspect || uncertainVPC)
-		wantKeys := kp != nil && !now.Before(m.listRetry["keys/"+name]) &&
-			(m.keysListed[name].IsZero() || suspect || m.keysDirty[name])
-		if first {
-			vms, metal = true, true
-		}
-		if !vms && !metal && !wantVPCs && !wantKeys {
-			continue
-		}
-		if wantKeys {
-			m.keysDirty[name] = false
-		}
-		listedFrom := now
-		m.launch("list/"+name, taskList, m.pol.CallTimeout, func(ctx context.Context) func(time.Time) {
-			var list []Instance
-			var err, verr, kerr error
-			switch kl, ok := p.(KindLister); {
-			case vms && metal, (vms || metal) && !ok:
-				list, err = p.List(ctx)
-				vms, metal = true, true
-			case vms || metal:
-				list, err = kl.ListKind(ctx, metal)
-			}
-			var vpcs []VPC
-			var keys []SSHKey
-			if err == nil && wantVPCs {
-				vpcs, verr = vp.ListVPCs(ctx)
-			}
-			if err == nil && wantKeys {
-				keys, kerr = kp.ListSSHKeys(ctx)
-			}
-			return func(now time.Time) {
-				if vms || metal || err != nil {
-					m.applyList(name, list, err, kindSet{vms, metal}, now)
-				}
-				m.rescanDone(name, rescan, err, now)
-				m.listOutcome("list/"+name, err, now)
-				if err != nil {
-					if wantKeys {
-						m.keysDirty[name] = true // not listed: next time
-					}
-					return
-				}
-				if vms && metal {
-					m.scanned[name] = true
-				}
-				if wantVPCs {
-					m.applyVPCList(name, vpcs, verr, now)
-					if verr == nil {
-						m.settleDeletingVPCs(name, vpcs, listedFrom, now)
-					}
-					m.listOutcome("vpcs/"+name, verr, now)
-				}
-				if wantKeys {
-					m.listOutcome("keys/"+name, kerr, now)
-					if kerr == nil {
-						m.keysListed[name] = now
-						m.observeKeys(name, keys, now)
-					} else {
-						m.keysDirty[name] = true
-					}
-				}
-			}
-		})
+		m.listProvider(name, m.kindsWanted(name, due[name], ready), now)
 	}
 }
 
+// listProvider starts one listing of provider name: the kinds want of its
+// instances, and its VPCs and SSH keys when they are wanted. m.mu held.
+func (m *Manager) listProvider(name string, want kindSet, now time.Time) {
+	p := m.providers[name]
+	vp, _ := p.(VPCProvider)
+	kp := keyProvider(p)
+	rescan := false
+	if want.all() {
+		at := m.rescanDue(name) // before lastFull moves: a sweep after start is a rescan
+		rescan = !at.IsZero() && !now.Before(at)
+		m.lastFull[name] = now
+	}
+	suspect := now.Before(m.suspect[name].Add(suspectFor)) && want.all()
+	uncertainVPC := m.vpcUncertain(name) && !now.Before(m.vpcListed[name].Add(uncertainCheck))
+	wantVPCs := vp != nil && !now.Before(m.listRetry["vpcs/"+name]) &&
+		(m.vpcListed[name].IsZero() || rescan || suspect || uncertainVPC)
+	wantKeys := kp != nil && !now.Before(m.listRetry["keys/"+name]) &&
+		(m.keysListed[name].IsZero() || suspect || m.keysDirty[name])
+	if want.none() && !wantVPCs && !wantKeys {
+		return
+	}
+	if wantKeys {
+		m.keysDirty[name] = false
+	}
+	perKind := m.listFails[kindKey(name, false)] > 0 || m.listFails[kindKey(name, true)] > 0
+	listedFrom := now
+	m.launch("list/"+name, taskList, m.pol.CallTimeout, func(ctx context.Context) func(time.Time) {
+		l := listKinds(ctx, p, want, perKind)
+		answers := want.none() || !l.listed.none() // the account answers: its VPCs and keys are asked too
+		var vpcs []VPC
+		var keys []SSHKey
+		var verr, kerr error
+		if answers && wantVPCs {
+			vpcs, verr = vp.ListVPCs(ctx)
+		}
+		if answers && wantKeys {
+			keys, kerr = kp.ListSSHKeys(ctx)
+		}
+		return func(now time.Time) {
+			m.applyKinds(name, l, now)
+			m.rescanDone(name, rescan, l.listed, now)
+			if !answers {
+				if wantKeys {
+					m.keysDirty[name] = true // not listed: next time
+				}
+				return
+			}
+			if wantVPCs {
+				m.applyVPCList(name, vpcs, verr, now)
+				if verr == nil {
+					m.settleDeletingVPCs(name, vpcs, listedFrom, now)
+				}
+				m.listOutcome("vpcs/"+name, verr, now)
+			}
+			if wantKeys {
+				m.listOutcome("keys/"+name, kerr, now)
+				if kerr == nil {
+					m.keysListed[name] = now
+					m.observeKeys(name, keys, now)
+				} else {
+					m.keysDirty[name] = true
+				}
+			}
+		}
+	})
+}
+
 // listOutcome records how a part of a provider's listing ended (key
-// "list/", "vpcs/" or "keys/" and the provider's name): a failure puts off
+// "vms/", "metal/" (see kindKey), "vpcs/" or "keys/" and the provider's name): a failure puts off
 // the next try of that part by failWait, a success clears it. m.mu held.
 func (m *Manager) listOutcome(key string, err error, now time.Time) {
 	if err == nil {
@@ -257,8 +253,8 @@ func (m *Manager) listOutcome(key string, err error, now time.Time) {
 	}
 	m.listFails[key]++
 	m.listRetry[key] = now.Add(m.failWait(m.listFails[key], err))
-	if provider, ok := strings.CutPrefix(key, "list/"); ok {
-		m.noteCallFailure(provider, err, now)
+	if _, provider, ok := strings.Cut(key, "/"); ok {
+		m.noteCallFailure(provider, err, now) // any listing of the provider: its health
 	}
 }
 
@@ -289,11 +285,6 @@ func (m *Manager) failWait(n int, err error) time.Duration {
 	return max(d, retryAfter(err))
 }
 
-// kindSet says which kinds a listing covered.
-type kindSet struct{ vms, metal bool }
-
-func (k kindSet) covers(o Offer) bool { return (o.BareMetal && k.metal) || (!o.BareMetal && k.vms) }
-
 // vpcUncertain reports whether a VPC create on provider name waits for a
 // label lookup. m.mu held.
 func (m *Manager) vpcUncertain(name string) bool {
@@ -308,13 +299,14 @@ func (m *Manager) vpcUncertain(name string) bool {
 	return false
 }
 
-// rescanDone records the outcome of the listing after start: done when it
-// succeeded, tried again in a minute when it failed (a server created just
-// before a crash must not stay unseen because one listing failed). m.mu held.
-func (m *Manager) rescanDone(provider string, rescan bool, err error, now time.Time) {
+// rescanDone records the outcome of the listing after start: done when
+// every kind listed in its pass, tried again in a minute otherwise (a
+// server created just before a crash must not stay unseen because one
+// listing failed). m.mu held.
+func (m *Manager) rescanDone(provider string, rescan bool, listed kindSet, now time.Time) {
 	switch {
 	case !rescan:
-	case err == nil:
+	case listed.all():
 		m.rescanned[provider] = true
 	default:
 		m.rescanRetry[provider] = now.Add(time.Minute)
