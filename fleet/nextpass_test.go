@@ -38,7 +38,7 @@ func (s selfDriven) play(t *testing.T) sim.Charge {
 			hotaisle.WithBareMetal(true))
 		m, err := fleet.NewManager(fleet.Config{Providers: []fleet.Provider{vp, hp}, Interval: s.interval,
 			Policy: fleet.Policy{RebuyHoldOff: true}, // no idle node kept past its minimum for a next job
-			Store: fleet.NewMemoryStore(), Owner: "tn"})
+			Store:  fleet.NewMemoryStore(), Owner: "tn"})
 		require.NoError(t, err)
 		defer m.Close()
 		require.NoError(t, m.Apply(t.Context(), fleet.Spec{Name: "n", Nodes: 1, IdleTimeout: 5 * time.Minute, Requirements: s.req}))
