@@ -1,6 +1,7 @@
 package fleet_test
 
 import (
+	"context"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -108,4 +109,29 @@ func TestNextPassReleasesAtTheLastSafeMoment(t *testing.T) {
 			}
 		})
 	}
+}
+
+// NextPass may be asked while Run steps (no data race), and always answers
+// between a second and Config.Interval from now.
+func TestNextPassWhileRunIsWithinItsBounds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t, fleet.Policy{})
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error, 1)
+		go func() { done <- e.m.Run(ctx) }()
+		require.NoError(t, e.m.Apply(t.Context(), spec("f", 2, hotType("vm-mi300x-1"))))
+		require.NoError(t, e.m.Apply(t.Context(), spec("g", 1, vultrVM("ewr"))))
+		early := 0
+		for end := time.Now().Add(time.Hour); time.Now().Before(end); time.Sleep(3 * time.Second) {
+			next := e.m.NextPass().Sub(time.Now())
+			require.GreaterOrEqual(t, next, time.Second)
+			require.LessOrEqual(t, next, 10*time.Second, "Config.Interval (default 10 s)")
+			if next < 10*time.Second {
+				early++
+			}
+		}
+		t.Logf("%d of 1200 answers before the interval's end", early)
+		cancel()
+		require.ErrorIs(t, <-done, context.Canceled)
+	})
 }
