@@ -14,7 +14,8 @@
 //     defaults), a [Store] for restarts, [Config.OnEvent] for every [Event].
 //   - [Manager.Apply] a [Spec]: a fleet's name, node count, [Requirements]
 //     and [Placement]; then [Manager.Run] reconciles until its context ends
-//     ([Manager.Reconcile] is one pass, for tests and custom loops).
+//     ([Manager.Reconcile] is one pass, for tests and custom loops, which
+//     call it again by [Manager.NextPass]).
 //   - [Manager.Acquire] to place a job: it hands out the idle node whose use
 //     saves the most (the most paid time left) and marks it busy at once;
 //     [Manager.MarkIdle] gives it back when the job ends. Picking a node

@@ -19,7 +19,10 @@ const (
 	// fleet's release policy and creates a replacement.
 	OnStoppedReplace OnStopped = "replace"
 	// OnStoppedRestart powers it on again (providers that implement
-	// Restarter; others are replaced) and starts its agent again.
+	// Restarter; others are replaced) and starts its agent again. The node
+	// keeps its idle facts (Instance.Ready, InstanceRecord.IdleSince): an
+	// idle node is released when it would have been without the stop (its
+	// minimum's end, an hour's last safe moment), even while still booting.
 	OnStoppedRestart OnStopped = "restart"
 )
 
@@ -44,7 +47,13 @@ func (m *Manager) stoppedOutOfBand(r *InstanceRecord, now time.Time) {
 	m.requestRelease(r, "stopped out of band", m.policyFor(m.fleets[r.Instance.Fleet]), now, true)
 }
 
-// restarted applies a power-on's answer: the agent is started again. m.mu held.
+// restarted applies a power-on's answer: the agent is started again. The
+// node keeps what decides its idle release (see idleReleaseAt): Ready
+// (when it first became ready) and IdleSince (when its last job ended, or
+// it went idle); a job under way at the stop ended with it (IdleSince now,
+// the job noted for the re-buy hold). A node idle before the stop is thus
+// released at its minimum's end (an hour's last safe moment), as if never
+// stopped, even while it boots again (idleReleaseDue). m.mu held.
 func (m *Manager) restarted(reqID string, err error, now time.Time) {
 	r := m.insts[reqID]
 	if r == nil || r.Termination != nil || r.Instance.Status == StatusTerminated {
@@ -61,7 +70,11 @@ func (m *Manager) restarted(reqID string, err error, now time.Time) {
 		m.requestRelease(r, "stopped out of band", m.policyFor(m.fleets[r.Instance.Fleet]), now, true)
 		return
 	}
-	r.Busy, r.Instance.Ready, r.RunningSince, r.AgentTries = false, time.Time{}, now, 0
+	if r.Busy { // the stop ended its job
+		m.noteBusy(r, false, now)
+		r.IdleSince = now
+	}
+	r.Busy, r.AcquiredBy, r.RunningSince, r.AgentTries = false, "", now, 0
 	r.Instance.Stopped = false // powered on: not a stopped member for a scale-down any more
 	m.setStatus(r, StatusBooting, "started again after a stop out of band", now)
 	if m.agentFor(r.Instance.Fleet) == nil {

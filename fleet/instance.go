@@ -72,7 +72,7 @@ type Instance struct {
 	SSH       SSHEndpoint
 
 	Created       time.Time // create call accepted
-	Ready         time.Time // agent healthy (or running when there is no agent)
+	Ready         time.Time // agent first healthy (or running when there is no agent); kept across a restart after a stop out of band
 	ReservedUntil time.Time // release before this pays for unused time
 	LastError     string
 	// LabelError is non-empty when the provider could not write the label

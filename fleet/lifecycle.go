@@ -162,18 +162,28 @@ func (m *Manager) releaseIdle(now time.Time) {
 
 // idleReleaseDue is when releaseIdle releases r (see idleReleaseAt; with
 // the ReleaseNow policy once idle for IdleTimeout), zero when it does not:
-// not idle, busy, handed out by Acquire (its busy mark not carried out
-// yet), no IdleTimeout, or its fleet at its minimum size. keep and hold
-// are the re-buy hold's (see held). m.mu held.
+// not idle (nor booting again after a restart, see restartBooting), busy,
+// handed out by Acquire (its busy mark not carried out yet), no
+// IdleTimeout, or its fleet at its minimum size. keep and hold are the
+// re-buy hold's (see held). m.mu held.
 func (m *Manager) idleReleaseDue(r *InstanceRecord, keep map[*InstanceRecord]bool, hold map[*InstanceRecord]time.Duration, now time.Time) time.Time {
 	f := m.fleets[r.Instance.Fleet]
-	if r.Instance.Status != StatusIdle || r.Busy || m.acquired[r.Instance.RequestID] || r.Termination != nil || f == nil || f.Spec.IdleTimeout <= 0 || f.Spec.Nodes <= f.Spec.MinNodes {
+	if (r.Instance.Status != StatusIdle && !restartBooting(r)) || r.Busy || m.acquired[r.Instance.RequestID] || r.Termination != nil || f == nil || f.Spec.IdleTimeout <= 0 || f.Spec.Nodes <= f.Spec.MinNodes {
 		return time.Time{}
 	}
 	if m.policyFor(f) == ReleaseNow {
 		return r.IdleSince.Add(f.Spec.IdleTimeout)
 	}
 	return m.idleReleaseAt(r, f.Spec.IdleTimeout, keep[r], hold[r], now)
+}
+
+// restartBooting reports whether r boots again after a restart out of
+// band (it was ready before: restarted keeps Ready). No job can be waiting
+// for it (Acquire hands out idle nodes only), so its idle release is not
+// put off until its agent is up: a restart that ends after its minimum's
+// end (an hour's last safe moment) would buy more.
+func restartBooting(r *InstanceRecord) bool {
+	return r.Instance.Status == StatusBooting && !r.Instance.Ready.IsZero()
 }
 
 // idleReleaseAt is when an idle instance is released so that no billing

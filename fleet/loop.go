@@ -18,6 +18,10 @@ const maxRounds = 12
 // of single calls become events and are retried later; the returned error
 // is a store failure, an ended ctx, or ErrClosed. While ctx is cancelled
 // no new call starts; calls under way finish under their own deadlines.
+// A caller that drives the Manager with Reconcile instead of Run calls it
+// again by NextPass (and at once after recording an intent): release
+// deadlines, retries and timeouts fall due between passes, and a fixed
+// pause longer than Config.Interval misses them.
 func (m *Manager) Reconcile(ctx context.Context) error {
 	if err := m.acquire(ctx); err != nil {
 		return err
@@ -184,13 +188,40 @@ func (m *Manager) step(ctx context.Context) int {
 // started counts awaited tasks started so far (for step's return). m.mu held.
 func (m *Manager) started() int { return m.tasks.startedAwaited }
 
+// NextPass is the time, by the Manager's clock (Config.Clock), at which
+// something next falls due: a release deadline (the last safe moment of a
+// reservation window, an idle node's release, a release that waits for its
+// window), a retry (a refused delete, a failed listing or key write), a
+// timeout (an agent's deadline), an instance's next check; at most
+// Config.Interval and at least a second after now. It is the pause Run
+// takes between passes. A caller that drives the Manager with Reconcile
+// instead of Run must call Reconcile again by then: a pass made later
+// carries a release out late, and a release whose last safe moment passed
+// can buy another billing unit (a Vultr hour, Hot Aisle minutes past the
+// minimum). Ask again after each Reconcile, and call Reconcile early after
+// recording an intent (Apply, Delete, Release, MarkIdle): NextPass does not
+// know of intents recorded after it answered, nor of the answers of calls
+// that go on in the background (agent starts), which Run applies as they
+// come.
+func (m *Manager) NextPass() time.Time {
+	now, next := m.nextDueAt()
+	return maxTime(next, now.Add(time.Second))
+}
+
 // untilNext is how long Run may sleep: until the earliest due time, at
-// most Config.Interval. The loop's token is held.
+// most Config.Interval, at least a second.
 func (m *Manager) untilNext() time.Duration {
+	now, next := m.nextDueAt()
+	return max(next.Sub(now), time.Second)
+}
+
+// nextDueAt returns now and the earliest due time, at most Config.Interval
+// after now (see NextPass). It takes m.mu.
+func (m *Manager) nextDueAt() (now, next time.Time) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	now := m.clock.Now()
-	next := now.Add(m.cfg.Interval)
+	now = m.clock.Now()
+	next = now.Add(m.cfg.Interval)
 	early := func(t time.Time) {
 		if !t.IsZero() && t.Before(next) {
 			next = t
@@ -237,9 +268,5 @@ func (m *Manager) untilNext() time.Duration {
 			early(m.rep.voidNext)
 		}
 	}
-	d := next.Sub(now)
-	if d < time.Second {
-		d = time.Second
-	}
-	return d
+	return now, next
 }

@@ -114,7 +114,9 @@ type Config struct {
 //
 // The intent model: Apply, Delete, Release, MarkBusy, MarkIdle and Close
 // only record what the caller wants; one reconcile loop (Run, or each
-// Reconcile call) is the only writer of fleet, instance and VPC records.
+// Reconcile call) is the only writer of fleet, instance and VPC records. A
+// caller that drives it with Reconcile calls it again by NextPass, when
+// the next release deadline, retry or timeout falls due.
 // Every provider call runs as a task owned by the Manager, bounded by
 // Policy.CallTimeout (creates by Policy.CreateTimeout), and its result is
 // applied by the loop against the intent as it is at that moment: a create

@@ -185,12 +185,20 @@ func (m *Manager) markRunning(r *InstanceRecord, now time.Time) {
 	}
 }
 
+// markReady moves r to idle: its agent is up (or it runs, without an
+// agent). The first time, Ready and IdleSince are set; ready again after a
+// restart out of band (see restarted) both are kept, and its next check
+// counts from now. m.mu held.
 func (m *Manager) markReady(r *InstanceRecord, now time.Time) {
 	delete(m.deadlineMisses, r.Instance.Fleet)
 	delete(m.agentPathDown, r.Instance.RequestID)
 	m.forgetDeadlineDeferred(r.Instance.RequestID)
-	r.Instance.Ready = now
-	r.IdleSince = now
+	if r.Instance.Ready.IsZero() {
+		r.Instance.Ready = now
+		r.IdleSince = now
+	} else {
+		m.agentChecked[r.Instance.RequestID] = now
+	}
 	m.setStatus(r, StatusIdle, "ready", now)
 	m.event(Event{Type: EventInstanceReady, Fleet: r.Instance.Fleet, Provider: r.Instance.Provider, InstanceID: r.Instance.ID})
 }

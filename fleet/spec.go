@@ -114,6 +114,11 @@ type Spec struct {
 	//     and tried again (see Policy.MinuteReleaseMargin).
 	//   - Billed per minute without a minimum: IdleTimeout after it went idle.
 	//
+	// A node powered on again after a stop out of band (Policy.OnStopped)
+	// keeps when it went idle and whether a job ended on it (a job under way
+	// at the stop ended then): it goes when it would have without the stop,
+	// also while it is still booting again.
+	//
 	// With the ReleaseNow policy an instance goes once idle IdleTimeout,
 	// whatever it has paid for (forced inside a Hot Aisle minimum). An idle
 	// release lowers the fleet's Nodes by one (never below MinNodes), so the

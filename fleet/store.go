@@ -135,7 +135,7 @@ type InstanceRecord struct {
 	// two, and the provider's delete lock (Offer.DeleteLock) may have started
 	// then. Zero when unknown (the lock is counted from RunningSince).
 	PendingSeen time.Time
-	IdleSince   time.Time // ready, or last MarkIdle
+	IdleSince   time.Time // first ready, or last MarkIdle (or a stop out of band that ended a job)
 	// BusySince is when the node's current or last job started (its last
 	// busy mark; zero if never busy). With IdleSince it tells a Manager
 	// that restarts, or a replica that takes the fleet over, the fleet's

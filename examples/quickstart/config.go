@@ -25,7 +25,7 @@ type config struct {
 	plain     bool          // one line per event even on a terminal
 	agent     bool          // start the agent over SSH on every node
 	seed      uint64        // sim: seed of ids, addresses and keys
-	interval  time.Duration // pause between reconcile passes, in cloud time
+	interval  time.Duration // longest pause between reconcile passes, in cloud time (shorter when the Manager has something due)
 	teardown  time.Duration // real: wall-clock limit of the teardown
 	vultrPlan string        // the Vultr cluster's plan
 	nodes     int           // the Vultr cluster's size
@@ -60,7 +60,7 @@ Flags:
 	fs.BoolVar(&c.plain, "plain", false, "print one line per event, even on a terminal")
 	fs.BoolVar(&c.agent, "agent", true, "start the host agent (dstack-shim) over SSH on every node")
 	fs.Uint64Var(&c.seed, "seed", 1, "sim: seed of ids, addresses and host keys")
-	fs.DurationVar(&c.interval, "interval", 10*time.Second, "pause between reconcile passes (cloud time)")
+	fs.DurationVar(&c.interval, "interval", 10*time.Second, "longest pause between reconcile passes (cloud time); a pass comes earlier when a release, retry or timeout falls due")
 	fs.DurationVar(&c.teardown, "teardown-timeout", 90*time.Minute, "with -real: how long the teardown may take")
 	fs.StringVar(&c.vultrPlan, "vultr-plan", mi300xMetal, "plan of the Vultr cluster fleet")
 	fs.IntVar(&c.nodes, "nodes", 2, "nodes of the Vultr cluster fleet")

@@ -24,10 +24,12 @@ func (d *driver) runJob(ctx context.Context, j job) {
 		d.fail("fleet %s: apply: %v", name, err)
 		return
 	}
+	d.poke()
 	defer func() {
 		if err := d.m.Delete(context.WithoutCancel(ctx), name); err != nil {
 			d.fail("fleet %s: delete: %v", name, err)
 		}
+		d.poke()
 	}()
 	ids, err := d.waitReady(ctx, j)
 	if err != nil {
@@ -49,6 +51,7 @@ func (d *driver) runJob(ctx context.Context, j job) {
 		d.workStart[inst.ID] = began
 		d.mu.Unlock()
 	}
+	d.poke()
 	_ = d.w.clock.Sleep(ctx, j.work) // cut short by Ctrl+C
 	now := d.w.clock.Now()
 	for _, id := range busy {
@@ -57,13 +60,15 @@ func (d *driver) runJob(ctx context.Context, j job) {
 		d.workEnd[id] = now
 		d.mu.Unlock()
 	}
+	d.poke()
 }
 
-// waitReady polls the Manager's records every pass interval until the
-// fleet has its nodes ready, and returns their ids.
+// waitReady reads the Manager's records after every pass until the fleet
+// has its nodes ready, and returns their ids.
 func (d *driver) waitReady(ctx context.Context, j job) ([]string, error) {
 	deadline := d.w.clock.Now().Add(readyTimeout)
 	for {
+		passed := d.afterPass() // taken before the read: a pass made meanwhile is not waited for
 		var ids []string
 		for _, r := range d.m.Records() {
 			if r.Instance.Fleet == j.spec.Name && r.Instance.Status == fleet.StatusIdle && r.Termination == nil &&
@@ -77,8 +82,10 @@ func (d *driver) waitReady(ctx context.Context, j job) ([]string, error) {
 		if !d.w.clock.Now().Before(deadline) {
 			return nil, fmt.Errorf("%d of %d nodes ready after %s", len(ids), j.spec.Nodes, readyTimeout)
 		}
-		if err := d.w.clock.Sleep(ctx, d.cfg.interval); err != nil {
-			return nil, err
+		select {
+		case <-passed:
+		case <-ctx.Done():
+			return nil, ctx.Err()
 		}
 	}
 }

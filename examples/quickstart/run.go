@@ -78,6 +78,7 @@ type driver struct {
 	// workStart is when each instance's work started (instance id).
 	workStart map[string]time.Time
 	errs      []string // what went wrong, for the report
+	pace      pacer    // when the next pass is due (under mu: pace.passed)
 }
 
 // quickstart builds the world, shows the offers and, unless it is a dry run
@@ -102,7 +103,7 @@ func quickstart(ctx context.Context, cfg config, getenv func(string) string, out
 	}
 	d := &driver{cfg: cfg, w: w, out: out, pub: signer.PublicKey(), ui: newProgress(out, cfg.plain, w.clock, w.meter.link),
 		start: w.clock.Now(), wallStart: time.Now(), workEnd: map[string]time.Time{},
-		workStart: map[string]time.Time{}}
+		workStart: map[string]time.Time{}, pace: newPacer()}
 	d.m, err = fleet.NewManager(fleet.Config{Providers: w.providers, Agent: w.agent, Clock: w.clock,
 		Interval: cfg.interval, OnEvent: d.onEvent})
 	if err != nil {
@@ -162,7 +163,8 @@ func (d *driver) fail(format string, args ...any) {
 }
 
 // lifecycle runs every job concurrently while this goroutine reconciles
-// every Config.Interval, until every fleet is deleted and confirmed gone.
+// whenever something is due (see drive), until every fleet is deleted and
+// confirmed gone.
 // If ctx ends first (Ctrl+C) or the run overruns, everything is released at
 // once and the teardown goes on under a fresh context.
 func (d *driver) lifecycle(ctx context.Context) {
@@ -215,7 +217,9 @@ func (d *driver) overrun() time.Duration {
 const passTimeout = 5 * time.Minute
 
 // drive reconciles until done holds (true), or ctx ends or the cloud clock
-// passes deadline (false). A pass is never cut by ctx, only stopped between
+// passes deadline (false). Passes come when the Manager says the next is
+// due (NextPass), at most -interval apart, and at once after a job's
+// intent (see pacer). A pass is never cut by ctx, only stopped between
 // passes: cutting a create call half-way leaves a machine the Manager can
 // only find again by its label, and on Hot Aisle the label is written by a
 // second call that may not have happened.
@@ -224,6 +228,7 @@ func (d *driver) drive(ctx context.Context, done func() bool, deadline time.Time
 		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), passTimeout)
 		err := d.m.Reconcile(pctx)
 		cancel()
+		d.passDone()
 		if err != nil {
 			d.fail("reconcile: %v", err)
 		}
@@ -233,7 +238,7 @@ func (d *driver) drive(ctx context.Context, done func() bool, deadline time.Time
 		if ctx.Err() != nil || !d.w.clock.Now().Before(deadline) {
 			return false
 		}
-		if d.w.clock.Sleep(ctx, d.cfg.interval) != nil {
+		if d.untilNextPass(ctx) != nil {
 			return false
 		}
 	}
