@@ -165,7 +165,7 @@ func TestAcquireRacingDeleteUnderRun(t *testing.T) {
 // paid time left.
 func TestHourlyOfferWithALongerMinimum(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p, m, in := hourlyIdleNode(t, 2*time.Hour, 5*time.Minute)
+		p, m, in := hourlyIdleNode(t, 2*time.Hour, 35*time.Minute) // calm: 30 min after start
 		assert.Equal(t, in.Created.Add(117*time.Minute), in.ReservedUntil, "the window covers the paid minimum")
 		m.mu.Lock()
 		left := m.paidUntil(m.insts[in.RequestID], time.Now()).Sub(time.Now())

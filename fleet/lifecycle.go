@@ -254,7 +254,7 @@ func (m *Manager) idleReleaseAt(r *InstanceRecord, idleTimeout time.Duration, sp
 	// before a job could take it).
 	inside := r.IdleSince.Before(minEnd) && r.IdleSince.After(r.Instance.Ready)
 	if m.pol.RebuyHoldOff || !spare {
-		safe := minEnd.Add(-min(m.pol.MinuteReleaseMargin, o.MinimumReservation))
+		safe := minEnd.Add(-min(m.minuteMargin(r, now), o.MinimumReservation))
 		if inside {
 			return maxTime(now, safe)
 		}

@@ -39,15 +39,88 @@ func (m *Manager) noteCallFailure(provider string, err error, now time.Time) {
 
 // hourlyMargin is how long before the end of its billed hour an idle
 // hourly-billed instance r is released: Policy.HourlyReleaseMargin (10
-// min) while its provider has had a call fail within unsettledFor, or r's
-// own delete has been refused, so that the retries fit in the hour; else
+// min) while its provider is unsettled (troubled), and in the first
+// unsettledFor after this Manager started (a restart forgets what failed
+// before it), so that the retries fit in the hour; else
 // Policy.CalmHourlyReleaseMargin (3 min). m.mu held.
 func (m *Manager) hourlyMargin(r *InstanceRecord, now time.Time) time.Duration {
-	if at, ok := m.unsettled[r.Instance.Provider]; ok && now.Sub(at) < unsettledFor {
-		return m.pol.HourlyReleaseMargin
-	}
-	if t := r.Termination; t != nil && !t.FirstFailure.IsZero() {
+	if m.troubled(r, now) || now.Sub(m.startedAt) < unsettledFor {
 		return m.pol.HourlyReleaseMargin
 	}
 	return m.pol.CalmHourlyReleaseMargin
+}
+
+// troubled reports whether r's provider has had a call fail within
+// unsettledFor, or r's own delete has been refused. m.mu held.
+func (m *Manager) troubled(r *InstanceRecord, now time.Time) bool {
+	if at, ok := m.unsettled[r.Instance.Provider]; ok && now.Sub(at) < unsettledFor {
+		return true
+	}
+	t := r.Termination
+	return t != nil && !t.FirstFailure.IsZero()
+}
+
+// minuteMargin is how long before the end of its minimum reservation an
+// idle per-minute-billed instance r (Hot Aisle) is released, forced:
+// Policy.MinuteReleaseMargin (1 min); while its provider is troubled (a
+// call failed within unsettledFor, or r's delete was refused) the longer
+// of it and Policy.HourlyReleaseMargin (10 min), so that a delete refused
+// by the same trouble is retried inside the minimum, which is charged
+// whole either way. Not after a start alone: a fresh Hot Aisle VM would
+// lose 9 of its 30 paid minutes. m.mu held.
+func (m *Manager) minuteMargin(r *InstanceRecord, now time.Time) time.Duration {
+	if m.troubled(r, now) && m.pol.HourlyReleaseMargin > m.pol.CalmHourlyReleaseMargin {
+		return max(m.pol.MinuteReleaseMargin, m.pol.HourlyReleaseMargin)
+	}
+	return m.pol.MinuteReleaseMargin
+}
+
+// billedByTheMinuteNow reports whether every minute r is kept from now on
+// is billed: per-minute billing, its start known, past its minimum. A
+// refused delete is then retried at boundaryRetryEvery, not the backoff.
+// m.mu held.
+func (m *Manager) billedByTheMinuteNow(r *InstanceRecord, now time.Time) bool {
+	o, c := r.Instance.Offer, r.Instance.Created
+	return o.BillingGranularity > 0 && o.BillingGranularity < time.Hour && !c.IsZero() && !r.CreatedUnknown &&
+		!now.Before(c.Add(o.MinimumReservation))
+}
+
+// rewindWindow brings a deferred release (no attempt made yet, waiting
+// for its reservation window: Termination.NotBefore) forward when the
+// window as known now ends sooner: the provider turned unsettled since the
+// release was decided, and the wide margin applies (hourlyMargin,
+// minuteMargin). Never later than decided. m.mu held.
+func (m *Manager) rewindWindow(r *InstanceRecord, now time.Time) {
+	t := r.Termination
+	if t == nil || t.Attempts > 0 || t.NotBefore.IsZero() || !now.Before(t.NotBefore) {
+		return
+	}
+	if rt := m.reservedUntil(r, now); !rt.IsZero() && rt.Before(t.NotBefore) {
+		t.NotBefore = maxTime(rt, now)
+		m.dirtyI[r.Instance.RequestID] = true
+	}
+}
+
+// marginCheck is when an hourly-billed node that may be released before
+// its hour ends (idle, or its release waiting for the window) is listed,
+// so that its provider's health is judged on a fresh answer: at the hour's
+// end less Policy.HourlyReleaseMargin, unless it was seen since (a failed
+// listing then turns the wide margin on, and the release is due at once).
+// Zero when none is needed. m.mu held.
+func (m *Manager) marginCheck(r *InstanceRecord, seen time.Time) time.Time {
+	o, c := r.Instance.Offer, r.Instance.Created
+	if o.BillingGranularity < time.Hour || c.IsZero() || r.CreatedUnknown || seen.IsZero() ||
+		m.pol.CalmHourlyReleaseMargin >= m.pol.HourlyReleaseMargin {
+		return time.Time{}
+	}
+	idle := r.Termination == nil && r.Instance.Status == StatusIdle && !r.Busy
+	waiting := r.Termination != nil && r.Termination.Accepted.IsZero() && r.Termination.Attempts == 0
+	if !idle && !waiting {
+		return time.Time{}
+	}
+	at := billedUnitEnd(c, o, seen).Add(-m.pol.HourlyReleaseMargin)
+	if !seen.Before(at) {
+		return time.Time{}
+	}
+	return at
 }

@@ -98,7 +98,7 @@ func (m *Manager) reservedUntil(r *InstanceRecord, now time.Time) time.Time {
 		if o.MinimumReservation <= 0 {
 			return c
 		}
-		return c.Add(o.MinimumReservation - min(m.pol.MinuteReleaseMargin, o.MinimumReservation))
+		return c.Add(o.MinimumReservation - min(m.minuteMargin(r, now), o.MinimumReservation))
 	}
 	// Inside the margin (now after the result) a release is due at once.
 	return billedUnitEnd(c, o, now).Add(-m.hourlyMargin(r, now))

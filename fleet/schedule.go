@@ -23,8 +23,18 @@ const (
 // instance is first looked at near its offer's typical boot time and then
 // more often; a running one every Policy.DriftCheckInterval, and so one
 // whose release waits for its window; a release under way is followed by
-// its own calls, not by listings. m.mu held.
+// its own calls, not by listings; an hourly-billed node that may be
+// released before its hour ends is also listed at marginCheck. m.mu held.
 func (m *Manager) nextCheck(r *InstanceRecord) time.Time {
+	next := m.routineCheck(r)
+	if at := m.marginCheck(r, m.seen[r.Instance.RequestID]); !at.IsZero() && (next.IsZero() || at.Before(next)) {
+		return at
+	}
+	return next
+}
+
+// routineCheck is nextCheck without marginCheck. m.mu held.
+func (m *Manager) routineCheck(r *InstanceRecord) time.Time {
 	id := r.Instance.RequestID
 	seen := m.seen[id]
 	switch {

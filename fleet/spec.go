@@ -276,13 +276,19 @@ type Policy struct {
 	// release lands inside the hour already paid (10 min), while the
 	// provider is unsettled: one of its list or delete calls failed within
 	// the last 30 minutes for a reason other than the request (an outage,
-	// HTTP 5xx, 429, a timeout), or the instance's own delete was refused.
+	// HTTP 5xx, 429, a timeout), or the instance's own delete was refused;
+	// and in the Manager's first 30 minutes (a restart forgets what failed
+	// before it). A release already deferred to the calm margin comes
+	// forward when the provider turns unsettled.
 	HourlyReleaseMargin time.Duration
 	// CalmHourlyReleaseMargin is HourlyReleaseMargin while the provider is
 	// calm (none of the above): 3 min, six delete attempts at the 30-second
 	// retry pace before the hour ends; never more than HourlyReleaseMargin.
-	// An idle node kept 7 minutes longer can still take a job. Set it to
-	// HourlyReleaseMargin for one margin whatever the provider's health.
+	// An idle node kept 7 minutes longer can still take a job. Calm is
+	// judged on a fresh answer: the provider is listed when the wide margin
+	// starts (the hour's end less HourlyReleaseMargin) for every idle node
+	// or deferred release. Set it to HourlyReleaseMargin for one margin
+	// whatever the provider's health.
 	CalmHourlyReleaseMargin time.Duration
 	// MinuteReleaseMargin: for per-minute billing with a minimum reservation
 	// (Hot Aisle) the window ends this long before the minimum does, and the
@@ -293,7 +299,12 @@ type Policy struct {
 	// for the minimum it is tried again every MinuteReleaseMargin (so it
 	// lands within a margin of the minimum's end) and forced at the latest
 	// at the last safe moment of the longest minimum it can have (first
-	// seen plus the minimum, less the margin).
+	// seen plus the minimum, less the margin). While the provider is
+	// troubled (a call failed within 30 minutes, or the instance's delete
+	// was refused) the window ends HourlyReleaseMargin before the minimum
+	// does when that is longer: forcing inside the minimum costs nothing,
+	// and the retries fit before it ends. Past the minimum (every minute
+	// billed) a refused release is retried every 30 seconds.
 	MinuteReleaseMargin time.Duration
 	// CreateTimeout bounds one create call, which runs detached from the
 	// caller's context so that a cancellation cannot lose its answer (5 min).

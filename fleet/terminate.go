@@ -40,6 +40,7 @@ func (m *Manager) launchReleases(now time.Time) {
 			m.confirmRelease(r, now)
 			continue
 		}
+		m.rewindWindow(r, now)
 		if now.Before(m.deleteAt(r)) {
 			continue
 		}
@@ -237,6 +238,9 @@ const (
 // (the next boundary is a billing unit away). m.mu held.
 func (m *Manager) retryAt(r *InstanceRecord, now time.Time, wait, ra time.Duration) time.Time {
 	at := now.Add(wait)
+	if m.billedByTheMinuteNow(r, now) {
+		at = minTime(at, now.Add(boundaryRetryEvery)) // every minute kept is billed
+	}
 	if b, margin := m.nextBillingBoundary(r, now); !b.IsZero() && now.Before(b.Add(-boundarySlack)) {
 		by := b.Add(-boundarySlack)
 		if w := b.Add(-max(margin, boundaryRetryEvery)); now.Before(w) {
@@ -266,7 +270,7 @@ func (m *Manager) nextBillingBoundary(r *InstanceRecord, now time.Time) (time.Ti
 	case o.BillingGranularity >= time.Hour:
 		return billedUnitEnd(c, o, now), m.hourlyMargin(r, now)
 	case o.MinimumReservation > 0 && now.Before(c.Add(o.MinimumReservation)):
-		return c.Add(o.MinimumReservation), m.pol.MinuteReleaseMargin
+		return c.Add(o.MinimumReservation), m.minuteMargin(r, now)
 	}
 	return time.Time{}, 0
 }
