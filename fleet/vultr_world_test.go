@@ -107,4 +107,3 @@ func (w *vultrWorld) charge(id string, horizon time.Duration) sim.Charge {
 	w.m.Close()
 	return c
 }
-
