@@ -10,6 +10,7 @@ import (
 // observation is what one provider listed last.
 type observation struct {
 	at    time.Time
+	from  time.Time // when the listing was started
 	byID  map[string]Instance
 	byReq map[string]Instance // labelled ones, by request id
 	list  []Instance
@@ -34,8 +35,9 @@ func (m *Manager) pendingSeen(r *InstanceRecord, prev, now time.Time) time.Time 
 	return time.Time{}
 }
 
-// applyList applies one provider listing of the kinds it covered. m.mu held.
-func (m *Manager) applyList(name string, list []Instance, err error, kinds kindSet, now time.Time) {
+// applyList applies one provider listing of the kinds it covered, started
+// at from. m.mu held.
+func (m *Manager) applyList(name string, list []Instance, err error, kinds kindSet, from, now time.Time) {
 	if err != nil {
 		m.event(Event{Type: EventProviderUnavailable, Provider: name, Err: err.Error(), Message: "listing instances failed; nothing is concluded from it"})
 		if accountRefusal(err) && now.After(m.providerHold[name]) {
@@ -49,7 +51,7 @@ func (m *Manager) applyList(name string, list []Instance, err error, kinds kindS
 		delete(m.holdFails, name)
 		delete(m.providerHold, name)
 	}
-	o := &observation{at: now, list: list, byID: make(map[string]Instance, len(list)), byReq: map[string]Instance{}}
+	o := &observation{at: now, from: from, list: list, byID: make(map[string]Instance, len(list)), byReq: map[string]Instance{}}
 	for _, inst := range list {
 		o.byID[inst.ID] = inst
 		if inst.RequestID != "" {
@@ -57,6 +59,7 @@ func (m *Manager) applyList(name string, list []Instance, err error, kinds kindS
 		}
 	}
 	m.obs[name] = o
+	m.noteMisses(name, o, kinds, now)
 	m.pairUnlabelled(name, o, now)
 	for _, r := range m.insts {
 		if r.Instance.Provider != name || (r.Instance.Offer.InstanceType != "" && !kinds.covers(r.Instance.Offer)) {
@@ -269,7 +272,7 @@ func (m *Manager) resolveUncertain(r *InstanceRecord, o *observation, now time.T
 	if seen, ok := o.byReq[r.Instance.RequestID]; ok {
 		m.event(Event{Type: EventInstanceAdopted, Fleet: r.Instance.Fleet, Provider: r.Instance.Provider,
 			InstanceID: seen.ID, Message: "found by label after an uncertain create"})
-		m.createResult(r.Instance.RequestID, seen, r.Instance.VPCID, nil, now)
+		m.foundLate(r, seen, now)
 		return
 	}
 	if seen, ok := o.found[r.Instance.RequestID]; ok {
@@ -277,7 +280,7 @@ func (m *Manager) resolveUncertain(r *InstanceRecord, o *observation, now time.T
 			Message: "found unlabelled after an uncertain create (a new instance of its type, no more of them than such creates); labelling it"})
 		m.relabel[r.Instance.RequestID] = true
 		r.Inferred = true
-		m.createResult(r.Instance.RequestID, seen, r.Instance.VPCID, nil, now)
+		m.foundLate(r, seen, now)
 		return
 	}
 	from := r.CreateUncertainSince

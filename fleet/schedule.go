@@ -211,7 +211,7 @@ func (m *Manager) listDue(now time.Time) {
 			}
 			return func(now time.Time) {
 				if vms || metal || err != nil {
-					m.applyList(name, list, err, kindSet{vms, metal}, now)
+					m.applyList(name, list, err, kindSet{vms, metal}, listedFrom, now)
 				}
 				m.rescanDone(name, rescan, err, now)
 				m.listOutcome("list/"+name, err, now)
