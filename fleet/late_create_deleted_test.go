@@ -41,3 +41,29 @@ func TestDeletedFleetWaitsForAGivenUpCreateThatMayLand(t *testing.T) {
 		}
 	})
 }
+
+// The same on Vultr, where the late VM lands under its label (the label is
+// in the create call): the deleted fleet waits for it and releases it,
+// billed its first hour.
+func TestDeletedFleetWaitsForAGivenUpVultrCreateThatMayLand(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t, fleet.Policy{})
+		e.slowCreates("vultr", 20*time.Minute, 1)
+		start := time.Now()
+		require.NoError(t, e.m.Apply(t.Context(), spec("f", 1, vultrVM("ewr"))))
+		e.run(time.Minute)
+		require.NoError(t, e.m.Delete(t.Context(), "f"))
+		require.True(t, e.runUntil(3*time.Hour, func() bool { return len(e.m.Fleets()) == 0 }))
+		forgotten := time.Since(start)
+		e.m.Close()
+		time.Sleep(2 * time.Hour)
+		t.Logf("fleet forgotten at +%s; servers made %d", forgotten, len(e.vultr.Resources()))
+		require.Len(t, e.vultr.Resources(), 1, "the slow create made one VM")
+		assert.Greater(t, forgotten, 20*time.Minute, "the fleet outlived its given-up create's landing")
+		e.assertNothingLeft()
+		for _, c := range e.vultr.Ledger().Charges {
+			t.Logf("%s billed %s (%s)", c.ResourceID, c.Billed, c.Description)
+			assert.LessOrEqual(t, c.Billed, time.Hour, "its first hour")
+		}
+	})
+}
