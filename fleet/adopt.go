@@ -179,8 +179,11 @@ func (m *Manager) readopt(r *InstanceRecord, seen Instance, why string, now time
 	r.Termination, r.CreateUncertain = nil, false
 	m.setStatus(r, StatusPending, "showed up under its label", now)
 	// Given up and found later, perhaps much later: a start the provider
-	// does not give is unknown (Created, now, is only its latest).
-	r.CreatedUnknown = seen.Created.IsZero()
+	// does not give lies between earliestStart and now (CreatedLatest).
+	r.CreatedUnknown = false
+	if seen.Created.IsZero() {
+		r.CreatedLatest = now
+	}
 	m.created(r, seen, "", now)
 	if seen.Stopped {
 		m.stoppedOutOfBand(r, now)

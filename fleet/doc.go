@@ -162,7 +162,15 @@
 // resources are reported once ([EventUnlabelledFound]) and never touched. A
 // create that failed ambiguously is looked up by its label
 // ([EventCreateUncertain]) for [Policy.CreateLookupGrace], then reported
-// ([EventCreateUnresolved]); it is never retried blindly.
+// ([EventCreateUnresolved]); it is never retried blindly. Its instance may
+// still land for an hour after (on Hot Aisle unlabelled, the label being a
+// second call): it is taken and released if unwanted, and a deleted fleet
+// stays (deleting) in [Manager.Fleets] until that instance is gone or the
+// hour is over. One found late on Hot Aisle, which gives no creation time,
+// has its start bounded ([InstanceRecord.CreatedLatest]): its minimum
+// counts from the earliest start, its release is retried unforced while
+// refused for the minimum, and forced only at the latest start's minimum
+// end.
 //
 // Events. Every decision is an [Event] of an [EventType], passed to
 // [Config.OnEvent] in order, from the loop's goroutine at the end of the

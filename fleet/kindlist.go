@@ -121,10 +121,11 @@ func listKinds(ctx context.Context, p Provider, want kindSet, perKind bool) kind
 }
 
 // applyKinds applies one pass's listing of provider's instances: what
-// listed (applyList), each kind's backoff, and the failures. m.mu held.
-func (m *Manager) applyKinds(provider string, l kindListing, now time.Time) {
+// listed (applyList; the listing started at from), each kind's backoff,
+// and the failures. m.mu held.
+func (m *Manager) applyKinds(provider string, l kindListing, from, now time.Time) {
 	if !l.listed.none() {
-		m.applyList(provider, l.list, l.listed, now)
+		m.applyList(provider, l.list, l.listed, from, now)
 		m.kindsListed[provider] = m.kindsListed[provider].union(l.listed)
 	}
 	for _, metal := range []bool{false, true} {

@@ -202,6 +202,7 @@ type Manager struct {
 	acquired       map[string]bool      // request ids handed out by Acquire whose busy intent the loop has not taken yet
 	picking        map[string]int       // replica mode: request ids picked by an Acquire whose busy intent is not queued yet
 	answered       map[string]time.Time // request id → when its create answered
+	createMissed   map[string]time.Time // request id → start of the last listing that showed nothing that could be its instance (see noteMisses)
 	rebuy          map[string]*rebuyLog // fleet → recent demand, which sizes the re-buy hold (rebuy.go)
 
 	keysListed       map[string]time.Time // provider → its last successful SSH key listing
@@ -314,6 +315,7 @@ func (m *Manager) initMaps() {
 	m.providerHold, m.holdFails, m.offerOK = map[string]time.Time{}, map[string]int{}, map[string]bool{}
 	m.listRefused = map[string]kindSet{}
 	m.lastRefusal, m.acquired, m.answered = map[string]string{}, map[string]bool{}, map[string]time.Time{}
+	m.createMissed = map[string]time.Time{}
 	m.picking = map[string]int{}
 	m.agentNext, m.keyedAgents, m.abandoned = map[string]time.Time{}, map[string]Agent{}, map[string]bool{}
 	m.agentPathDown = map[string]time.Time{}

@@ -10,6 +10,7 @@ import (
 // observation is what one provider listed last.
 type observation struct {
 	at    time.Time
+	from  time.Time // when the listing was started
 	byID  map[string]Instance
 	byReq map[string]Instance // labelled ones, by request id
 	list  []Instance
@@ -35,11 +36,11 @@ func (m *Manager) pendingSeen(r *InstanceRecord, prev, now time.Time) time.Time 
 }
 
 // applyList applies one successful provider listing of the kinds it
-// covered: only records of those kinds (or of no known offer yet) are
-// concluded on. m.mu held.
-func (m *Manager) applyList(name string, list []Instance, kinds kindSet, now time.Time) {
+// covered, started at from: only records of those kinds (or of no known
+// offer yet) are concluded on. m.mu held.
+func (m *Manager) applyList(name string, list []Instance, kinds kindSet, from, now time.Time) {
 	m.endRefusal(name, kinds) // the account lists these kinds again (a key fixed)
-	o := &observation{at: now, list: list, byID: make(map[string]Instance, len(list)), byReq: map[string]Instance{}}
+	o := &observation{at: now, from: from, list: list, byID: make(map[string]Instance, len(list)), byReq: map[string]Instance{}}
 	for _, inst := range list {
 		o.byID[inst.ID] = inst
 		if inst.RequestID != "" {
@@ -47,6 +48,7 @@ func (m *Manager) applyList(name string, list []Instance, kinds kindSet, now tim
 		}
 	}
 	m.obs[name] = o
+	m.noteMisses(name, o, kinds, now)
 	m.pairUnlabelled(name, o, now)
 	for _, r := range m.insts {
 		if r.Instance.Provider != name || (r.Instance.Offer.InstanceType != "" && !kinds.covers(r.Instance.Offer)) {
@@ -267,7 +269,7 @@ func (m *Manager) resolveUncertain(r *InstanceRecord, o *observation, now time.T
 	if seen, ok := o.byReq[r.Instance.RequestID]; ok {
 		m.event(Event{Type: EventInstanceAdopted, Fleet: r.Instance.Fleet, Provider: r.Instance.Provider,
 			InstanceID: seen.ID, Message: "found by label after an uncertain create"})
-		m.createResult(r.Instance.RequestID, seen, r.Instance.VPCID, nil, now)
+		m.foundLate(r, seen, now)
 		return
 	}
 	if seen, ok := o.found[r.Instance.RequestID]; ok {
@@ -275,7 +277,7 @@ func (m *Manager) resolveUncertain(r *InstanceRecord, o *observation, now time.T
 			Message: "found unlabelled after an uncertain create (a new instance of its type, no more of them than such creates); labelling it"})
 		m.relabel[r.Instance.RequestID] = true
 		r.Inferred = true
-		m.createResult(r.Instance.RequestID, seen, r.Instance.VPCID, nil, now)
+		m.foundLate(r, seen, now)
 		return
 	}
 	from := r.CreateUncertainSince

@@ -717,13 +717,20 @@ func (m *Manager) created(r *InstanceRecord, inst Instance, vpcID string, now ti
 	switch {
 	case !inst.Created.IsZero():
 		r.Instance.Created = inst.Created // the provider's own (Vultr's date_created)
+		r.CreatedLatest = time.Time{}
+	case !r.CreatedLatest.IsZero():
+		// Found by a listing after its create's answer was lost or
+		// ambiguous (foundLate, readopt): it began between earliestStart
+		// and CreatedLatest. Its windows count from the earlier; its
+		// release is forced only near the later's minimum end.
+		r.Instance.Created = m.earliestStart(r)
+		delete(m.createMissed, r.Instance.RequestID)
 	case now.After(r.Instance.Created):
 		// The provider gives no start (Hot Aisle): the reservation began
 		// between the plan (Created so far) and now, when the create
 		// answered or its label was found. Its windows count from now, so
 		// that its minimum is never taken as over before it is (a slow
-		// create would otherwise be forced inside it); the lookups of an
-		// uncertain create keep their own times (CreateUncertainSince).
+		// create would otherwise be forced inside it).
 		r.Instance.Created = now
 	}
 	r.Instance.ReservedUntil = m.reservedUntil(r, now)

@@ -47,8 +47,8 @@ func (m *Manager) requestRelease(r *InstanceRecord, reason string, policy Releas
 			t.Force = true
 			usd := inst.Offer.PricePerHour * minEnd.Sub(now).Hours()
 			msg := fmt.Sprintf("forced release inside the minimum reservation; $%.2f of it is not refunded", usd)
-			if r.CreatedUnknown {
-				msg = fmt.Sprintf("forced release, perhaps inside the minimum reservation (its start is unknown); at most $%.2f of it is not refunded", usd)
+			if startUnsure(r) {
+				msg = fmt.Sprintf("forced release, perhaps inside the minimum reservation (its start is not known exactly); at most $%.2f of it is not refunded", usd)
 			}
 			m.event(Event{Type: EventReleaseForced, Fleet: inst.Fleet, Provider: inst.Provider, InstanceID: inst.ID,
 				USD: usd, At: minEnd, Message: msg})
@@ -59,10 +59,12 @@ func (m *Manager) requestRelease(r *InstanceRecord, reason string, policy Releas
 	default:
 		// Inside the minimum the release must be forced; the minimum is
 		// charged whole either way (see MinuteReleaseMargin). A start that
-		// is unknown (adopted; Created is when it was first seen) is never
-		// forced: the release is tried without force, and a refusal for the
-		// minimum makes it wait (see minimumNotOver).
-		t.Force = forceable && !r.CreatedUnknown && now.Before(inst.Created.Add(inst.Offer.MinimumReservation))
+		// is unknown (adopted; Created is when it was first seen) or only
+		// bounded (found after an uncertain create; Created is the earliest
+		// it can have been) is not forced: the release is tried without
+		// force, and a refusal for the minimum makes it wait (see
+		// minimumNotOver).
+		t.Force = forceable && !startUnsure(r) && now.Before(inst.Created.Add(inst.Offer.MinimumReservation))
 		if now.Before(rt) {
 			t.NotBefore = rt
 			m.event(Event{Type: EventReleaseDeferred, Fleet: inst.Fleet, Provider: inst.Provider, InstanceID: inst.ID,

@@ -224,7 +224,7 @@ func (m *Manager) listProvider(name string, want kindSet, now time.Time) {
 			keys, kerr = kp.ListSSHKeys(ctx)
 		}
 		return func(now time.Time) {
-			m.applyKinds(name, l, now)
+			m.applyKinds(name, l, listedFrom, now)
 			m.rescanDone(name, rescan, l.listed, now)
 			if !answers {
 				if wantKeys {

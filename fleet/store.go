@@ -112,6 +112,18 @@ type InstanceRecord struct {
 	// without force, and while the provider refuses it for the minimum it
 	// is tried again (see Policy.MinuteReleaseMargin).
 	CreatedUnknown bool
+	// CreatedLatest is set for an instance found by a listing after its
+	// create's answer was lost or ambiguous (CreateUncertain, or a create
+	// given up and found within an hour) when the provider gives no
+	// creation time (Hot Aisle): it is that listing's time, the latest its
+	// reservation can have started. Instance.Created is then the earliest:
+	// the later of the create's plan and the start of the last listing that
+	// showed nothing that could be it, less Policy.VisibilityGrace. Its
+	// release windows count from Instance.Created; a release refused for
+	// the minimum reservation is tried again without force, and forced only
+	// at CreatedLatest's minimum end less Policy.MinuteReleaseMargin. Zero
+	// otherwise (Vultr gives date_created).
+	CreatedLatest time.Time
 	// UnlabelledBefore lists the provider's unlabelled instances of the same
 	// type seen before the create call (offers with LabelAfterCreate): an
 	// instance not in it that appears unlabelled is this create's.

@@ -141,7 +141,7 @@ func (m *Manager) releaseResult(r *InstanceRecord, err error, goneNow bool, now 
 		m.markGone(r, now)
 		return
 	}
-	if o := r.Instance.Offer; r.CreatedUnknown && errors.Is(err, ErrMinReservation) && !t.Force && !t.Compat && o.BillingGranularity < time.Hour {
+	if o := r.Instance.Offer; startUnsure(r) && errors.Is(err, ErrMinReservation) && !t.Force && !t.Compat && o.BillingGranularity < time.Hour {
 		m.minimumNotOver(r, err, now)
 		return
 	}
@@ -178,8 +178,9 @@ func (m *Manager) releaseResult(r *InstanceRecord, err error, goneNow bool, now 
 
 // minimumNotOver handles the provider's refusal of a release because the
 // minimum reservation is not over, for an instance whose start is unknown
-// (adopted: Instance.Created is when it was first seen, so the minimum
-// ends by Created plus the offer's minimum). The instance is paid until
+// (adopted: Instance.Created is when it was first seen) or only bounded
+// (found after an uncertain create: CreatedLatest): the minimum ends by
+// latestStart plus the offer's minimum. The instance is paid until
 // then anyway: it is kept, and the release is tried again without force
 // every Policy.MinuteReleaseMargin (so it lands within a margin of the
 // minimum's end, whenever that is; a Retry-After is honoured), and forced
@@ -190,7 +191,8 @@ func (m *Manager) minimumNotOver(r *InstanceRecord, err error, now time.Time) {
 	t, o := r.Termination, r.Instance.Offer
 	t.MinRefused++
 	t.LastError = err.Error()
-	last := r.Instance.Created.Add(o.MinimumReservation - min(m.pol.MinuteReleaseMargin, o.MinimumReservation))
+	end := latestStart(r).Add(o.MinimumReservation)
+	last := end.Add(-min(m.pol.MinuteReleaseMargin, o.MinimumReservation))
 	every := max(m.pol.MinuteReleaseMargin, boundaryMinGap)
 	next := now.Add(every)
 	if ra := retryAfter(err); ra > 0 {
@@ -198,18 +200,18 @@ func (m *Manager) minimumNotOver(r *InstanceRecord, err error, now time.Time) {
 	}
 	if !next.Before(last) {
 		t.Force, t.NextAttempt = true, maxTime(now, last)
-		usd := o.PricePerHour * r.Instance.Created.Add(o.MinimumReservation).Sub(t.NextAttempt).Hours()
+		usd := o.PricePerHour * end.Sub(t.NextAttempt).Hours()
 		m.event(Event{Type: EventReleaseForced, Fleet: r.Instance.Fleet, Provider: r.Instance.Provider, InstanceID: r.Instance.ID,
 			Err: err.Error(), USD: usd, At: t.NextAttempt, Message: fmt.Sprintf(
-				"the provider still refuses the release for the minimum reservation, which ends by %s at the latest (the instance's start is unknown); forced then, at most $%.2f of it not refunded",
-				r.Instance.Created.Add(o.MinimumReservation).UTC().Format(time.RFC3339), usd)})
+				"the provider still refuses the release for the minimum reservation, which ends by %s at the latest (the instance's start is not known exactly); forced then, at most $%.2f of it not refunded",
+				end.UTC().Format(time.RFC3339), usd)})
 		return
 	}
 	t.NextAttempt = next
 	if t.MinRefused == 1 {
 		m.event(Event{Type: EventReleaseDeferred, Fleet: r.Instance.Fleet, Provider: r.Instance.Provider, InstanceID: r.Instance.ID,
 			Err: err.Error(), At: last, Message: fmt.Sprintf(
-				"the provider refuses the release: the minimum reservation is not over (the instance's start is unknown); kept (paid anyway) and tried again every %s until it is accepted, forced at %s at the latest",
+				"the provider refuses the release: the minimum reservation is not over (the instance's start is not known exactly); kept (paid anyway) and tried again every %s until it is accepted, forced at %s at the latest",
 				every, last.UTC().Format(time.RFC3339))})
 	}
 }

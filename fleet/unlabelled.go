@@ -98,9 +98,7 @@ func (m *Manager) awaitsUnlabelled(r *InstanceRecord, now time.Time) bool {
 	if r.CreateUncertain {
 		return !m.busy("create/" + r.Instance.RequestID)
 	}
-	h := r.Instance.History
-	return r.Instance.Status == StatusTerminated && !r.CreateUncertainSince.IsZero() && len(h) > 0 &&
-		now.Sub(h[len(h)-1].Time) <= lateCreateWindow
+	return lateCreateMayLand(r, now)
 }
 
 // mayBeACreates reports whether an unlabelled instance listed on provider
@@ -120,4 +118,14 @@ func (m *Manager) mayBeACreates(provider string, i Instance, now time.Time) bool
 		}
 	}
 	return false
+}
+
+// lateCreateMayLand reports whether r is a create given up
+// (EventCreateUnresolved) less than lateCreateWindow ago: its instance may
+// still show up (under its label, or unlabelled for an offer with
+// LabelAfterCreate). m.mu held.
+func lateCreateMayLand(r *InstanceRecord, now time.Time) bool {
+	h := r.Instance.History
+	return r.Instance.ID == "" && r.Instance.Status == StatusTerminated && !r.CreateUncertainSince.IsZero() && len(h) > 0 &&
+		now.Sub(h[len(h)-1].Time) <= lateCreateWindow
 }

@@ -284,7 +284,11 @@ func (m *Manager) deleteFleetVPC(vp VPCProvider, fleet, id string) {
 	})
 }
 
-// finishFleets forgets deleted fleets once nothing of theirs may bill. m.mu held.
+// finishFleets forgets deleted fleets once nothing of theirs may bill: no
+// instance active, no create uncertain, and no create given up less than
+// lateCreateWindow ago (its instance may still land, unlabelled on Hot
+// Aisle, and is released when found; a fleet forgotten before would leave
+// it to nobody once the caller stops the Manager). m.mu held.
 func (m *Manager) finishFleets(now time.Time) {
 	for name, f := range m.fleets {
 		if !f.Deleting || f.VPC != nil {
@@ -292,7 +296,7 @@ func (m *Manager) finishFleets(now time.Time) {
 		}
 		busy := false
 		for _, r := range m.insts {
-			if r.Instance.Fleet == name && !r.Orphan && (r.Instance.Status.Active() || r.CreateUncertain) {
+			if r.Instance.Fleet == name && !r.Orphan && (r.Instance.Status.Active() || r.CreateUncertain || lateCreateMayLand(r, now)) {
 				busy = true
 				break
 			}
