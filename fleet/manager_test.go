@@ -116,7 +116,7 @@ func TestManagerRetriesReleaseUntilConfirmedAndAlerts(t *testing.T) {
 		m, log := newTestManager(t, Config{Providers: []Provider{p}, Policy: Policy{Release: ReleaseNow}})
 		require.NoError(t, m.Apply(t.Context(), Spec{Name: "f", Nodes: 1}))
 		passes(t, m, 3*time.Minute)
-		for range 40 {
+		for range 100 { // retried every 30 s: every minute is billed (per-minute offer)
 			p.deleteErr = append(p.deleteErr, ErrLocked)
 		}
 		require.NoError(t, m.Delete(t.Context(), "f"))
@@ -259,7 +259,7 @@ func TestManagerOutageConcludesNothing(t *testing.T) {
 		require.NoError(t, m.Apply(t.Context(), Spec{Name: "f", Nodes: 1}))
 		passes(t, m, 3*time.Minute)
 		p.listErr = ErrUnavailable
-		for range 30 {
+		for range 60 { // retried every 30 s: every minute is billed (per-minute offer)
 			p.deleteErr = append(p.deleteErr, ErrUnavailable)
 		}
 		require.NoError(t, m.Delete(t.Context(), "f"))

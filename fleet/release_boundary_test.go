@@ -187,19 +187,21 @@ func TestHotAisleDeleteRefusedNearTheMinimumEnd(t *testing.T) {
 
 // A delete refused across the boundary (Vultr locked until 1:20:00; Hot
 // Aisle answering 500 until 50:00) is not given up: after the boundary it
-// goes on with the normal backoff (the next boundary is far), raises the
-// TerminationStuck alert, and releases the machine once the provider
-// accepts.
+// goes on, on Vultr with the normal backoff (the next boundary is far), on
+// Hot Aisle every 30 seconds (past the minimum every minute is billed:
+// tester AJ), raises the TerminationStuck alert, and releases the machine
+// once the provider accepts.
 func TestDeleteRefusedAcrossTheBoundaryGoesOn(t *testing.T) {
 	for _, c := range []struct {
 		name              string
 		job               oneJobA
 		boundary, lift    time.Duration
 		billedMin, billed time.Duration
+		perMinute         bool // billed by the minute past the boundary
 	}{
 		{name: "vultr", boundary: time.Hour, lift: 80 * time.Minute, billedMin: 2 * time.Hour, billed: 2 * time.Hour,
 			job: oneJobA{req: vultrType("vcg-a100-12c-120g-80vram"), simOpts: vultrLockedUntil(80 * time.Minute)}},
-		{name: "hotaisle", boundary: 30 * time.Minute, lift: 50 * time.Minute, billedMin: 50 * time.Minute, billed: 56 * time.Minute,
+		{name: "hotaisle", boundary: 30 * time.Minute, lift: 50 * time.Minute, billedMin: 50 * time.Minute, billed: 51 * time.Minute, perMinute: true,
 			job: oneJobA{req: hotType("vm-mi300x-1"), pol: fleet.Policy{RebuyHoldOff: true},
 				setup: refuseDeletes(t, hotDeleteRoute, 500, "", 50*time.Minute)}},
 	} {
@@ -217,7 +219,11 @@ func TestDeleteRefusedAcrossTheBoundaryGoesOn(t *testing.T) {
 				})
 				assert.NotEmpty(t, after, "no refusal after the boundary: %s", desc)
 				for _, ev := range after {
-					assert.Greater(t, ev.At.Sub(ev.Time), time.Minute, "past the boundary the normal backoff decides: %s", desc)
+					if c.perMinute {
+						assert.LessOrEqual(t, ev.At.Sub(ev.Time), 30*time.Second, "every minute billed: retried at the boundary pace: %s", desc)
+					} else {
+						assert.Greater(t, ev.At.Sub(ev.Time), time.Minute, "past the boundary the normal backoff decides: %s", desc)
+					}
 				}
 				assert.Less(t, charge.To.Sub(charge.From), c.lift+6*time.Minute, "released within a backoff of the lift: %s", desc)
 				assert.NotEmpty(t, ofType(evs, fleet.EventTerminationStuck), "no alert: %s", desc)
