@@ -158,7 +158,8 @@
 // a known fleet that the Manager does not track (after a crash, with an
 // empty [Store]) is adopted ([EventInstanceAdopted]); one whose fleet is
 // unknown is an orphan ([EventOrphanFound]) and is released after
-// [Policy.OrphanGrace] (10 minutes) unless a fleet claims it; unlabelled
+// [Policy.OrphanGrace] (10 minutes; cut short at the last safe moment of
+// the billed unit it was found in) unless a fleet claims it; unlabelled
 // resources are reported once ([EventUnlabelledFound]) and never touched. A
 // create that failed ambiguously is looked up by its label
 // ([EventCreateUncertain]) for [Policy.CreateLookupGrace], then reported

@@ -265,7 +265,14 @@ type Policy struct {
 	// metal release before untracking it (15 min).
 	CompatGiveUp time.Duration
 	// OrphanGrace is how long a labelled resource that no fleet claims is
-	// left alone before it is deleted (10 min).
+	// left alone before it is deleted (10 min). An orphan instance's grace
+	// ends at the latest at the last safe moment of the billed unit it was
+	// found in (hourly billing: the hour's end less the hourly release
+	// margin; per-minute billing: the minimum reservation's end less
+	// MinuteReleaseMargin, for an unknown start the latest minimum it can
+	// have, first seen plus the minimum): a grace carried past it would buy
+	// a new unit for a machine nobody claimed, and a fleet applied later
+	// buys one either way. Found after that moment, it is released at once.
 	OrphanGrace time.Duration
 	// CreateLookupGrace is how long after an ambiguous create failure the
 	// Manager keeps looking for the resource by label before it counts the
