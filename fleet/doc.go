@@ -119,7 +119,9 @@
 // margin attempts are at most 30 seconds apart, and the last is planned 10
 // seconds before the boundary, so a delete the provider accepts again just
 // before a new billing unit starts lands in time (a Retry-After is always
-// honoured). Past the boundary the backoff alone decides again; after
+// honoured). A delete due inside that margin does not wait for a free
+// [Policy.Parallelism] slot, and due deletes take free slots earliest
+// boundary first. Past the boundary the backoff alone decides again; after
 // [Policy.TerminationAlertAfter] an alert is raised
 // ([EventTerminationStuck]) and retrying goes on. [WithReleasePolicy]
 // overrides the policy for one [Manager.Release].
