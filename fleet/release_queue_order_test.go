@@ -10,10 +10,10 @@ import (
 
 // Due releases take Policy.Parallelism's free slots earliest billing
 // boundary first (those with none last), and only a release inside its
-// last release margin goes beyond the bound: of four due releases (a Hot Aisle-like minimum ending
-// in 20 s, inside MinuteReleaseMargin; one ending in 20 min; a Vultr-like
-// hour ending in 40 min; a per-minute offer past any minimum) only the
-// first is boundary-critical.
+// last release margin goes beyond the bound. Four due releases: a Hot
+// Aisle-like minimum ending in 20 s (inside MinuteReleaseMargin), one
+// ending in 20 min, a Vultr-like hour ending in 40 min, a per-minute offer
+// past any minimum; only the first is boundary-critical.
 func TestDueReleasesEarliestBoundaryFirst(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		m, _ := newTestManager(t, Config{Providers: []Provider{newFakeProvider("p")}, Policy: Policy{Parallelism: 1}})
