@@ -114,8 +114,9 @@ func (m *Manager) track(seen Instance, key string, now time.Time) *InstanceRecor
 	case f == nil:
 		r.Orphan, r.OrphanSince = true, now
 		delete(m.counts, seen.Fleet)
+		at := m.orphanReleaseAt(r, now)
 		m.event(Event{Type: EventOrphanFound, Fleet: seen.Fleet, Provider: seen.Provider, InstanceID: seen.ID,
-			At: now.Add(m.pol.OrphanGrace), Message: fmt.Sprintf("labelled for fleet %q which this Manager does not have; released after %s unless claimed", seen.Fleet, m.pol.OrphanGrace)})
+			At: at, Message: fmt.Sprintf("labelled for fleet %q which this Manager does not have; released after %s unless claimed", seen.Fleet, at.Sub(now).Round(time.Second))})
 	case f.Deleting:
 		m.event(Event{Type: EventInstanceAdopted, Fleet: seen.Fleet, Provider: seen.Provider, InstanceID: seen.ID, Message: "found by label; its fleet is being deleted"})
 		m.requestRelease(r, "fleet deleted", m.policyFor(f), now, true)
@@ -134,7 +135,8 @@ func (m *Manager) track(seen Instance, key string, now time.Time) *InstanceRecor
 }
 
 // claimOrphans adopts orphans whose fleet appeared and releases those past
-// their grace period. m.mu held.
+// their grace period, or at the last safe moment of their billed unit when
+// the grace would run past it (orphanReleaseAt). m.mu held.
 func (m *Manager) claimOrphans(now time.Time) {
 	for _, r := range m.insts {
 		if !r.Orphan || r.Termination != nil || r.Instance.Status == StatusTerminated {
@@ -151,7 +153,7 @@ func (m *Manager) claimOrphans(now time.Time) {
 			m.event(Event{Type: EventInstanceAdopted, Fleet: r.Instance.Fleet, Provider: r.Instance.Provider, InstanceID: r.Instance.ID, Message: "its fleet was applied"})
 			continue
 		}
-		if now.Sub(r.OrphanSince) >= m.pol.OrphanGrace {
+		if !now.Before(m.orphanReleaseAt(r, now)) {
 			m.requestRelease(r, "orphan", m.pol.Release, now, true)
 		}
 	}

@@ -119,7 +119,9 @@
 // margin attempts are at most 30 seconds apart, and the last is planned 10
 // seconds before the boundary, so a delete the provider accepts again just
 // before a new billing unit starts lands in time (a Retry-After is always
-// honoured). Past the boundary the backoff alone decides again; after
+// honoured). A delete due inside that margin does not wait for a free
+// [Policy.Parallelism] slot, and due deletes take free slots earliest
+// boundary first. Past the boundary the backoff alone decides again; after
 // [Policy.TerminationAlertAfter] an alert is raised
 // ([EventTerminationStuck]) and retrying goes on. [WithReleasePolicy]
 // overrides the policy for one [Manager.Release].
@@ -158,7 +160,8 @@
 // a known fleet that the Manager does not track (after a crash, with an
 // empty [Store]) is adopted ([EventInstanceAdopted]); one whose fleet is
 // unknown is an orphan ([EventOrphanFound]) and is released after
-// [Policy.OrphanGrace] (10 minutes) unless a fleet claims it; unlabelled
+// [Policy.OrphanGrace] (10 minutes; cut short at the last safe moment of
+// the billed unit it was found in) unless a fleet claims it; unlabelled
 // resources are reported once ([EventUnlabelledFound]) and never touched. A
 // create that failed ambiguously is looked up by its label
 // ([EventCreateUncertain]) for [Policy.CreateLookupGrace], then reported

@@ -246,6 +246,11 @@ func (m *Manager) nextDueAt() (now, next time.Time) {
 	keep, hold := m.held(now)
 	for _, r := range m.insts {
 		early(m.idleReleaseDue(r, keep, hold, now))
+		if r.Orphan && r.Termination == nil && r.Instance.Status != StatusTerminated {
+			if t := m.orphanReleaseAt(r, now); t.After(now) {
+				early(t) // an orphan's release, perhaps its unit's last safe moment
+			}
+		}
 		if r.Termination == nil && r.Instance.Status == StatusBooting {
 			// The agent's next start and its deadline (deferred to the end
 			// of a prepaid minimum): a long Interval must not carry them.

@@ -35,7 +35,7 @@ func TestDeferredReleaseComesForwardWhenTheProviderTurnsUnsettled(t *testing.T) 
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				w := newVultrWorld(t, fleet.Spec{Name: "f", Nodes: c.nodes, MinNodes: c.nodes, IdleTimeout: time.Minute, Requirements: vultrType(vultrWorldPlan)})
+				w := newVultrWorld(t, fleet.Policy{}, fleet.Spec{Name: "f", Nodes: c.nodes, MinNodes: c.nodes, IdleTimeout: time.Minute, Requirements: vultrType(vultrWorldPlan)})
 				w.at(80 * time.Minute)
 				c.release(t, w)
 				id := w.terminating("f")
@@ -57,7 +57,7 @@ func TestDeferredReleaseComesForwardWhenTheProviderTurnsUnsettled(t *testing.T) 
 // that would buy the second hour. Billed 1 h (tester AJ: 2 h).
 func TestRestartedManagerKeepsTheWideMarginAWhile(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		w := newVultrWorld(t, fleet.Spec{Name: "f", Nodes: 1, IdleTimeout: time.Minute, Requirements: vultrType(vultrWorldPlan)})
+		w := newVultrWorld(t, fleet.Policy{}, fleet.Spec{Name: "f", Nodes: 1, IdleTimeout: time.Minute, Requirements: vultrType(vultrWorldPlan)})
 		w.at(35 * time.Minute)
 		require.NoError(t, w.v.Outage(10*time.Minute))
 		w.at(46 * time.Minute)
@@ -79,7 +79,7 @@ func TestRestartedManagerKeepsTheWideMarginAWhile(t *testing.T) {
 // listings up to 10 minutes old).
 func TestCalmMarginIsJudgedOnAListingAtTheWideMargin(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		w := newVultrWorld(t, fleet.Spec{Name: "f", Nodes: 1, IdleTimeout: time.Minute, Requirements: vultrType(vultrWorldPlan)})
+		w := newVultrWorld(t, fleet.Policy{}, fleet.Spec{Name: "f", Nodes: 1, IdleTimeout: time.Minute, Requirements: vultrType(vultrWorldPlan)})
 		w.at(40 * time.Minute)
 		lists := func() int { return calls(w.v.Calls(), "GET /v2/instances", 0) }
 		for n := lists(); lists() == n; time.Sleep(time.Second) {

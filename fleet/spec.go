@@ -265,7 +265,14 @@ type Policy struct {
 	// metal release before untracking it (15 min).
 	CompatGiveUp time.Duration
 	// OrphanGrace is how long a labelled resource that no fleet claims is
-	// left alone before it is deleted (10 min).
+	// left alone before it is deleted (10 min). An orphan instance's grace
+	// ends at the latest at the last safe moment of the billed unit it was
+	// found in (hourly billing: the hour's end less the hourly release
+	// margin; per-minute billing: the minimum reservation's end less
+	// MinuteReleaseMargin, for an unknown start the latest minimum it can
+	// have, first seen plus the minimum): a grace carried past it would buy
+	// a new unit for a machine nobody claimed, and a fleet applied later
+	// buys one either way. Found after that moment, it is released at once.
 	OrphanGrace time.Duration
 	// CreateLookupGrace is how long after an ambiguous create failure the
 	// Manager keeps looking for the resource by label before it counts the
@@ -319,7 +326,18 @@ type Policy struct {
 	// attached.
 	VPCAttachAttempts int
 	// Parallelism bounds the provider calls under way at once besides
-	// creates, lists and agent starts (8).
+	// creates, lists and agent starts (8). Due releases take the free
+	// slots earliest billing boundary first. A release due inside the last
+	// release margin before its boundary (its reservation window's last
+	// safe moment has come: a Vultr hour's end less the hourly margin, a
+	// Hot Aisle minimum's end less MinuteReleaseMargin) starts whatever the
+	// bound, besides the calls under way: queued behind others it would
+	// land past the boundary and buy a new unit (a Hot Aisle VM DELETE
+	// blocks about 20 s while the VM is reset: with Parallelism 1, 10 VMs
+	// released at 29:00 billed 4 of them 31 to 32 minutes). Such deletes
+	// still share the client's rate limiter. Starting forced releases
+	// earlier instead would need each provider's delete time, which is not
+	// known ahead.
 	Parallelism int
 	// MaxDeadlineMisses stops a fleet's creates after this many instances
 	// in a row missed their deadline (3): each may have paid a minimum. An

@@ -15,36 +15,25 @@ const reDeleteAfter = 5 * time.Minute
 // (Vultr destroys a server within a minute of the accepted delete).
 const confirmAfter = time.Minute
 
-// launchReleases starts the delete calls that are due, as many as
-// Policy.Parallelism allows; records that never got a resource are closed
-// here. Each delete is followed by a Get, and only ErrNotFound closes a
-// record. m.mu held.
+// launchReleases starts the delete calls that are due, earliest billing
+// boundary first, as many as Policy.Parallelism allows; a delete due in the
+// last release margin before its boundary (boundaryCritical) starts
+// whatever the bound. Records that never got a resource are closed (see
+// dueReleases). Each delete is followed by a Get, and only ErrNotFound
+// closes a record. m.mu held.
 func (m *Manager) launchReleases(now time.Time) {
-	for _, r := range m.insts {
+	for _, r := range m.dueReleases(now) {
 		t := r.Termination
-		if r.Instance.Status != StatusTerminating || t == nil {
-			continue
-		}
-		reqID := r.Instance.RequestID
-		if r.Instance.ID == "" {
-			if !r.CreateUncertain { // never created: nothing to release
-				m.setStatus(r, StatusTerminated, "nothing was created", now)
-				m.event(Event{Type: EventInstanceTerminated, Fleet: r.Instance.Fleet, Provider: r.Instance.Provider, InstanceID: reqID, Message: "nothing was created"})
-			}
-			continue // uncertain: the create's answer or the label lookup decides
-		}
-		if m.busy("delete/"+reqID) || m.busy("get/"+reqID) || m.free(taskCall) <= 0 {
-			continue
-		}
 		if !t.Accepted.IsZero() {
-			m.confirmRelease(r, now)
+			if m.free(taskCall) > 0 {
+				m.confirmRelease(r, now)
+			}
 			continue
 		}
-		m.rewindWindow(r, now)
-		if now.Before(m.deleteAt(r)) {
+		if m.free(taskCall) <= 0 && !m.boundaryCritical(r, now) {
 			continue
 		}
-		p, id, force := m.providers[r.Instance.Provider], r.Instance.ID, t.Force
+		reqID, p, id, force := r.Instance.RequestID, m.providers[r.Instance.Provider], r.Instance.ID, t.Force
 		m.launch("delete/"+reqID, taskCall, m.pol.CallTimeout, func(ctx context.Context) func(time.Time) {
 			err := p.Delete(ctx, id, DeleteOptions{Force: force})
 			var got Instance

@@ -12,25 +12,29 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// vultrWorld is one Vultr VM's life under a running Manager (Manager.Run in
-// the background): a fleet of one node with IdleTimeout 1 min; steps run
-// at given cloud times from the VM's billing start (the ledger's From).
+// vultrWorld is one fleet's life on the Vultr sim under a running Manager
+// (Manager.Run in the background); steps run at given cloud times from the
+// first VM's billing start (the ledger's From). From tester AJ's probes.
 type vultrWorld struct {
 	t      *testing.T
 	v      *sim.Vultr
 	vp     *vultr.Provider
 	store  fleet.Store
+	policy fleet.Policy
 	m      *fleet.Manager
 	cancel context.CancelFunc
 	done   chan error
-	from   time.Time // the VM's billing start
-	id     string
+	from   time.Time // the first VM's billing start
+	id     string    // the first VM
 }
 
+// vultrWorldPlan is a Vultr cloud GPU plan billed per started hour.
 const vultrWorldPlan = "vcg-a100-12c-120g-80vram"
 
-func newVultrWorld(t *testing.T, spec fleet.Spec) *vultrWorld {
-	w := &vultrWorld{t: t, v: sim.NewVultr(), store: fleet.NewMemoryStore()}
+// newVultrWorld applies spec under a Manager with policy and waits until
+// every node is idle.
+func newVultrWorld(t *testing.T, policy fleet.Policy, spec fleet.Spec) *vultrWorld {
+	w := &vultrWorld{t: t, v: sim.NewVultr(), store: fleet.NewMemoryStore(), policy: policy}
 	w.vp = vultr.NewProvider(vultr.New(sim.DefaultAPIKey, vultr.WithHTTPClient(w.v.Client())))
 	w.start()
 	require.NoError(t, w.m.Apply(t.Context(), spec))
@@ -63,14 +67,14 @@ func (w *vultrWorld) terminating(fleetName string) string {
 
 // start builds a Manager over the world's store and runs it.
 func (w *vultrWorld) start() {
-	m, err := fleet.NewManager(fleet.Config{Providers: []fleet.Provider{w.vp}, Store: w.store, Owner: "vw"})
+	m, err := fleet.NewManager(fleet.Config{Providers: []fleet.Provider{w.vp}, Store: w.store, Owner: "vw", Policy: w.policy})
 	require.NoError(w.t, err)
 	ctx, cancel := context.WithCancel(w.t.Context())
 	w.m, w.cancel, w.done = m, cancel, make(chan error, 1)
 	go func() { w.done <- m.Run(ctx) }()
 }
 
-// restart stops the running Manager and starts another over the same store.
+// restart stops the running Manager and starts another over w.store.
 func (w *vultrWorld) restart() {
 	w.cancel()
 	<-w.done
@@ -86,7 +90,7 @@ func (w *vultrWorld) at(d time.Duration) {
 }
 
 // charge waits (up to horizon from the billing start) until the server id
-// is gone and returns its charge.
+// is gone, stops the Manager and returns the server's charge.
 func (w *vultrWorld) charge(id string, horizon time.Duration) sim.Charge {
 	w.t.Helper()
 	of := func() sim.Charge {
