@@ -22,30 +22,12 @@ import (
 // 29:00. Billed 30 min, $1.495 (tester AJ: 34 to 38 min).
 func TestHotAisleReleaseStartsEarlyWhileTheProviderIsUnsettled(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := sim.NewHotAisle()
-		hp := hotaisle.NewProvider(hotaisle.New(sim.DefaultAPIKey, sim.DefaultTeam, hotaisle.WithHTTPClient(h.Client())))
-		m, err := fleet.NewManager(fleet.Config{Providers: []fleet.Provider{hp}, Store: fleet.NewMemoryStore(), Owner: "aj"})
-		require.NoError(t, err)
-		ctx, cancel := context.WithCancel(t.Context())
-		done := make(chan error, 1)
-		go func() { done <- m.Run(ctx) }()
-		require.NoError(t, m.Apply(t.Context(), fleet.Spec{Name: "f", Nodes: 1, IdleTimeout: time.Minute, Requirements: hotType("vm-mi300x-1")}))
-		for len(h.Ledger().Charges) == 0 {
-			time.Sleep(time.Second)
-		}
-		from := h.Ledger().Charges[0].From
+		h, from, stop := runOneHotAisleVM(t, nil)
 		time.Sleep(time.Until(from.Add(12 * time.Minute)))
 		h.Outage(10 * time.Minute)
 		time.Sleep(time.Until(from.Add(28*time.Minute + 30*time.Second)))
 		h.Outage(4*time.Minute + 30*time.Second)
-		for limit := from.Add(3 * time.Hour); time.Now().Before(limit) && h.Ledger().Charges[0].Live; {
-			time.Sleep(10 * time.Second)
-		}
-		cancel()
-		<-done
-		m.Close()
-		time.Sleep(time.Minute) // a VM DELETE blocks 20 s in the fake
-		c := h.Ledger().Charges[0]
+		c := stop()
 		var failed int
 		for _, call := range h.Calls() {
 			if call.Fault && call.Time.Before(from.Add(28*time.Minute)) {
@@ -66,33 +48,15 @@ func TestHotAisleReleaseStartsEarlyWhileTheProviderIsUnsettled(t *testing.T) {
 // $2.29 (tester AJ: retries up to 4:58 apart, 47 to 50 min).
 func TestHotAisleRetriesPastTheMinimumEveryHalfMinute(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := sim.NewHotAisle()
-		hp := hotaisle.NewProvider(hotaisle.New(sim.DefaultAPIKey, sim.DefaultTeam, hotaisle.WithHTTPClient(h.Client())))
 		evs := make(chan fleet.Event, 1024)
-		m, err := fleet.NewManager(fleet.Config{Providers: []fleet.Provider{hp}, Store: fleet.NewMemoryStore(), Owner: "aj",
-			OnEvent: func(ev fleet.Event) {
-				if ev.Type == fleet.EventTerminationRetry {
-					evs <- ev
-				}
-			}})
-		require.NoError(t, err)
-		ctx, cancel := context.WithCancel(t.Context())
-		done := make(chan error, 1)
-		go func() { done <- m.Run(ctx) }()
-		require.NoError(t, m.Apply(t.Context(), fleet.Spec{Name: "f", Nodes: 1, IdleTimeout: time.Minute, Requirements: hotType("vm-mi300x-1")}))
-		for len(h.Ledger().Charges) == 0 {
-			time.Sleep(time.Second)
-		}
-		from := h.Ledger().Charges[0].From
+		h, from, stop := runOneHotAisleVM(t, func(ev fleet.Event) {
+			if ev.Type == fleet.EventTerminationRetry {
+				evs <- ev
+			}
+		})
 		time.Sleep(time.Until(from.Add(28*time.Minute + 30*time.Second)))
 		h.Outage(16*time.Minute + 30*time.Second)
-		for limit := from.Add(3 * time.Hour); time.Now().Before(limit) && h.Ledger().Charges[0].Live; {
-			time.Sleep(10 * time.Second)
-		}
-		cancel()
-		<-done
-		m.Close()
-		time.Sleep(time.Minute) // a VM DELETE blocks 20 s in the fake
+		c := stop()
 		close(evs)
 		var far []string
 		for ev := range evs {
@@ -100,9 +64,39 @@ func TestHotAisleRetriesPastTheMinimumEveryHalfMinute(t *testing.T) {
 				far = append(far, fmt.Sprintf("%v->%v", ev.Time.Sub(from).Round(time.Second), ev.At.Sub(from).Round(time.Second)))
 			}
 		}
-		c := h.Ledger().Charges[0]
 		assert.False(t, c.Live, "still billing")
 		assert.Empty(t, far, "retries planned more than a minute ahead past the minimum (refused at -> next attempt, from the start)")
 		assert.LessOrEqual(t, c.Billed, 46*time.Minute, "released %v after the start; $%.2f (%s)", c.To.Sub(c.From).Round(time.Second), c.USD, c.Description)
 	})
+}
+
+// runOneHotAisleVM runs a Manager (Run, in the background) with a fleet of
+// one idle Hot Aisle 1x VM on the sim, onEvent (may be nil) seeing its
+// events; it returns the sim, the VM's billing start, and stop, which waits
+// (up to 3 h from the start) until the VM stops billing, stops the Manager
+// and returns its charge.
+func runOneHotAisleVM(t *testing.T, onEvent func(fleet.Event)) (*sim.HotAisle, time.Time, func() sim.Charge) {
+	t.Helper()
+	h := sim.NewHotAisle()
+	hp := hotaisle.NewProvider(hotaisle.New(sim.DefaultAPIKey, sim.DefaultTeam, hotaisle.WithHTTPClient(h.Client())))
+	m, err := fleet.NewManager(fleet.Config{Providers: []fleet.Provider{hp}, Store: fleet.NewMemoryStore(), Owner: "hv", OnEvent: onEvent})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- m.Run(ctx) }()
+	require.NoError(t, m.Apply(t.Context(), fleet.Spec{Name: "f", Nodes: 1, IdleTimeout: time.Minute, Requirements: hotType("vm-mi300x-1")}))
+	for len(h.Ledger().Charges) == 0 {
+		time.Sleep(time.Second)
+	}
+	from := h.Ledger().Charges[0].From
+	return h, from, func() sim.Charge {
+		for limit := from.Add(3 * time.Hour); time.Now().Before(limit) && h.Ledger().Charges[0].Live; {
+			time.Sleep(10 * time.Second)
+		}
+		cancel()
+		<-done
+		m.Close()
+		time.Sleep(time.Minute) // a VM DELETE blocks 20 s in the fake
+		return h.Ledger().Charges[0]
+	}
 }
