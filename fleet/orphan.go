@@ -20,7 +20,8 @@ func (m *Manager) orphanReleaseAt(r *InstanceRecord, now time.Time) time.Time {
 
 // orphanUnitLastSafe is the last safe moment of the billed unit orphan r
 // was found in: for hourly billing the end of that billed hour (at least
-// the minimum's end) less the hourly release margin as of now; for
+// the minimum's end) less the hourly release margin as of now (the calm
+// one when it was found inside the wide one); for
 // per-minute billing with a minimum reservation not over when it was found
 // the minimum's end less Policy.MinuteReleaseMargin. For a start that is
 // unknown (Hot Aisle listings give none; Created is when it was first
@@ -35,7 +36,14 @@ func (m *Manager) orphanUnitLastSafe(r *InstanceRecord, now time.Time) time.Time
 		if r.CreatedUnknown {
 			return time.Time{}
 		}
-		return billedUnitEnd(c, o, found).Add(-m.hourlyMargin(r, now))
+		end := billedUnitEnd(c, o, found)
+		if last := end.Add(-m.hourlyMargin(r, now)); found.Before(last) {
+			return last
+		}
+		// Found inside the wide margin (a restart late in the hour, when
+		// the wide margin holds): the calm margin's moment, so that a fleet
+		// applied with the restart can still claim it.
+		return end.Add(-m.pol.CalmHourlyReleaseMargin)
 	case o.MinimumReservation > 0 && found.Before(c.Add(o.MinimumReservation)):
 		return c.Add(o.MinimumReservation - min(m.pol.MinuteReleaseMargin, o.MinimumReservation))
 	}

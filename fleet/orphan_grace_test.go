@@ -85,3 +85,28 @@ func TestOrphanGraceEndsAtTheLatestMinimumOfAnAdoptedHotAisleVM(t *testing.T) {
 		assert.LessOrEqual(t, ch.Billed, 34*time.Minute, "released %v after the create; $%.2f", ch.To.Sub(ch.From).Round(time.Second), ch.USD)
 	})
 }
+
+// A restart that lost the Store late in a Vultr VM's hour (52:00) starts
+// with the wide margin (the Manager's first 30 minutes), whose last safe
+// moment (50:00) has passed: the orphan still waits until the calm
+// margin's (57:00), so the fleet applied again at 54:00 claims it rather
+// than find it released at once and buy a new server.
+func TestOrphanFoundInsideTheWideMarginWaitsToBeClaimed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		spec := fleet.Spec{Name: "f", Nodes: 1, IdleTimeout: time.Minute, Requirements: vultrType(vultrWorldPlan)}
+		w := newVultrWorld(t, fleet.Policy{}, spec)
+		w.at(52 * time.Minute)
+		w.store = fleet.NewMemoryStore() // lost
+		w.restart()
+		w.at(54 * time.Minute)
+		require.NoError(t, w.m.Apply(t.Context(), spec))
+		w.at(55 * time.Minute)
+		in := w.m.Instances("f")
+		require.Len(t, in, 1, "the orphan claimed, nothing new bought")
+		assert.Equal(t, w.id, in[0].ID)
+		assert.NotEqual(t, fleet.StatusTerminating, in[0].Status, "not released before the fleet could claim it")
+		ch := w.charge(w.id, 5*time.Hour)
+		assert.Equal(t, time.Hour, ch.Billed)
+		assert.Len(t, w.v.Ledger().Charges, 1, "one server")
+	})
+}
