@@ -261,9 +261,26 @@ func (m *Manager) idleReleaseAt(r *InstanceRecord, idleTimeout time.Duration, sp
 		return maxTime(safe, r.IdleSince.Add(idleTimeout))
 	}
 	if inside {
-		return minEnd.Add(hold)
+		return m.beforeMinuteBoundary(r, minEnd.Add(hold))
 	}
-	return maxTime(maxTime(minEnd, r.IdleSince).Add(hold), r.IdleSince.Add(idleTimeout))
+	return m.beforeMinuteBoundary(r, maxTime(maxTime(minEnd, r.IdleSince).Add(hold), r.IdleSince.Add(idleTimeout)))
+}
+
+// beforeMinuteBoundary moves a release planned at t past the minimum of a
+// per-minute-billed instance r to boundarySlack before the billed minute
+// that starts at or just before t: a hold of whole minutes ends on a
+// minute boundary, and a delete landing a moment after it bills the next
+// minute. Other times are kept. m.mu held.
+func (m *Manager) beforeMinuteBoundary(r *InstanceRecord, t time.Time) time.Time {
+	o, c := r.Instance.Offer, r.Instance.Created
+	g := o.BillingGranularity
+	if g <= 0 || g >= time.Hour || c.IsZero() || !t.After(c.Add(o.MinimumReservation)) {
+		return t
+	}
+	if off := t.Sub(c) % g; off < boundarySlack {
+		return t.Add(-off - boundarySlack)
+	}
+	return t
 }
 
 // agentDeadline is when a booting instance's agent must be up: AgentTimeout

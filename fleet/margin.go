@@ -27,9 +27,12 @@ func requestAnswer(err error) bool {
 }
 
 // noteCallFailure records that a list or delete call of provider failed
-// with err at now, unless err is an answer about the request. m.mu held.
+// with err at now, unless err is an answer about the request or a refusal
+// of the account (a key without some right: it does not pass by itself,
+// and a wider margin would not let a delete land; a key without bare-metal
+// access must not keep the VMs' margin wide for good). m.mu held.
 func (m *Manager) noteCallFailure(provider string, err error, now time.Time) {
-	if err == nil || requestAnswer(err) {
+	if err == nil || requestAnswer(err) || accountRefusal(err) {
 		return
 	}
 	if now.After(m.unsettled[provider]) {

@@ -69,3 +69,24 @@ func hourlyIdleNode(t *testing.T, minimum, after time.Duration) (*fakeProvider, 
 	require.Equal(t, StatusIdle, in.Status)
 	return p, m, in
 }
+
+// A release planned past a per-minute minimum at or just after a minute
+// boundary (a hold of whole minutes ends on one) is moved boundarySlack
+// before it, so that a delete landing a moment late does not bill the
+// next minute; other times, and times inside the minimum, are kept.
+func TestReleaseBeforeTheMinuteBoundary(t *testing.T) {
+	m, err := NewManager(Config{Providers: []Provider{newFakeProvider("x")}})
+	require.NoError(t, err)
+	defer m.Close()
+	t0 := time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC)
+	r := &InstanceRecord{Instance: Instance{Offer: Offer{BillingGranularity: time.Minute, MinimumReservation: 30 * time.Minute}, Created: t0}}
+	for _, c := range []struct{ at, want time.Duration }{
+		{60 * time.Minute, 59*time.Minute + 50*time.Second},
+		{60*time.Minute + 5*time.Second, 59*time.Minute + 50*time.Second},
+		{60*time.Minute + 30*time.Second, 60*time.Minute + 30*time.Second},
+		{30 * time.Minute, 30 * time.Minute}, // the minimum's end: its own margin decides
+		{20 * time.Minute, 20 * time.Minute},
+	} {
+		assert.Equal(t, t0.Add(c.want), m.beforeMinuteBoundary(r, t0.Add(c.at)), "planned at %v", c.at)
+	}
+}

@@ -155,7 +155,10 @@ func (m *Manager) releaseResult(r *InstanceRecord, err error, goneNow bool, now 
 		return
 	}
 	wait := backoff(t.Attempts, m.pol.TerminationMinBackoff, m.pol.TerminationMaxBackoff)
-	t.NextAttempt = m.retryAt(r, now, wait, retryAfter(err))
+	if accountRefusal(err) {
+		wait = backoff(t.Attempts, m.pol.TerminationMinBackoff, failWaitMaxRefused) // until someone fixes the key
+	}
+	t.NextAttempt = m.retryAt(r, now, wait, retryAfter(err), !accountRefusal(err))
 	m.event(Event{Type: EventTerminationRetry, Fleet: r.Instance.Fleet, Provider: r.Instance.Provider, InstanceID: r.Instance.ID,
 		Err: err.Error(), At: t.NextAttempt, Message: fmt.Sprintf("release attempt %d refused; retrying", t.Attempts)})
 	if !t.Alerted && now.Sub(t.FirstFailure) >= m.pol.TerminationAlertAfter {
@@ -226,10 +229,13 @@ const (
 // boundarySlack; inside the last release margin before that boundary not
 // later than boundaryRetryEvery from now; and never before a Retry-After of
 // ra. Once the boundary is too close to reach, the backoff alone decides
-// (the next boundary is a billing unit away). m.mu held.
-func (m *Manager) retryAt(r *InstanceRecord, now time.Time, wait, ra time.Duration) time.Time {
+// (the next boundary is a billing unit away). Past a per-minute minimum
+// (every minute billed) a refusal that can pass by itself (passing: not a
+// refusal of the account, which waits for someone to fix the key) is
+// retried every boundaryRetryEvery. m.mu held.
+func (m *Manager) retryAt(r *InstanceRecord, now time.Time, wait, ra time.Duration, passing bool) time.Time {
 	at := now.Add(wait)
-	if m.billedByTheMinuteNow(r, now) {
+	if passing && m.billedByTheMinuteNow(r, now) {
 		at = minTime(at, now.Add(boundaryRetryEvery)) // every minute kept is billed
 	}
 	if b, margin := m.nextBillingBoundary(r, now); !b.IsZero() && now.Before(b.Add(-boundarySlack)) {
