@@ -105,25 +105,31 @@ func (m *Manager) rewindWindow(r *InstanceRecord, now time.Time) {
 }
 
 // marginCheck is when an hourly-billed node that may be released before
-// its hour ends (idle, or its release waiting for the window) is listed,
-// so that its provider's health is judged on a fresh answer: at the hour's
-// end less Policy.HourlyReleaseMargin, unless it was seen since (a failed
-// listing then turns the wide margin on, and the release is due at once).
-// Zero when none is needed. m.mu held.
+// its hour ends (idle in a fleet whose idle release can take it, or its
+// release waiting for the window) is listed, so that its provider's health
+// is judged on a fresh answer: once between the hour's end less
+// Policy.HourlyReleaseMargin (the wide margin) and less the calm margin —
+// any listing in that window will do, and it is planned halfway, so that
+// one listing serves every node whose window holds it (a fleet's nodes
+// created minutes apart share a few listings an hour, whatever their
+// number). A failed listing turns the wide margin on, and the release is
+// due at once. Zero when none is needed. m.mu held.
 func (m *Manager) marginCheck(r *InstanceRecord, seen time.Time) time.Time {
 	o, c := r.Instance.Offer, r.Instance.Created
 	if o.BillingGranularity < time.Hour || c.IsZero() || r.CreatedUnknown || seen.IsZero() ||
 		m.pol.CalmHourlyReleaseMargin >= m.pol.HourlyReleaseMargin {
 		return time.Time{}
 	}
-	idle := r.Termination == nil && r.Instance.Status == StatusIdle && !r.Busy
+	f := m.fleets[r.Instance.Fleet]
+	idle := r.Termination == nil && r.Instance.Status == StatusIdle && !r.Busy &&
+		f != nil && f.Spec.IdleTimeout > 0 && f.Spec.Nodes > f.Spec.MinNodes
 	waiting := r.Termination != nil && r.Termination.Accepted.IsZero() && r.Termination.Attempts == 0
 	if !idle && !waiting {
 		return time.Time{}
 	}
-	at := billedUnitEnd(c, o, seen).Add(-m.pol.HourlyReleaseMargin)
-	if !seen.Before(at) {
-		return time.Time{}
+	end := billedUnitEnd(c, o, seen)
+	if !seen.Before(end.Add(-m.pol.HourlyReleaseMargin)) {
+		return time.Time{} // listed inside the window
 	}
-	return at
+	return end.Add(-(m.pol.HourlyReleaseMargin + m.pol.CalmHourlyReleaseMargin) / 2)
 }
