@@ -59,7 +59,7 @@ func (m *Manager) adoptUntracked(provider string, o *observation, now time.Time)
 			continue
 		}
 		switch {
-		case seen.RequestID == "" && m.mayBeACreates(provider, seen, now):
+		case seen.RequestID == "" && m.mayBeACreates(provider, seen, o.from):
 			continue // perhaps a create's of this Manager: paired or reported later
 		case seen.RequestID == "":
 			m.reportOnce(key, Event{Type: EventUnlabelledFound, Provider: provider, InstanceID: seen.ID,

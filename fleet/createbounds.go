@@ -22,7 +22,7 @@ func (m *Manager) noteMisses(provider string, o *observation, kinds kindSet, now
 	}
 	for id, r := range m.insts {
 		i := r.Instance
-		if i.Provider != provider || i.ID != "" || !kinds.covers(i.Offer) || !(r.CreateUncertain || lateCreateMayLand(r, now)) {
+		if i.Provider != provider || i.ID != "" || !kinds.covers(i.Offer) || !(r.CreateUncertain || m.lateListingTakes(r, o.from)) {
 			continue
 		}
 		if _, ok := o.byReq[id]; ok || (i.Offer.LabelAfterCreate && slices.ContainsFunc(o.list, func(x Instance) bool {

@@ -203,6 +203,7 @@ type Manager struct {
 	picking        map[string]int       // replica mode: request ids picked by an Acquire whose busy intent is not queued yet
 	answered       map[string]time.Time // request id → when its create answered
 	createMissed   map[string]time.Time // request id → start of the last listing that showed nothing that could be its instance (see noteMisses)
+	listedFrom     map[string]time.Time // request id of a create without an instance → start of the last listing that covered its kind (see lateCreateOpen)
 	rebuy          map[string]*rebuyLog // fleet → recent demand, which sizes the re-buy hold (rebuy.go)
 
 	keysListed       map[string]time.Time // provider → its last successful SSH key listing
@@ -316,6 +317,7 @@ func (m *Manager) initMaps() {
 	m.listRefused = map[string]kindSet{}
 	m.lastRefusal, m.acquired, m.answered = map[string]string{}, map[string]bool{}, map[string]time.Time{}
 	m.createMissed = map[string]time.Time{}
+	m.listedFrom = map[string]time.Time{}
 	m.picking = map[string]int{}
 	m.agentNext, m.keyedAgents, m.abandoned = map[string]time.Time{}, map[string]Agent{}, map[string]bool{}
 	m.agentPathDown = map[string]time.Time{}

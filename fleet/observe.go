@@ -55,6 +55,9 @@ func (m *Manager) applyList(name string, list []Instance, kinds kindSet, from, n
 			continue
 		}
 		m.seen[r.Instance.RequestID] = now
+		if r.Instance.ID == "" {
+			m.listedFrom[r.Instance.RequestID] = from
+		}
 		switch {
 		case r.Instance.ID == "":
 			m.resolveUncertain(r, o, now)

@@ -39,6 +39,9 @@ func (m *Manager) routineCheck(r *InstanceRecord) time.Time {
 	seen := m.seen[id]
 	switch {
 	case r.Instance.Status == StatusTerminated:
+		if t := m.lateCreateCheck(r, seen); !t.IsZero() {
+			return t // a create given up: its instance may still land
+		}
 		if r.Termination == nil && r.Instance.ID != "" && len(r.Instance.History) > 0 &&
 			seen.Sub(r.Instance.History[len(r.Instance.History)-1].Time) < vanishWatch {
 			return seen.Add(vanishCheck) // vanished without a release: it may show again

@@ -277,6 +277,7 @@ func (m *Manager) removeRecord(id string) {
 	delete(m.insts, id)
 	delete(m.readAt, id)
 	delete(m.createMissed, id)
+	delete(m.listedFrom, id)
 	delete(m.attachRefused, id)
 }
 

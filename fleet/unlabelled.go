@@ -42,7 +42,7 @@ func (m *Manager) pairUnlabelled(provider string, o *observation, now time.Time)
 			known[i.ID] = true
 		case i.Offer.LabelAfterCreate && m.busy("create/"+i.RequestID):
 			underWay[i.Offer.InstanceType] = append(underWay[i.Offer.InstanceType], r)
-		case i.Offer.LabelAfterCreate && m.awaitsUnlabelled(r, now):
+		case i.Offer.LabelAfterCreate && m.awaitsUnlabelled(r, o.from):
 			creates[i.Offer.InstanceType] = append(creates[i.Offer.InstanceType], r)
 		}
 	}
@@ -92,40 +92,82 @@ func (m *Manager) pairUnlabelled(provider string, o *observation, now time.Time)
 }
 
 // awaitsUnlabelled reports whether a create without an instance may still
-// be matched with an unlabelled one: uncertain and not under way, or given
-// up (its uncertainty unresolved) within lateCreateWindow. m.mu held.
-func (m *Manager) awaitsUnlabelled(r *InstanceRecord, now time.Time) bool {
+// be matched with an unlabelled one listed by a listing started at from:
+// uncertain and not under way, or given up (its uncertainty unresolved)
+// and the listing may show what landed within lateCreateWindow (see
+// lateListingTakes). m.mu held.
+func (m *Manager) awaitsUnlabelled(r *InstanceRecord, from time.Time) bool {
 	if r.CreateUncertain {
 		return !m.busy("create/" + r.Instance.RequestID)
 	}
-	return lateCreateMayLand(r, now)
+	return m.lateListingTakes(r, from)
 }
 
 // mayBeACreates reports whether an unlabelled instance listed on provider
 // may still be the result of one of this Manager's creates of its type (one
 // under way, uncertain, or given up within lateCreateWindow, whose call came
-// before it was first listed unlabelled): it is then not reported as
-// somebody else's yet. m.mu held.
-func (m *Manager) mayBeACreates(provider string, i Instance, now time.Time) bool {
+// before it was first listed unlabelled), for a listing started at from: it
+// is then not reported as somebody else's yet. m.mu held.
+func (m *Manager) mayBeACreates(provider string, i Instance, from time.Time) bool {
 	for _, r := range m.insts {
 		ri := r.Instance
 		if ri.Provider != provider || ri.ID != "" || !ri.Offer.LabelAfterCreate || ri.Offer.InstanceType != i.Offer.InstanceType ||
 			slices.Contains(r.UnlabelledBefore, i.ID) {
 			continue
 		}
-		if m.busy("create/"+ri.RequestID) || m.awaitsUnlabelled(r, now) {
+		if m.busy("create/"+ri.RequestID) || m.awaitsUnlabelled(r, from) {
 			return true
 		}
 	}
 	return false
 }
 
-// lateCreateMayLand reports whether r is a create given up
-// (EventCreateUnresolved) less than lateCreateWindow ago: its instance may
-// still show up (under its label, or unlabelled for an offer with
-// LabelAfterCreate). m.mu held.
-func lateCreateMayLand(r *InstanceRecord, now time.Time) bool {
+// lateCreateEnd is when the lateCreateWindow of r, a create given up
+// (EventCreateUnresolved), ends: the give-up plus lateCreateWindow. Zero
+// for any other record.
+func lateCreateEnd(r *InstanceRecord) time.Time {
 	h := r.Instance.History
-	return r.Instance.ID == "" && r.Instance.Status == StatusTerminated && !r.CreateUncertainSince.IsZero() && len(h) > 0 &&
-		now.Sub(h[len(h)-1].Time) <= lateCreateWindow
+	if r.Instance.ID != "" || r.Instance.Status != StatusTerminated || r.CreateUncertainSince.IsZero() || len(h) == 0 {
+		return time.Time{}
+	}
+	return h[len(h)-1].Time.Add(lateCreateWindow)
+}
+
+// lateListingTakes reports whether a listing started at from may take an
+// unlabelled instance for r, a create given up: it started by the end of
+// r's lateCreateWindow, or up to Policy.VisibilityGrace after it (the
+// listing at the window's end, lateCreateCheck, starts a pass late; and a
+// server that landed just before the end can be missing from lists that
+// long). m.mu held.
+func (m *Manager) lateListingTakes(r *InstanceRecord, from time.Time) bool {
+	end := lateCreateEnd(r)
+	return !end.IsZero() && !from.After(end.Add(m.pol.VisibilityGrace))
+}
+
+// lateCreateOpen reports whether r, a create given up, still waits for a
+// listing of its provider and kind: its lateCreateWindow is open, or no
+// listing started at its end or later has covered it yet (a crash, an
+// outage, a refused listing at the end). Its instance may land until the
+// window ends, labelled or not; only such a listing shows it. m.mu held.
+func (m *Manager) lateCreateOpen(r *InstanceRecord) bool {
+	end := lateCreateEnd(r)
+	return !end.IsZero() && m.listedFrom[r.Instance.RequestID].Before(end)
+}
+
+// lateCreateCheck is when r, a create given up, next needs a listing of its
+// provider and kind (zero: none): every Policy.DriftCheckInterval while its
+// lateCreateWindow is open and once at its end, so that an instance landing
+// in the window's last minutes is found before the window closes (and
+// before its deleted fleet is forgotten), also by a Manager that has
+// nothing else to watch. Six or seven listings per create given up at the
+// default interval. m.mu held.
+func (m *Manager) lateCreateCheck(r *InstanceRecord, seen time.Time) time.Time {
+	if !m.lateCreateOpen(r) {
+		return time.Time{}
+	}
+	end := lateCreateEnd(r)
+	if at := seen.Add(m.pol.DriftCheckInterval); at.Before(end) {
+		return at
+	}
+	return end
 }

@@ -285,10 +285,11 @@ func (m *Manager) deleteFleetVPC(vp VPCProvider, fleet, id string) {
 }
 
 // finishFleets forgets deleted fleets once nothing of theirs may bill: no
-// instance active, no create uncertain, and no create given up less than
-// lateCreateWindow ago (its instance may still land, unlabelled on Hot
-// Aisle, and is released when found; a fleet forgotten before would leave
-// it to nobody once the caller stops the Manager). m.mu held.
+// instance active, no create uncertain, and no create given up whose
+// lateCreateWindow is open or was not listed at its end (lateCreateOpen:
+// its instance may still land, unlabelled on Hot Aisle, and is released
+// when found; a fleet forgotten before would leave it to nobody once the
+// caller stops the Manager). m.mu held.
 func (m *Manager) finishFleets(now time.Time) {
 	for name, f := range m.fleets {
 		if !f.Deleting || f.VPC != nil {
@@ -296,7 +297,7 @@ func (m *Manager) finishFleets(now time.Time) {
 		}
 		busy := false
 		for _, r := range m.insts {
-			if r.Instance.Fleet == name && !r.Orphan && (r.Instance.Status.Active() || r.CreateUncertain || lateCreateMayLand(r, now)) {
+			if r.Instance.Fleet == name && !r.Orphan && (r.Instance.Status.Active() || r.CreateUncertain || m.lateCreateOpen(r)) {
 				busy = true
 				break
 			}
