@@ -56,6 +56,22 @@ func (m *Manager) kindsReady(provider string, now time.Time) kindSet {
 	return kindSet{vms: !now.Before(m.listRetry[kindKey(provider, false)]), metal: !now.Before(m.listRetry[kindKey(provider, true)])}
 }
 
+// kindReadyAt is when the listing of kinds of provider's instances may be
+// tried again after a failure (see kindsReady): once every kind's backoff
+// has passed (every) or either's. Zero or past: now. m.mu held.
+func (m *Manager) kindReadyAt(provider string, kinds kindSet, every bool) time.Time {
+	vms, metal := m.listRetry[kindKey(provider, false)], m.listRetry[kindKey(provider, true)]
+	switch {
+	case kinds.all() && every:
+		return maxTime(vms, metal)
+	case kinds.all():
+		return minTime(vms, metal)
+	case kinds.metal:
+		return metal
+	}
+	return vms
+}
+
 // kindsWanted is which kinds of provider's instances a listing now reads:
 // those due (a record's check, a sweep), those not listed since start and
 // those whose listing the account refuses (only their listing ends the

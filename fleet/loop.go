@@ -262,10 +262,8 @@ func (m *Manager) nextDueAt() (now, next time.Time) {
 		}
 	}
 	for _, name := range m.order {
-		early(m.rescanDue(name))
-		if now.Before(m.suspect[name].Add(suspectFor)) {
-			early(m.lastFull[name].Add(m.pol.DriftCheckInterval))
-		}
+		early(m.rescanAt(name)) // not before the listing may be tried (sweepDue)
+		early(m.sweepAt(name, now))
 	}
 	if m.rep != nil { // in process time: convert to the Manager's clock
 		early(now.Add(time.Until(m.rep.nextSync)))

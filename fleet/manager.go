@@ -159,7 +159,7 @@ type Manager struct {
 	shown       map[string]time.Time    // request id → when a listing last showed its rental (a listing may leave a server out)
 	lastFull    map[string]time.Time    // provider → its last listing of every kind
 	suspect     map[string]time.Time    // provider → when something there may have been missed (see suspectFor)
-	rescanned   map[string]bool         // listed whole again VisibilityGrace after start
+	rescanned   map[string]kindSet      // the kinds listed again VisibilityGrace after start (see rescanDue)
 	rescanRetry map[string]time.Time    // a failed listing after start is tried again then
 	vpcListed   map[string]time.Time    // provider → its last successful VPC listing
 	startedAt   time.Time
@@ -302,7 +302,7 @@ func (m *Manager) initMaps() {
 	m.tasks = newTaskSet()
 	m.obs, m.seen, m.kindsListed, m.keysDirty = map[string]*observation{}, map[string]time.Time{}, map[string]kindSet{}, map[string]bool{}
 	m.shown = map[string]time.Time{}
-	m.lastFull, m.suspect, m.rescanned = map[string]time.Time{}, map[string]time.Time{}, map[string]bool{}
+	m.lastFull, m.suspect, m.rescanned = map[string]time.Time{}, map[string]time.Time{}, map[string]kindSet{}
 	m.rescanRetry = map[string]time.Time{}
 	m.keysListed, m.listFails, m.listRetry = map[string]time.Time{}, map[string]int{}, map[string]time.Time{}
 	m.vpcDelRefused, m.deadlineDeferred = map[string]bool{}, map[string]bool{}

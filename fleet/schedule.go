@@ -89,38 +89,70 @@ func (m *Manager) bootCheck(r *InstanceRecord, seen time.Time) time.Time {
 // Manager with nothing to watch makes no calls.
 const suspectFor = time.Hour
 
-// sweepDue marks the providers due for a sweep listing, which reads every
-// kind in one pass: it waits while the listing of a kind backs off after a
-// failure. m.mu held.
+// sweepDue marks the providers due for a sweep listing: a whole one (every
+// kind in one pass) waits while the listing of a kind backs off after a
+// failure (the other alone would be listed every pass); the first rescan
+// after start lists each kind as soon as it may be tried. m.mu held.
 func (m *Manager) sweepDue(due map[string]kindSet, now time.Time) {
 	for _, name := range m.order {
-		at := m.rescanDue(name)
-		rescan := !at.IsZero() && !now.Before(at)
-		suspect := now.Before(m.suspect[name].Add(suspectFor)) && !now.Before(m.lastFull[name].Add(m.pol.DriftCheckInterval))
-		if (rescan || suspect) && m.kindsReady(name, now).all() {
-			due[name] = allKinds // not while a kind backs off: the other alone would be listed every pass
+		if at := m.rescanAt(name); !at.IsZero() && !now.Before(at) {
+			_, kinds, whole := m.rescanDue(name)
+			if !whole {
+				kinds = kinds.and(m.kindsReady(name, now))
+			}
+			due[name] = due[name].union(kinds)
+		}
+		if at := m.sweepAt(name, now); !at.IsZero() && !now.Before(at) {
+			due[name] = allKinds
 		}
 	}
 }
 
-// rescanDue is when provider's next listing of every kind after start is
-// due: VisibilityGrace and 30 s after start (a minute after a failed one),
-// then every DriftCheckInterval until suspectFor after start; zero after
-// that. A server a crashed process created just before may stay out of
-// lists longer than VisibilityGrace, and a Manager without its Store has
-// no record that would list it. m.mu held.
-func (m *Manager) rescanDue(provider string) time.Time {
-	at := m.startedAt.Add(m.pol.VisibilityGrace + 30*time.Second)
-	if m.rescanned[provider] {
-		at = m.lastFull[provider].Add(m.pol.DriftCheckInterval)
-		if at.After(m.startedAt.Add(suspectFor)) {
-			return time.Time{}
-		}
-	}
-	if r := m.rescanRetry[provider]; r.After(at) {
-		at = r
+// sweepAt is when provider's next sweep while it is suspect (see
+// suspectFor) may list: DriftCheckInterval after its last listing of every
+// kind, not before every kind's backoff has passed. Zero: none (the
+// provider is no longer suspect by then, or at now). m.mu held.
+func (m *Manager) sweepAt(provider string, now time.Time) time.Time {
+	end := m.suspect[provider].Add(suspectFor)
+	at := maxTime(m.lastFull[provider].Add(m.pol.DriftCheckInterval), m.kindReadyAt(provider, allKinds, true))
+	if !now.Before(end) || !at.Before(end) {
+		return time.Time{}
 	}
 	return at
+}
+
+// rescanAt is when sweepDue next starts a rescan (rescanDue) of provider:
+// not before the backoff of the kinds it lists has passed (a whole one:
+// every kind's; the first: either's). A due time the loop cannot act on is
+// not one: NextPass would answer "in a second" all along a backoff (a key
+// without bare-metal access: up to 10 minutes at a time, for good). Zero:
+// none. m.mu held.
+func (m *Manager) rescanAt(provider string) time.Time {
+	at, kinds, whole := m.rescanDue(provider)
+	if at.IsZero() {
+		return at
+	}
+	return maxTime(at, m.kindReadyAt(provider, kinds, whole))
+}
+
+// rescanDue is when provider's next listing after start is due and which
+// kinds it reads. First each kind not listed since VisibilityGrace and 30 s
+// after start (a minute after a failed try): the kind that lists is done,
+// the other (its listing backing off, refused for a key without bare-metal
+// access) is listed when it may be tried again. Once every kind has been,
+// whole listings (whole) every DriftCheckInterval until suspectFor after
+// start; zero after that. A server a crashed process created just before
+// may stay out of lists longer than VisibilityGrace, and a Manager without
+// its Store has no record that would list it. m.mu held.
+func (m *Manager) rescanDue(provider string) (at time.Time, kinds kindSet, whole bool) {
+	at, kinds = m.startedAt.Add(m.pol.VisibilityGrace+30*time.Second), allKinds.minus(m.rescanned[provider])
+	if kinds.none() {
+		at, kinds, whole = m.lastFull[provider].Add(m.pol.DriftCheckInterval), allKinds, true
+		if at.After(m.startedAt.Add(suspectFor)) {
+			return time.Time{}, kindSet{}, false
+		}
+	}
+	return maxTime(at, m.rescanRetry[provider]), kinds, whole
 }
 
 // suspectProvider starts a sweep of provider. m.mu held.
@@ -194,16 +226,17 @@ func (m *Manager) listProvider(name string, want kindSet, now time.Time) {
 	p := m.providers[name]
 	vp, _ := p.(VPCProvider)
 	kp := keyProvider(p)
-	rescan := false
+	var rescan kindSet // the kinds this listing rescans (rescanDue); before lastFull moves
+	if at, kinds, whole := m.rescanDue(name); !at.IsZero() && !now.Before(at) && (!whole || want.all()) {
+		rescan = kinds.and(want)
+	}
 	if want.all() {
-		at := m.rescanDue(name) // before lastFull moves: a sweep after start is a rescan
-		rescan = !at.IsZero() && !now.Before(at)
 		m.lastFull[name] = now
 	}
 	suspect := now.Before(m.suspect[name].Add(suspectFor)) && want.all()
 	uncertainVPC := m.vpcUncertain(name) && !now.Before(m.vpcListed[name].Add(uncertainCheck))
 	wantVPCs := vp != nil && !now.Before(m.listRetry["vpcs/"+name]) &&
-		(m.vpcListed[name].IsZero() || rescan || suspect || uncertainVPC)
+		(m.vpcListed[name].IsZero() || !rescan.none() || suspect || uncertainVPC)
 	wantKeys := kp != nil && !now.Before(m.listRetry["keys/"+name]) &&
 		(m.keysListed[name].IsZero() || suspect || m.keysDirty[name])
 	if want.none() && !wantVPCs && !wantKeys {
@@ -312,16 +345,17 @@ func (m *Manager) vpcUncertain(name string) bool {
 	return false
 }
 
-// rescanDone records the outcome of the listing after start: done when
-// every kind listed in its pass, tried again in a minute otherwise (a
-// server created just before a crash must not stay unseen because one
-// listing failed). m.mu held.
-func (m *Manager) rescanDone(provider string, rescan bool, listed kindSet, now time.Time) {
-	switch {
-	case !rescan:
-	case listed.all():
-		m.rescanned[provider] = true
-	default:
+// rescanDone records the outcome of a listing after start that was to
+// rescan the kinds rescan (see rescanDue): each kind that listed is done;
+// one that did not is tried again in a minute, or once its backoff has
+// passed (a server created just before a crash must not stay unseen
+// because one listing failed). m.mu held.
+func (m *Manager) rescanDone(provider string, rescan, listed kindSet, now time.Time) {
+	if rescan.none() {
+		return
+	}
+	m.rescanned[provider] = m.rescanned[provider].union(rescan.and(listed))
+	if !rescan.minus(listed).none() {
 		m.rescanRetry[provider] = now.Add(time.Minute)
 	}
 }
