@@ -167,9 +167,10 @@
 // ([EventCreateUncertain]) for [Policy.CreateLookupGrace], then reported
 // ([EventCreateUnresolved]); it is never retried blindly. Its instance may
 // still land for an hour after (on Hot Aisle unlabelled, the label being a
-// second call): it is taken and released if unwanted, and a deleted fleet
-// stays (deleting) in [Manager.Fleets] until that instance is gone or the
-// hour is over. One found late on Hot Aisle, which gives no creation time,
+// second call): its provider is listed every [Policy.DriftCheckInterval]
+// during that hour and once at its end, it is taken and released if
+// unwanted, and a deleted fleet stays (deleting) in [Manager.Fleets] until
+// that instance is gone or the hour is over and listed. One found late on Hot Aisle, which gives no creation time,
 // has its start bounded ([InstanceRecord.CreatedLatest]): its minimum
 // counts from the earliest start, its release is retried unforced while
 // refused for the minimum, and forced only at the latest start's minimum
