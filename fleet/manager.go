@@ -195,6 +195,7 @@ type Manager struct {
 	labelNext      map[string]time.Time
 	providerHold   map[string]time.Time // provider → no creates before (account-level refusal)
 	unsettled      map[string]time.Time // provider → when a list or delete call last failed (margin.go)
+	down           map[string]bool      // provider → its latest list or delete call failed in a way that passes (margin.go)
 	holdFails      map[string]int
 	listRefused    map[string]kindSet   // provider → the kinds whose listing its account refused, until they list again (a refusal spell)
 	offerOK        map[string]bool      // offer key → a create of it succeeded
@@ -297,7 +298,7 @@ func NewManager(cfg Config) (*Manager, error) {
 func (m *Manager) initMaps() {
 	m.fleets, m.insts, m.byFleet = map[string]*FleetRecord{}, map[string]*InstanceRecord{}, map[string]map[string]*InstanceRecord{}
 	m.counts = map[string]int{}
-	m.unsettled = map[string]time.Time{}
+	m.unsettled, m.down = map[string]time.Time{}, map[string]bool{}
 	m.dirtyF, m.dirtyI, m.goneF, m.goneI = map[string]bool{}, map[string]bool{}, map[string]bool{}, map[string]bool{}
 	m.tasks = newTaskSet()
 	m.obs, m.seen, m.kindsListed, m.keysDirty = map[string]*observation{}, map[string]time.Time{}, map[string]kindSet{}, map[string]bool{}

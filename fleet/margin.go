@@ -38,6 +38,23 @@ func (m *Manager) noteCallFailure(provider string, err error, now time.Time) {
 	if now.After(m.unsettled[provider]) {
 		m.unsettled[provider] = now
 	}
+	m.down[provider] = true
+}
+
+// noteAnswer records that provider answered a list or delete call (a
+// success, or an answer about the request or the account): it is not down.
+// m.mu held.
+func (m *Manager) noteAnswer(provider string) { delete(m.down, provider) }
+
+// deletesUnderWay counts the delete calls in flight per provider. m.mu held.
+func (m *Manager) deletesUnderWay() map[string]int {
+	n := map[string]int{}
+	for _, r := range m.insts {
+		if r.Termination != nil && m.busy("delete/"+r.Instance.RequestID) {
+			n[r.Instance.Provider]++
+		}
+	}
+	return n
 }
 
 // hourlyMargin is how long before the end of its billed hour an idle
@@ -132,4 +149,21 @@ func (m *Manager) marginCheck(r *InstanceRecord, seen time.Time) time.Time {
 		return time.Time{} // listed inside the window
 	}
 	return end.Add(-(m.pol.HourlyReleaseMargin + m.pol.CalmHourlyReleaseMargin) / 2)
+}
+
+// postponeProbed puts off the releases of probe's provider that are due
+// now and waited for probe's answer, which says the provider is still
+// down: each is planned as if its own delete had been refused now
+// (retryAt: the retry pace, and each one's last attempt before its own
+// billing boundary), without a call. m.mu held.
+func (m *Manager) postponeProbed(probe *InstanceRecord, now time.Time) {
+	for _, r := range m.insts {
+		t := r.Termination
+		if r == probe || t == nil || r.Instance.Provider != probe.Instance.Provider || r.Instance.Status != StatusTerminating ||
+			r.Instance.ID == "" || !t.Accepted.IsZero() || now.Before(m.deleteAt(r)) || m.busy("delete/"+r.Instance.RequestID) {
+			continue
+		}
+		t.NextAttempt = m.retryAt(r, now, boundaryRetryEvery, 0, true)
+		m.dirtyI[r.Instance.RequestID] = true
+	}
 }

@@ -295,6 +295,9 @@ func (m *Manager) listOutcome(key string, err error, now time.Time) {
 	if err == nil {
 		delete(m.listFails, key)
 		delete(m.listRetry, key)
+		if _, provider, ok := strings.Cut(key, "/"); ok {
+			m.noteAnswer(provider)
+		}
 		return
 	}
 	m.listFails[key]++

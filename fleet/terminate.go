@@ -17,11 +17,17 @@ const confirmAfter = time.Minute
 
 // launchReleases starts the delete calls that are due, earliest billing
 // boundary first, as many as Policy.Parallelism allows; a delete due in the
-// last release margin before its boundary (boundaryCritical) starts
-// whatever the bound. Records that never got a resource are closed (see
-// dueReleases). Each delete is followed by a Get, and only ErrNotFound
-// closes a record. m.mu held.
+// last release margin before its boundary (boundaryCritical), or of an
+// instance billed by the minute past its minimum (each minute queued is
+// paid), starts whatever the bound. While a provider is down (its latest
+// list or delete call failed in a way that passes) one delete at a time
+// probes it, the most urgent; the others wait for its answer, and when it
+// fails they are put off as if refused too (postponeProbed), so that an
+// outage meets about one delete call per retry pace, not one per node. Records that never
+// got a resource are closed (see dueReleases). Each delete is followed by
+// a Get, and only ErrNotFound closes a record. m.mu held.
 func (m *Manager) launchReleases(now time.Time) {
+	under := m.deletesUnderWay()
 	for _, r := range m.dueReleases(now) {
 		t := r.Termination
 		if !t.Accepted.IsZero() {
@@ -30,10 +36,15 @@ func (m *Manager) launchReleases(now time.Time) {
 			}
 			continue
 		}
-		if m.free(taskCall) <= 0 && !m.boundaryCritical(r, now) {
+		prov := r.Instance.Provider
+		if m.down[prov] && under[prov] > 0 {
+			continue // one delete probes a provider that is down
+		}
+		if m.free(taskCall) <= 0 && !m.boundaryCritical(r, now) && !m.billedByTheMinuteNow(r, now) {
 			continue
 		}
-		reqID, p, id, force := r.Instance.RequestID, m.providers[r.Instance.Provider], r.Instance.ID, t.Force
+		under[prov]++
+		reqID, p, id, force := r.Instance.RequestID, m.providers[prov], r.Instance.ID, t.Force
 		m.launch("delete/"+reqID, taskCall, m.pol.CallTimeout, func(ctx context.Context) func(time.Time) {
 			err := p.Delete(ctx, id, DeleteOptions{Force: force})
 			var got Instance
@@ -120,6 +131,7 @@ func (m *Manager) releaseResult(r *InstanceRecord, err error, goneNow bool, now 
 	m.dirtyI[r.Instance.RequestID] = true
 	switch {
 	case err == nil, errors.Is(err, ErrDeletePending):
+		m.noteAnswer(r.Instance.Provider)
 		t.Accepted, t.LastError = now, ""
 		t.NextAttempt = now.Add(confirmAfter)
 		if goneNow {
@@ -127,6 +139,7 @@ func (m *Manager) releaseResult(r *InstanceRecord, err error, goneNow bool, now 
 		}
 		return
 	case errors.Is(err, ErrNotFound):
+		m.noteAnswer(r.Instance.Provider)
 		m.markGone(r, now)
 		return
 	}
@@ -134,7 +147,9 @@ func (m *Manager) releaseResult(r *InstanceRecord, err error, goneNow bool, now 
 		m.minimumNotOver(r, err, now)
 		return
 	}
-	m.noteCallFailure(r.Instance.Provider, err, now)
+	if m.noteCallFailure(r.Instance.Provider, err, now); requestAnswer(err) || accountRefusal(err) {
+		m.noteAnswer(r.Instance.Provider)
+	}
 	if t.FirstFailure.IsZero() {
 		t.FirstFailure = now
 	}
@@ -153,6 +168,9 @@ func (m *Manager) releaseResult(r *InstanceRecord, err error, goneNow bool, now 
 		m.event(Event{Type: EventReleaseForced, Fleet: r.Instance.Fleet, Provider: r.Instance.Provider, InstanceID: r.Instance.ID,
 			Err: err.Error(), Message: "the provider refused the release inside the minimum reservation; forced (the minimum is charged whole either way)"})
 		return
+	}
+	if m.down[r.Instance.Provider] {
+		m.postponeProbed(r, now)
 	}
 	wait := backoff(t.Attempts, m.pol.TerminationMinBackoff, m.pol.TerminationMaxBackoff)
 	if accountRefusal(err) {
