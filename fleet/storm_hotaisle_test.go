@@ -12,10 +12,11 @@ import (
 )
 
 // Releases billed by the minute past the minimum do not queue behind
-// Policy.Parallelism (each queued minute is paid). Before the fix (tester AL): 200 Hot Aisle VMs (vm-mi300x-1, 2.99 USD/h) past their 30-min
-// minimum (every minute billed), the fleet deleted during a Hot Aisle outage
-// of 20 min (and, second case, with no outage). The releases are not
-// boundary-critical (no billing boundary ahead), so they take
+// Policy.Parallelism (each queued minute is paid). Before the fix (tester
+// AL): 200 Hot Aisle VMs (vm-mi300x-1, 2.99 USD/h) past their 30-min
+// minimum (every minute billed), the fleet deleted during a Hot Aisle
+// outage of 20 min (and, second case, with no outage). The releases are
+// not boundary-critical (no billing boundary ahead), so they take
 // Policy.Parallelism's 8 slots, each held ~20 s by the VM DELETE that
 // blocks while the VM is reset: 24 releases a minute. Measured: the last
 // VM billed 8 min past the outage's end (or the Delete), 13 h 21 min in

@@ -12,18 +12,19 @@ import (
 )
 
 // The margin-window listings stay bounded whatever the node count (none
-// for nodes no idle release can take). Before the fix (tester AL), margin-check listings: n idle Vultr VMs kept (IdleTimeout 0)
-// whose billed hours end at different times (one created every 3600/n s).
-// marginCheck lists the provider at every idle node's hour end less
-// HourlyReleaseMargin, unless a listing came after that moment: one
-// listing per idle node per hour. Measured in the steady state: 20 VMs 20
-// GET /v2/instances per hour, 200 VMs 200 per hour (410 with the
-// bare-metal listing refused, plus 6 refused bare-metal and 6 VPC
-// listings), against 6 drift listings an hour without the check.
-// Expected: bounded whatever n, e.g. a listing up to 2 min before a node's
-// margin start counting for it (health judged 12 min before the hour's end
-// instead of 10): at most 30 margin listings + 6 drift listings an hour
-// (one page of 500 each), 72 calls in the 2 h measured.
+// for nodes no idle release can take). Before the fix (tester AL), margin-
+// check listings: n idle Vultr VMs kept (IdleTimeout 0) whose billed hours
+// end at different times (one created every 3600/n s). marginCheck lists
+// the provider at every idle node's hour end less HourlyReleaseMargin,
+// unless a listing came after that moment: one listing per idle node per
+// hour. Measured in the steady state: 20 VMs 20 GET /v2/instances per
+// hour, 200 VMs 200 per hour (410 with the bare-metal listing refused,
+// plus 6 refused bare-metal and 6 VPC listings), against 6 drift listings
+// an hour without the check. Expected: bounded whatever n, e.g. a listing
+// up to 2 min before a node's margin start counting for it (health judged
+// 12 min before the hour's end instead of 10): at most 30 margin listings
+// + 6 drift listings an hour (one page of 500 each), 72 calls in the 2 h
+// measured.
 func TestMarginListingsStayBoundedWithSpreadHours(t *testing.T) {
 	for _, refuse := range []bool{false, true} {
 		t.Run(fmt.Sprint("200/metal-refused=", refuse), func(t *testing.T) { marginCheckSpread(t, 200, refuse) })

@@ -11,18 +11,19 @@ import (
 )
 
 // While a provider is down one delete probes it; the others wait and are
-// put off with it, so the calls do not grow with the nodes. Before the fix (tester AL), call storm: 200 Vultr VMs created together, the fleet deleted
-// idle (released at the hour's end less the margin), a Vultr outage from
-// 48 to 59 min of the hour. Every VM's delete is boundary-critical from
-// 50 min (the wide margin), so each is tried every 30 s beyond
-// Policy.Parallelism, and each attempt is up to 5 HTTP calls (the
+// put off with it, so the calls do not grow with the nodes. Before the fix
+// (tester AL), call storm: 200 Vultr VMs created together, the fleet
+// deleted idle (released at the hour's end less the margin), a Vultr
+// outage from 48 to 59 min of the hour. Every VM's delete is boundary-
+// critical from 50 min (the wide margin), so each is tried every 30 s
+// beyond Policy.Parallelism, and each attempt is up to 5 HTTP calls (the
 // client's retries). Measured: 14,790 DELETEs in the 11 min (80,700 calls
 // per hour, 22 per second, one VM alone: 84), bounded only by the client's
 // 30 rps limiter (500 VMs: 90,100 per hour); ~300 goroutines. The bill is
 // right (every VM one hour, no 429). Expected: while the provider fails
 // for a reason other than the request (an outage), the calls do not grow
-// with the nodes: say at most 1,000 in the 11 min (one probe delete per
-// 30 s with its client retries, plus listings, with room to spare).
+// with the nodes: say at most 1,000 in the 11 min (one probe delete per 30
+// s with its client retries, plus listings, with room to spare).
 func TestVultrOutageMeetsOneProbeNotOneDeletePerNode(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const n = 200
