@@ -195,7 +195,7 @@ type Manager struct {
 	labelNext      map[string]time.Time
 	providerHold   map[string]time.Time // provider → no creates before (account-level refusal)
 	unsettled      map[string]time.Time // provider → when a list or delete call last failed (margin.go)
-	down           map[string]bool      // provider → its latest list or delete call failed in a way that passes (margin.go)
+	down           map[string]bool      // kindKey → the latest list or delete call of that kind failed in a way that passes (margin.go)
 	holdFails      map[string]int
 	listRefused    map[string]kindSet   // provider → the kinds whose listing its account refused, until they list again (a refusal spell)
 	offerOK        map[string]bool      // offer key → a create of it succeeded

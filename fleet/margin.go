@@ -38,20 +38,28 @@ func (m *Manager) noteCallFailure(provider string, err error, now time.Time) {
 	if now.After(m.unsettled[provider]) {
 		m.unsettled[provider] = now
 	}
-	m.down[provider] = true
 }
 
-// noteAnswer records that provider answered a list or delete call (a
-// success, or an answer about the request or the account): it is not down.
-// m.mu held.
-func (m *Manager) noteAnswer(provider string) { delete(m.down, provider) }
+// noteKindOutcome records how a list or delete call about one kind of a
+// provider's instances (key: kindKey) ended: a failure that passes (not an
+// answer about the request or the account) marks that kind down, any
+// answer marks it up. Kinds apart: a Hot Aisle bare-metal delete that
+// hangs must not hold back the VMs' releases. m.mu held.
+func (m *Manager) noteKindOutcome(key string, err error) {
+	if err == nil || requestAnswer(err) || accountRefusal(err) {
+		delete(m.down, key)
+		return
+	}
+	m.down[key] = true
+}
 
-// deletesUnderWay counts the delete calls in flight per provider. m.mu held.
+// deletesUnderWay counts the delete calls in flight per provider and kind
+// (kindKey). m.mu held.
 func (m *Manager) deletesUnderWay() map[string]int {
 	n := map[string]int{}
 	for _, r := range m.insts {
 		if r.Termination != nil && m.busy("delete/"+r.Instance.RequestID) {
-			n[r.Instance.Provider]++
+			n[kindKey(r.Instance.Provider, r.Instance.Offer.BareMetal)]++
 		}
 	}
 	return n
@@ -151,7 +159,7 @@ func (m *Manager) marginCheck(r *InstanceRecord, seen time.Time) time.Time {
 	return end.Add(-(m.pol.HourlyReleaseMargin + m.pol.CalmHourlyReleaseMargin) / 2)
 }
 
-// postponeProbed puts off the releases of probe's provider that are due
+// postponeProbed puts off the releases of probe's provider and kind that are due
 // now and waited for probe's answer, which says the provider is still
 // down: each is planned as if its own delete had been refused now
 // (retryAt: the retry pace, and each one's last attempt before its own
@@ -159,7 +167,7 @@ func (m *Manager) marginCheck(r *InstanceRecord, seen time.Time) time.Time {
 func (m *Manager) postponeProbed(probe *InstanceRecord, now time.Time) {
 	for _, r := range m.insts {
 		t := r.Termination
-		if r == probe || t == nil || r.Instance.Provider != probe.Instance.Provider || r.Instance.Status != StatusTerminating ||
+		if r == probe || t == nil || r.Instance.Provider != probe.Instance.Provider || r.Instance.Offer.BareMetal != probe.Instance.Offer.BareMetal || r.Instance.Status != StatusTerminating ||
 			r.Instance.ID == "" || !t.Accepted.IsZero() || now.Before(m.deleteAt(r)) || m.busy("delete/"+r.Instance.RequestID) {
 			continue
 		}

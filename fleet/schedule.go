@@ -295,9 +295,7 @@ func (m *Manager) listOutcome(key string, err error, now time.Time) {
 	if err == nil {
 		delete(m.listFails, key)
 		delete(m.listRetry, key)
-		if _, provider, ok := strings.Cut(key, "/"); ok {
-			m.noteAnswer(provider)
-		}
+		m.noteKindOutcome(key, nil)
 		return
 	}
 	m.listFails[key]++
@@ -305,6 +303,7 @@ func (m *Manager) listOutcome(key string, err error, now time.Time) {
 	if _, provider, ok := strings.Cut(key, "/"); ok {
 		m.noteCallFailure(provider, err, now) // any listing of the provider: its health
 	}
+	m.noteKindOutcome(key, err) // "vms/" and "metal/" keys: that kind is down (others are never looked up)
 }
 
 // failWaitMax and failWaitMaxRefused cap failWait: a minute for failures

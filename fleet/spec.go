@@ -338,9 +338,10 @@ type Policy struct {
 	// still share the client's rate limiter. Starting forced releases
 	// earlier instead would need each provider's delete time, which is not
 	// known ahead. So does the release of an instance billed by the minute
-	// past its minimum (every queued minute is paid). While a provider is
-	// down (its latest list or delete call failed in a way that passes),
-	// one delete at a time probes it and the others wait for its answer.
+	// past its minimum (every queued minute is paid). While one kind of a
+	// provider's instances (VMs, bare metal) is down (its latest list or
+	// delete call failed in a way that passes), one delete of that kind at
+	// a time probes it and the others of that kind wait for its answer.
 	Parallelism int
 	// MaxDeadlineMisses stops a fleet's creates after this many instances
 	// in a row missed their deadline (3): each may have paid a minimum. An

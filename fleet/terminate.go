@@ -19,9 +19,9 @@ const confirmAfter = time.Minute
 // boundary first, as many as Policy.Parallelism allows; a delete due in the
 // last release margin before its boundary (boundaryCritical), or of an
 // instance billed by the minute past its minimum (each minute queued is
-// paid), starts whatever the bound. While a provider is down (its latest
-// list or delete call failed in a way that passes) one delete at a time
-// probes it, the most urgent; the others wait for its answer, and when it
+// paid), starts whatever the bound. While a provider's kind of instances
+// is down (its latest list or delete call failed in a way that passes) one
+// delete at a time probes it, the most urgent; the others wait for its answer, and when it
 // fails they are put off as if refused too (postponeProbed), so that an
 // outage meets about one delete call per retry pace, not one per node. Records that never
 // got a resource are closed (see dueReleases). Each delete is followed by
@@ -36,14 +36,14 @@ func (m *Manager) launchReleases(now time.Time) {
 			}
 			continue
 		}
-		prov := r.Instance.Provider
-		if m.down[prov] && under[prov] > 0 {
-			continue // one delete probes a provider that is down
+		prov, kind := r.Instance.Provider, kindKey(r.Instance.Provider, r.Instance.Offer.BareMetal)
+		if m.down[kind] && under[kind] > 0 {
+			continue // one delete probes a provider's kind that is down
 		}
 		if m.free(taskCall) <= 0 && !m.boundaryCritical(r, now) && !m.billedByTheMinuteNow(r, now) {
 			continue
 		}
-		under[prov]++
+		under[kind]++
 		reqID, p, id, force := r.Instance.RequestID, m.providers[prov], r.Instance.ID, t.Force
 		m.launch("delete/"+reqID, taskCall, m.pol.CallTimeout, func(ctx context.Context) func(time.Time) {
 			err := p.Delete(ctx, id, DeleteOptions{Force: force})
@@ -131,7 +131,7 @@ func (m *Manager) releaseResult(r *InstanceRecord, err error, goneNow bool, now 
 	m.dirtyI[r.Instance.RequestID] = true
 	switch {
 	case err == nil, errors.Is(err, ErrDeletePending):
-		m.noteAnswer(r.Instance.Provider)
+		m.noteKindOutcome(kindKey(r.Instance.Provider, r.Instance.Offer.BareMetal), nil)
 		t.Accepted, t.LastError = now, ""
 		t.NextAttempt = now.Add(confirmAfter)
 		if goneNow {
@@ -139,7 +139,7 @@ func (m *Manager) releaseResult(r *InstanceRecord, err error, goneNow bool, now 
 		}
 		return
 	case errors.Is(err, ErrNotFound):
-		m.noteAnswer(r.Instance.Provider)
+		m.noteKindOutcome(kindKey(r.Instance.Provider, r.Instance.Offer.BareMetal), nil)
 		m.markGone(r, now)
 		return
 	}
@@ -147,9 +147,8 @@ func (m *Manager) releaseResult(r *InstanceRecord, err error, goneNow bool, now 
 		m.minimumNotOver(r, err, now)
 		return
 	}
-	if m.noteCallFailure(r.Instance.Provider, err, now); requestAnswer(err) || accountRefusal(err) {
-		m.noteAnswer(r.Instance.Provider)
-	}
+	m.noteCallFailure(r.Instance.Provider, err, now)
+	m.noteKindOutcome(kindKey(r.Instance.Provider, r.Instance.Offer.BareMetal), err)
 	if t.FirstFailure.IsZero() {
 		t.FirstFailure = now
 	}
@@ -169,7 +168,7 @@ func (m *Manager) releaseResult(r *InstanceRecord, err error, goneNow bool, now 
 			Err: err.Error(), Message: "the provider refused the release inside the minimum reservation; forced (the minimum is charged whole either way)"})
 		return
 	}
-	if m.down[r.Instance.Provider] {
+	if m.down[kindKey(r.Instance.Provider, r.Instance.Offer.BareMetal)] {
 		m.postponeProbed(r, now)
 	}
 	wait := backoff(t.Attempts, m.pol.TerminationMinBackoff, m.pol.TerminationMaxBackoff)
