@@ -282,8 +282,10 @@ type Policy struct {
 	// window ends this long before the next billed hour starts, so that a
 	// release lands inside the hour already paid (10 min), while the
 	// provider is unsettled: one of its list or delete calls failed within
-	// the last 30 minutes for a reason other than the request (an outage,
-	// HTTP 5xx, 429, a timeout), or the instance's own delete was refused;
+	// the last 30 minutes for a reason that passes by itself (an outage,
+	// HTTP 5xx, 429, a timeout; not an answer about the request, nor a
+	// refusal of the account: 401/403), or the instance's own delete was
+	// refused;
 	// and in the Manager's first 30 minutes (a restart forgets what failed
 	// before it). A release already deferred to the calm margin comes
 	// forward when the provider turns unsettled.
