@@ -25,8 +25,13 @@ var ErrNoIdle = errors.New("gpufleet: no idle instance")
 // (or Acquire) is recorded after its last idle mark counts as taken. Only a
 // node that can run a job now is handed out: ready (idle or busy, agent
 // started), no release decided, not powered off (Instance.Stopped, or a
-// power-on under way), not an orphan, and, with an Agent, its last agent
-// check passed. A node whose agent cannot be checked because the fleet's
+// power-on under way), not an orphan, in the fleet's VPC for a
+// PlacementCluster fleet on a provider with VPCs (its attach confirmed, or
+// given up with EventVPCUnavailable), and, with an Agent, its agent known
+// healthy: its last check passed, or failed and the agent was started again
+// and verified (EventAgentUnhealthy "the agent was started again"); not
+// while a check could not reach it through a host on the way (a jump host,
+// ErrAgentPathDown). A node whose agent cannot be checked because the fleet's
 // private key is missing (a restart without it: EventAgentKeyMissing) is
 // handed out only within Policy.AgentCheckInterval ×
 // Policy.AgentCheckFailures of its last passed check or of the restart
@@ -161,13 +166,42 @@ func (m *Manager) handOutFirst(a, b *InstanceRecord, now time.Time) bool {
 
 // runnable reports whether r's machine can run a job now: ready (idle or
 // busy), no release decided, powered on (not Stopped, no power-on under
-// way), claimed by its fleet (not an orphan), and, with an Agent, its last
-// agent check passed. m.mu held.
+// way), claimed by its fleet (not an orphan), in its cluster fleet's VPC
+// (vpcPending), and, with an Agent, its agent known healthy (agentHealthy).
+// m.mu held.
 func (m *Manager) runnable(r *InstanceRecord) bool {
 	st := r.Instance.Status
 	return (st == StatusIdle || st == StatusBusy) && r.Termination == nil && r.Instance.ID != "" &&
 		!r.Instance.Stopped && !m.busy("start/"+r.Instance.RequestID) && !r.Orphan &&
-		(m.cfg.Agent == nil || r.AgentCheckFails == 0)
+		!m.vpcPending(r) && (m.cfg.Agent == nil || m.agentHealthy(r))
+}
+
+// vpcPending reports whether r belongs to a PlacementCluster fleet on a
+// provider with VPCs and its attach to the fleet's VPC is not settled yet
+// (InstanceRecord.VPCDone: confirmed by listing the server's VPCs, or given
+// up with EventVPCUnavailable). A cluster job on it could not reach its
+// peers' private addresses: Vultr refuses the attach while the server is
+// locked after boot, so a node is ready minutes before it is in the VPC
+// (tester AO). m.mu held.
+func (m *Manager) vpcPending(r *InstanceRecord) bool {
+	f := m.fleets[r.Instance.Fleet]
+	if f == nil || f.Spec.Placement != PlacementCluster || r.VPCDone {
+		return false
+	}
+	_, vpcs := m.providers[r.Instance.Provider].(VPCProvider)
+	return vpcs
+}
+
+// agentHealthy reports whether r's agent is known healthy: by the latest
+// agent check's verdict in this process (agentVerdict: a check whose path
+// was down vouches for nothing; a failed check whose restart of the agent
+// succeeded — Agent.Start verifies health — vouches for it), else by its
+// record (no failed check since the last that passed). m.mu held.
+func (m *Manager) agentHealthy(r *InstanceRecord) bool {
+	if v, ok := m.agentVerdict[r.Instance.RequestID]; ok {
+		return v
+	}
+	return r.AgentCheckFails == 0
 }
 
 // agentUnverified reports whether r's agent has gone unchecked too long

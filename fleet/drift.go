@@ -147,6 +147,7 @@ func (m *Manager) agentChecked2(id string, err error, c agentCheck, now time.Tim
 	if r == nil || r.Termination != nil || !r.Instance.Running() {
 		return
 	}
+	delete(m.agentVerdict, id)
 	if err == nil {
 		if r.AgentCheckFails > 0 {
 			r.AgentCheckFails = 0
@@ -163,6 +164,7 @@ func (m *Manager) agentChecked2(id string, err error, c agentCheck, now time.Tim
 		m.confirmGone(r, now) // a Get that answers not found again (past the visibility grace) closes it
 		return
 	case errors.Is(err, ErrAgentPathDown):
+		m.agentVerdict[id] = false // not handed out: a job could not reach it either (tester AO)
 		m.event(Event{Type: EventAgentUnhealthy, Fleet: r.Instance.Fleet, Provider: r.Instance.Provider, InstanceID: r.Instance.ID,
 			Err: err.Error(), Message: "the agent cannot be reached: a host on the way (a jump host) is down; the instance is not judged by it"})
 		return
@@ -177,6 +179,7 @@ func (m *Manager) agentChecked2(id string, err error, c agentCheck, now time.Tim
 		m.requestRelease(r, "agent unhealthy", m.policyFor(m.fleets[r.Instance.Fleet]), now, true)
 		return
 	case c.restarted && c.restartErr == nil:
+		m.agentVerdict[id] = true // Start verified it healthy: handed out again (tester AO); the count of failures in a row goes on
 		ev.Message = fmt.Sprintf("check %d failed; the agent was started again", r.AgentCheckFails)
 	case c.restarted:
 		ev.Message = fmt.Sprintf("check %d failed; starting the agent again failed too: %v", r.AgentCheckFails, c.restartErr)

@@ -29,6 +29,9 @@ func (a *switchAgent) Start(_ context.Context, inst fleet.Instance) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.starts[inst.ID]++
+	if a.sick[inst.ID] { // Start verifies health (fleet.Agent): a sick agent does not come up
+		return context.DeadlineExceeded
+	}
 	return nil
 }
 

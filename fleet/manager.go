@@ -191,6 +191,7 @@ type Manager struct {
 	keyRetry       map[string]time.Time
 	keyFails       map[string]int
 	agentChecked   map[string]time.Time // request id → last agent check
+	agentVerdict   map[string]bool      // request id → the latest agent check's verdict when its record's count does not tell (agentHealthy)
 	relabel        map[string]bool      // request id → its listed label differs from the record
 	labelNext      map[string]time.Time
 	providerHold   map[string]time.Time // provider → no creates before (account-level refusal)
@@ -322,6 +323,7 @@ func (m *Manager) initMaps() {
 	m.picking = map[string]int{}
 	m.agentNext, m.keyedAgents, m.abandoned = map[string]time.Time{}, map[string]Agent{}, map[string]bool{}
 	m.agentPathDown = map[string]time.Time{}
+	m.agentVerdict = map[string]bool{}
 	m.keyMissing, m.keyMissingSaid, m.deadlineMisses = map[string]bool{}, map[string]bool{}, map[string]int{}
 	m.readAt, m.attachRefused = map[string]time.Time{}, map[string]bool{}
 }

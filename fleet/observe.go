@@ -197,6 +197,7 @@ func (m *Manager) markRunning(r *InstanceRecord, now time.Time) {
 func (m *Manager) markReady(r *InstanceRecord, now time.Time) {
 	delete(m.deadlineMisses, r.Instance.Fleet)
 	delete(m.agentPathDown, r.Instance.RequestID)
+	delete(m.agentVerdict, r.Instance.RequestID) // its agent was just started and verified
 	m.forgetDeadlineDeferred(r.Instance.RequestID)
 	if r.Instance.Ready.IsZero() {
 		r.Instance.Ready = now

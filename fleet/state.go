@@ -210,6 +210,7 @@ func (m *Manager) prune(now time.Time) {
 			delete(m.dirtyI, id)
 			delete(m.agentNext, id)
 			delete(m.agentPathDown, id)
+			delete(m.agentVerdict, id)
 			m.forgetDeadlineDeferred(id)
 			m.goneI[id] = true
 		}
