@@ -22,7 +22,9 @@ var ErrNoIdle = errors.New("gpufleet: no idle instance")
 // What counts is what was recorded, carried out by the loop or not: a node
 // given back with MarkIdle is handed out again at once (its idle mark need
 // not be carried out first), and a node whose Release, Delete or MarkBusy
-// (or Acquire) is recorded after its last idle mark counts as taken. Only a
+// (or Acquire) is recorded after its last idle mark counts as taken, and so
+// does a node whose job ended with a stop out of band until its holder's
+// MarkIdle (InstanceRecord.JobStopped). Only a
 // node that can run a job now is handed out: ready (idle or busy, agent
 // started), no release decided, not powered off (Instance.Stopped, or a
 // power-on under way), not an orphan, in the fleet's VPC for a
@@ -125,7 +127,7 @@ func (m *Manager) pickIdle(fleet string, skip map[string]bool, stored []Intent) 
 			unchecked++
 			continue
 		}
-		busy := r.Busy || r.Instance.Status == StatusBusy
+		busy := r.Busy || r.Instance.Status == StatusBusy || r.JobStopped // a stopped job's node: its holder gives it back
 		switch marks[id] {
 		case markReleased:
 			continue

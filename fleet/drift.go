@@ -70,9 +70,9 @@ func (m *Manager) restarted(reqID string, err error, now time.Time) {
 		m.requestRelease(r, "stopped out of band", m.policyFor(m.fleets[r.Instance.Fleet]), now, true)
 		return
 	}
-	if r.Busy { // the stop ended its job
+	if r.Busy { // the stop ended its job; its holder gives the node back (JobStopped)
 		m.noteBusy(r, false, now)
-		r.IdleSince = now
+		r.IdleSince, r.JobStopped = now, true
 	}
 	r.Busy, r.AcquiredBy, r.RunningSince, r.AgentTries = false, "", now, 0
 	r.Instance.Stopped = false // powered on: not a stopped member for a scale-down any more

@@ -391,7 +391,11 @@ func (m *Manager) MarkBusy(instanceID string) error { return m.mark(instanceID, 
 // MarkIdle records that a busy instance is idle; its idle clock starts
 // when the loop takes the mark. On an instance already idle it changes
 // nothing: an orchestrator that repeats its idle marks does not keep a node
-// (and its bill) running past its release. Errors as MarkBusy.
+// (and its bill) running past its release. A node that was busy when it
+// was powered off out of band and started again (Policy.OnStoppedRestart,
+// EventInstanceStopped) is idle, its job ended with the stop, but stays
+// its holder's until MarkIdle gives it back (InstanceRecord.JobStopped):
+// Acquire does not hand it out before. Errors as MarkBusy.
 func (m *Manager) MarkIdle(instanceID string) error { return m.mark(instanceID, intentIdle) }
 
 func (m *Manager) mark(instanceID string, kind intentKind) error {
@@ -520,6 +524,10 @@ func (m *Manager) markBusy(reqID string, busy bool, now time.Time) {
 	r := m.insts[reqID]
 	if r == nil || r.Termination != nil || (r.Instance.Status != StatusIdle && r.Instance.Status != StatusBusy) {
 		return
+	}
+	if r.JobStopped {
+		r.JobStopped = false // given back (or taken again) by its holder
+		m.dirtyI[reqID] = true
 	}
 	if !busy && !r.Busy && r.Instance.Status == StatusIdle {
 		return // idle already: its idle clock runs on (a repeated MarkIdle must not keep it for ever)

@@ -152,7 +152,15 @@ type InstanceRecord struct {
 	// busy mark; zero if never busy). With IdleSince it tells a Manager
 	// that restarts, or a replica that takes the fleet over, the fleet's
 	// recent jobs, which the re-buy hold is chosen from.
-	BusySince  time.Time
+	BusySince time.Time
+	// JobStopped: the node was busy (claimed by an Acquire or MarkBusy) when
+	// it was powered off out of band, and was started again
+	// (Policy.OnStoppedRestart). Its job ended with the stop, so it is idle
+	// (its idle clock and release rules run from the restart), but Acquire
+	// does not hand it out until its holder gives it back with MarkIdle (or
+	// marks it busy again): otherwise the holder's MarkIdle, sent on seeing
+	// its job fail, would free it under the next job (tester AO).
+	JobStopped bool `json:",omitempty"`
 	AgentTries int
 	// AgentCheckFails counts failed agent checks in a row after ready.
 	AgentCheckFails int
