@@ -130,7 +130,7 @@ func minimumSentence(refused, held, forced int, o outcome) string {
 		if forced == 1 {
 			verb = "was"
 		}
-		parts = append(parts, fmt.Sprintf("%s held for it %s forced before it ended (paid anyway)", count(forced, "release", "releases"), verb))
+		parts = append(parts, fmt.Sprintf("%s held for the minimum %s forced before it ended (the rest of it paid anyway)", count(forced, "release", "releases"), verb))
 	}
 	if refused > 0 {
 		head := count(refused, "was", "were") + " refused before it ended, and retried"

@@ -117,7 +117,7 @@ func TestMinimumSentenceTellsForcedReleases(t *testing.T) {
 	forced := ev.forcedAfterHold(h)
 	assert.Equal(t, 1, forced)
 	unit := [2]string{"server", "servers"}
-	assert.Equal(t, "1 release waited for the end of the minimum reservation (paid anyway); 1 release held for it was forced before it ended (paid anyway).",
+	assert.Equal(t, "1 release waited for the end of the minimum reservation (paid anyway); 1 release held for the minimum was forced before it ended (the rest of it paid anyway).",
 		minimumSentence(0, 2, forced, outcome{}))
 	assert.Equal(t, "2 releases were refused before the minimum reservation ended, and retried: 1 server confirmed gone; 1 server never confirmed gone.",
 		minimumSentence(2, 0, 0, outcome{ok: 1, open: 1, unit: unit}))
