@@ -195,8 +195,10 @@ func restartBooting(r *InstanceRecord) bool {
 //     paid anyway, and keeping it longer buys the next one, which costs as
 //     much as buying a new machine later. An instance that goes idle after
 //     that moment is released at once: a delete that lands before the hour
-//     ends saves the next hour, one that lands after costs no more than
-//     keeping it. IdleTimeout plays no part: releasing earlier inside a paid
+//     ends saves the next hour — unless less than boundarySlack (10 s, a
+//     call's latency) is left, when no delete can land in it: then it is
+//     kept, acquirable, to the next hour's last safe moment (that hour is
+//     bought either way). IdleTimeout plays no part: releasing earlier inside a paid
 //     hour saves nothing. Nor is it released while the provider refuses
 //     deletes after the start of its running (Offer.DeleteLock, counted
 //     from the last listing that showed it not running): a node ready late
@@ -212,13 +214,17 @@ func restartBooting(r *InstanceRecord) bool {
 //     Policy.MinuteReleaseMargin; paid anyway) — IdleTimeout does not carry
 //     it past; one idle after that, or never used yet, is released
 //     IdleTimeout after it went idle, not before the minimum ends (less
-//     the margin); each idle minute past the minimum costs. The re-buy hold (see held and bestRebuy) keeps the
-//     first few idle nodes in Acquire's order for a while past their
-//     minimum, as many and as long as would have cost least on the fleet's
-//     recent jobs (when that saves at least a minimum), never longer than
-//     the minimum (the ski-rental break-even); the other idle nodes, and
-//     all of them with Policy.RebuyHoldOff, are released once their minimum
-//     and IdleTimeout have passed.
+//     the margin); each idle minute past the minimum costs. The re-buy
+//     hold (see held and bestRebuy) keeps the first few idle nodes in
+//     Acquire's order for a while past their minimum, as many and as long
+//     as would have cost least on the fleet's recent jobs (when that saves
+//     at least a minimum), never longer than the minimum (the ski-rental
+//     break-even), and never less than IdleTimeout after going idle; the
+//     other idle nodes, and all of them with Policy.RebuyHoldOff, are
+//     released once their minimum and IdleTimeout have passed. A release
+//     past the minimum that falls on a billed minute's boundary goes
+//     boundarySlack (10 s) before it (beforeMinuteBoundary), so that the
+//     delete lands inside the minute already paid.
 //
 // m.mu held.
 func (m *Manager) idleReleaseAt(r *InstanceRecord, idleTimeout time.Duration, spare bool, hold time.Duration, now time.Time) time.Time {
@@ -246,7 +252,14 @@ func (m *Manager) idleReleaseAt(r *InstanceRecord, idleTimeout time.Duration, sp
 			}
 			from = maxTime(from, lock)
 		}
-		return maxTime(from, m.paidUntil(r, from).Add(-m.hourlyMargin(r, now)))
+		end := m.paidUntil(r, from)
+		if end.Sub(from) < boundarySlack {
+			// No delete can land in this hour any more (a call takes a
+			// moment): the next one is bought either way, and the node
+			// stays acquirable to its last safe moment (tester AN).
+			end = m.paidUntil(r, end)
+		}
+		return maxTime(from, end.Add(-m.hourlyMargin(r, now)))
 	}
 	minEnd := c.Add(o.MinimumReservation)
 	// A job ended inside the minimum: no idle timer carries the node past it.
@@ -258,10 +271,7 @@ func (m *Manager) idleReleaseAt(r *InstanceRecord, idleTimeout time.Duration, sp
 		if inside {
 			return maxTime(now, safe)
 		}
-		return maxTime(safe, r.IdleSince.Add(idleTimeout))
-	}
-	if inside {
-		return m.beforeMinuteBoundary(r, minEnd.Add(hold))
+		return m.beforeMinuteBoundary(r, maxTime(safe, r.IdleSince.Add(idleTimeout)))
 	}
 	return m.beforeMinuteBoundary(r, maxTime(maxTime(minEnd, r.IdleSince).Add(hold), r.IdleSince.Add(idleTimeout)))
 }

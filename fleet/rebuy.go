@@ -205,7 +205,8 @@ func (m *Manager) rebuyHold(fleet string, o Offer, now time.Time) rebuyChoice {
 	return c.choice
 }
 
-// held picks, per fleet and kind of offer (rebuyKey), the idle per-minute
+// held picks, per fleet and kind of offer (rebuyKey; per fleet alone with
+// Policy.RebuySpares, which counts a fleet's spares), the idle per-minute
 // nodes the re-buy hold keeps — the first ones in Acquire's order (most
 // paid time left, then oldest), as many as the hold for their offer says —
 // and how long each is held past its minimum. Nodes whose start is unknown
@@ -223,6 +224,9 @@ func (m *Manager) held(now time.Time) (map[*InstanceRecord]bool, map[*InstanceRe
 			continue
 		}
 		g := group{r.Instance.Fleet, rebuyKeyOf(o)}
+		if m.pol.RebuySpares > 0 {
+			g.key = rebuyKey{} // a fixed hold counts a fleet's spares whatever their offer (tester AN)
+		}
 		idle[g] = append(idle[g], r)
 	}
 	for fleet := range m.rebuy {

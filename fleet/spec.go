@@ -425,10 +425,13 @@ type Policy struct {
 	// unknown (adopted) are not held.
 	RebuyHoldOff bool
 	// RebuySpares and RebuyHold set the re-buy hold instead of choosing it
-	// from the fleet's jobs: up to RebuySpares idle instances of each fleet
-	// (the first in Acquire's order) are each kept RebuyHold past the end of
-	// their minimum reservation or past going idle, the later (and never
-	// before IdleTimeout after going idle), once the fleet has run a job. Both or
+	// from the fleet's jobs: up to RebuySpares idle instances of each fleet,
+	// whatever their offer (the first in Acquire's order), are each kept
+	// RebuyHold past the end of their minimum reservation or past going
+	// idle, the later (and never before IdleTimeout after going idle; a
+	// release that falls on a billed minute's boundary goes 10 s before it,
+	// so that the delete lands in the minute paid), once the fleet has run
+	// a job. Both or
 	// neither (zero: chosen as RebuyHoldOff says); RebuyHoldOff wins. The
 	// break-even is RebuyHold equal to the offer's minimum (at most twice the
 	// least possible for an idle period); shorter holds cost less when no job
