@@ -49,10 +49,13 @@ var ErrNoIdle = errors.New("gpufleet: no idle instance")
 // handed out twice); another replica answers ErrNoIdle wrapping a
 // *LeaseHeldError that names the holder (errors.As), or ErrNoIdle alone
 // while no replica holds it (ErrNotFound for a fleet unknown or being
-// deleted in the shared store). The holder counts the marks recorded
-// through any replica: when its own view has no idle node it reads the
-// fleet's stored intents once, so that a node given back with MarkIdle
-// through another replica is handed out before that mark is carried out.
+// deleted in the shared store; ErrNoIdle wrapping the store's error when
+// the shared store cannot be read to tell: a failed read, or one that ctx
+// or Policy.CallTimeout cuts, never answers ErrNotFound). The holder
+// counts the marks recorded through any replica: when its own view has no
+// idle node it reads the fleet's stored intents once, so that a node given
+// back with MarkIdle through another replica is handed out before that
+// mark is carried out.
 // The holder records the busy mark in the
 // shared store before it returns the node (a node whose Release or MarkBusy
 // was recorded through any replica counts as taken), so that the replica
@@ -315,7 +318,11 @@ func (m *Manager) holdsNow(fleet string) bool {
 // acquireElsewhere is Acquire's answer on a replica that does not hold
 // fleet: ErrNotFound when the shared store has no such fleet or has it
 // being deleted (its record Deleting, or a Delete of it recorded), else
-// ErrNoIdle with the holder's lease when there is one.
+// ErrNoIdle with the holder's lease when there is one. A failed read (the
+// store's error, the context's end) is not an absent record: unless what
+// was read shows the fleet being deleted, it answers ErrNoIdle wrapping
+// the read's error (whether the fleet exists, or is being deleted, is not
+// known).
 func (m *Manager) acquireElsewhere(ctx context.Context, fleet string) error {
 	ctx, cancel := context.WithTimeout(ctx, m.pol.CallTimeout)
 	defer cancel()
@@ -324,11 +331,22 @@ func (m *Manager) acquireElsewhere(ctx context.Context, fleet string) error {
 	recorded := func(k IntentKind) bool {
 		return ierr == nil && slices.ContainsFunc(ins, func(in Intent) bool { return in.Kind == k })
 	}
+	var readErr error // the reads that failed (an absent record is no failure)
+	switch recFailed := err != nil && !errors.Is(err, ErrNotFound); {
+	case recFailed && ierr != nil:
+		readErr = fmt.Errorf("reading its record: %w; reading its intents: %w", err, ierr)
+	case recFailed:
+		readErr = fmt.Errorf("reading its record: %w", err)
+	case ierr != nil:
+		readErr = fmt.Errorf("reading its intents: %w", ierr)
+	}
 	switch {
-	case err != nil && !recorded(IntentApply):
-		return classed(ErrNotFound, "fleet %s", fleet)
 	case (err == nil && rec.Deleting) || recorded(IntentDelete):
 		return classed(ErrNotFound, "fleet %s (being deleted)", fleet)
+	case readErr != nil:
+		return fmt.Errorf("gpufleet: fleet %s: %w here (the shared store could not be read: %w)", fleet, unprefixed(ErrNoIdle), readErr)
+	case err != nil && !recorded(IntentApply):
+		return classed(ErrNotFound, "fleet %s", fleet)
 	}
 	leases, err := m.rep.ls.Leases(ctx)
 	if err != nil {

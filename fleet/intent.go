@@ -3,6 +3,7 @@ package fleet
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -237,7 +238,10 @@ func (m *Manager) placeable(spec Spec) error {
 // USD) and, once all are confirmed gone, its VPC. The fleet disappears after
 // that (EventFleetDeleted). It returns at once: ErrNotFound for an unknown
 // fleet, ErrClosed after Close. With replicas, ErrNotRecorded or
-// ErrMaybeRecorded when its intent cannot be stored (see there).
+// ErrMaybeRecorded when its intent cannot be stored (see there), and
+// ErrNotRecorded (wrapping the store's error) when the shared store cannot
+// be read to find the fleet: a read that fails, or that ctx or
+// Policy.CallTimeout cuts, never answers ErrNotFound (call again).
 func (m *Manager) Delete(ctx context.Context, name string, opts ...ReleaseOption) error {
 	if m.closed.Load() {
 		return ErrClosed
@@ -250,7 +254,9 @@ func (m *Manager) Delete(ctx context.Context, name string, opts ...ReleaseOption
 		return err
 	}
 	if m.rep != nil {
-		if !m.storedFleet(ctx, name) {
+		if ok, err := m.storedFleet(ctx, name, IntentDelete); err != nil {
+			return err
+		} else if !ok {
 			return classed(ErrNotFound, "fleet %s", name)
 		}
 		return m.putIntent(ctx, Intent{Fleet: name, Kind: IntentDelete, Policy: o.policy},
@@ -304,7 +310,9 @@ func releaseOpts(opts []ReleaseOption) (releaseOptions, error) {
 // still wants the node replaces it. Errors: ErrNotFound for an unknown,
 // empty or terminated id; ErrClosed after Close. With replicas,
 // ErrNotRecorded or ErrMaybeRecorded when its intent cannot be stored (see
-// there).
+// there), and ErrNotRecorded (wrapping the store's error) when the shared
+// store cannot be read to find an instance this replica has no record of,
+// or its fleet's release policy: a failed read never answers ErrNotFound.
 func (m *Manager) Release(ctx context.Context, instanceID string, opts ...ReleaseOption) (time.Time, error) {
 	if m.closed.Load() {
 		return time.Time{}, ErrClosed
@@ -317,11 +325,16 @@ func (m *Manager) Release(ctx context.Context, instanceID string, opts ...Releas
 		return time.Time{}, err
 	}
 	if m.rep != nil && !m.foundLocally(instanceID) {
-		rec, err := m.storedInstance(ctx, instanceID)
+		rctx, cancel := context.WithTimeout(ctx, m.pol.CallTimeout)
+		rec, err := m.storedInstance(rctx, instanceID, IntentRelease)
+		var fleetPolicy ReleasePolicy
+		if err == nil {
+			fleetPolicy, err = m.storedPolicy(rctx, rec.Instance.Fleet)
+		}
+		cancel()
 		if err != nil {
 			return time.Time{}, err
 		}
-		fleetPolicy := m.storedPolicy(ctx, rec.Instance.Fleet)
 		m.mu.Lock()
 		at := m.releaseAt(&rec, fleetPolicy, o.policy, m.clock.Now())
 		m.mu.Unlock()
@@ -370,12 +383,19 @@ func (m *Manager) releaseAt(r *InstanceRecord, fleetPolicy, asked ReleasePolicy,
 }
 
 // storedPolicy is the release policy of a fleet as the shared store has it
-// (Policy.Release when the fleet is not found there). Replica mode.
-func (m *Manager) storedPolicy(ctx context.Context, name string) ReleasePolicy {
-	if f, err := m.storedFleetRecord(ctx, name); err == nil {
-		return m.policyFor(&f)
+// (Policy.Release when the fleet is not found there), for Release. A failed
+// read is not an absent record (its default policy would make Release
+// answer a wrong time): it answers an error answering ErrNotRecorded and
+// wrapping the read's error. Replica mode.
+func (m *Manager) storedPolicy(ctx context.Context, name string) (ReleasePolicy, error) {
+	f, err := m.storedFleetRecord(ctx, name)
+	switch {
+	case err == nil:
+		return m.policyFor(&f), nil
+	case errors.Is(err, ErrNotFound):
+		return m.pol.Release, nil
 	}
-	return m.pol.Release
+	return "", fmt.Errorf("gpufleet: fleet %s: %s %w: reading its record: %w", name, IntentRelease, unprefixed(ErrNotRecorded), err)
 }
 
 // MarkBusy records that a ready instance is busy: it is not released for
@@ -385,7 +405,9 @@ func (m *Manager) storedPolicy(ctx context.Context, name string) ReleasePolicy {
 // through any replica: the fleet's stored intents are read first, and a
 // failed read answers ErrNotRecorded); ErrClosed after Close. With
 // replicas, ErrNotRecorded or ErrMaybeRecorded when the mark's intent
-// cannot be stored (see there).
+// cannot be stored (see there), and ErrNotRecorded (wrapping the store's
+// error) when the shared store cannot be read to find an instance this
+// replica has no record of: a failed read never answers ErrNotFound.
 func (m *Manager) MarkBusy(instanceID string) error { return m.mark(instanceID, intentBusy) }
 
 // MarkIdle records that a busy instance is idle; its idle clock starts
@@ -550,13 +572,25 @@ func (m *Manager) markBusy(reqID string, busy bool, now time.Time) {
 }
 
 // storedFleet reports whether a fleet is in the shared store or applied
-// there by a pending intent (replica mode).
-func (m *Manager) storedFleet(ctx context.Context, name string) bool {
-	if _, err := m.storedFleetRecord(ctx, name); err == nil {
-		return true
+// there by a pending intent (replica mode), for a call recording an intent
+// of kind. A read that fails (the store's error, its context's end) is not
+// an absent record: it answers an error answering ErrNotRecorded and
+// wrapping the read's error, and nothing is recorded.
+func (m *Manager) storedFleet(ctx context.Context, name string, kind IntentKind) (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, m.pol.CallTimeout)
+	defer cancel()
+	_, err := m.storedFleetRecord(ctx, name)
+	switch {
+	case err == nil:
+		return true, nil
+	case !errors.Is(err, ErrNotFound):
+		return false, fmt.Errorf("gpufleet: fleet %s: %s %w: reading its record: %w", name, kind, unprefixed(ErrNotRecorded), err)
 	}
 	ins, err := m.rep.ls.Intents(ctx, name)
-	return err == nil && slices.ContainsFunc(ins, func(in Intent) bool { return in.Kind == IntentApply })
+	if err != nil {
+		return false, fmt.Errorf("gpufleet: fleet %s: %s %w: reading its intents: %w", name, kind, unprefixed(ErrNotRecorded), err)
+	}
+	return slices.ContainsFunc(ins, func(in Intent) bool { return in.Kind == IntentApply }), nil
 }
 
 // foundLocally reports whether this replica has a record of instanceID.
@@ -567,12 +601,15 @@ func (m *Manager) foundLocally(instanceID string) bool {
 }
 
 // storedInstance finds an instance record in the shared store by provider
-// id or request id; ErrNotFound when none, or when it is terminated.
-// One read by id when the store is a RecordFinder, else every record.
-func (m *Manager) storedInstance(ctx context.Context, id string) (InstanceRecord, error) {
+// id or request id, for a call recording an intent of kind; ErrNotFound
+// when none, or when it is terminated. A failed read is not an absent
+// record: it answers an error answering ErrNotRecorded and wrapping the
+// read's error. One read by id when the store is a RecordFinder, else
+// every record.
+func (m *Manager) storedInstance(ctx context.Context, id string, kind IntentKind) (InstanceRecord, error) {
 	rec, found, err := m.findStoredInstance(ctx, id)
 	if err != nil {
-		return InstanceRecord{}, err
+		return InstanceRecord{}, fmt.Errorf("gpufleet: instance %s: %s %w: reading its record: %w", id, kind, unprefixed(ErrNotRecorded), err)
 	}
 	if !found || rec.Instance.Status == StatusTerminated {
 		return InstanceRecord{}, classed(ErrNotFound, "instance %q (gone or unknown)", id)
@@ -598,18 +635,18 @@ func (m *Manager) markStored(instanceID string, kind intentKind) error {
 		}
 	}
 	m.mu.Unlock()
+	k := IntentBusy
+	if kind == intentIdle {
+		k = IntentIdle
+	}
 	if r == nil {
 		var err error
-		if rec, err = m.storedInstance(ctx, instanceID); err != nil {
+		if rec, err = m.storedInstance(ctx, instanceID, k); err != nil {
 			return err
 		}
 	}
 	if st := rec.Instance.Status; st != StatusIdle && st != StatusBusy {
 		return fmt.Errorf("gpufleet: instance %s is %s, not ready", instanceID, st)
-	}
-	k := IntentBusy
-	if kind == intentIdle {
-		k = IntentIdle
 	}
 	if err := m.releaseStored(ctx, rec, after, k); err != nil {
 		return err
