@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"cmp"
 	"slices"
 	"time"
 )
@@ -40,9 +41,10 @@ const rebuyPriorJobs = 4
 
 // rebuyPrior is the ski-rental break-even hold: idle nodes kept as long as
 // a re-buy would waste — a new minimum less what a job uses of it: the whole
-// minimum, or, once rebuyPriorJobs jobs have ended, the minimum less the
-// mean time the fleet's jobs used of one (a fleet of jobs longer than the
-// minimum wastes nothing by buying again) — as many as the most of jobs
+// minimum, or, once rebuyPriorJobs jobs have ended (or run past a minimum),
+// the minimum less the mean time the fleet's jobs use of one (meanUsed,
+// the jobs under way counted; a fleet of jobs longer than the minimum
+// wastes nothing by buying again) — as many as the most of jobs
 // that ran at once, up to 8 (never more than the jobs have needed: nodes
 // bought while jobs waited for a boot are not all held; tester AC), or as
 // many as ran at once among the jobs under way and those that ended in the
@@ -67,18 +69,46 @@ func rebuyPrior(o Offer, jobs []BusyPeriod, now time.Time) rebuyChoice {
 			recent = append(recent, j)
 		}
 	}
-	hold, n := o.MinimumReservation, 0
-	var used time.Duration
+	hold := o.MinimumReservation
+	if used, n := meanUsed(jobs, o.MinimumReservation, now); n >= rebuyPriorJobs {
+		hold = (o.MinimumReservation - used).Round(time.Minute)
+	}
+	return rebuyChoice{max(min(8, peakJobs(jobs)), peakJobs(recent), 1), hold}
+}
+
+// meanUsed estimates how much of a minimum reservation (m) a job uses,
+// E[min(duration, m)], from the fleet's jobs: those that ended, and those
+// under way (they end at now), whose duration is known to be at least what
+// they have run. Leaving these out would count the short jobs of a fleet
+// whose long jobs are still running, and hold nodes for re-buys that waste
+// little. The estimate is the area under the Kaplan–Meier survival curve
+// up to m, the jobs under way censored where they stand; n is how many
+// jobs give a whole answer (ended, or under way past m).
+func meanUsed(jobs []BusyPeriod, m time.Duration, now time.Time) (mean time.Duration, n int) {
+	type sample struct {
+		at    time.Duration
+		ended bool
+	}
+	ss := make([]sample, 0, len(jobs))
 	for _, j := range jobs {
-		if j.Start.Add(j.Used).Before(now) {
-			used += min(j.Used, o.MinimumReservation)
+		ended := j.Start.Add(j.Used).Before(now)
+		ss = append(ss, sample{min(j.Used, m), ended && j.Used < m})
+		if ended || j.Used >= m {
 			n++
 		}
 	}
-	if n >= rebuyPriorJobs {
-		hold = (o.MinimumReservation - used/time.Duration(n)).Round(time.Minute)
+	slices.SortFunc(ss, func(a, b sample) int { return cmp.Compare(a.at, b.at) })
+	surv, last := 1.0, time.Duration(0)
+	var area float64
+	for i, s := range ss {
+		area += surv * float64(s.at-last)
+		last = s.at
+		if s.ended {
+			surv *= 1 - 1/float64(len(ss)-i)
+		}
 	}
-	return rebuyChoice{max(min(8, peakJobs(jobs)), peakJobs(recent), 1), hold}
+	area += surv * float64(m-last)
+	return time.Duration(area), n
 }
 
 // peakJobs is the most jobs running at once (a job ending as another
