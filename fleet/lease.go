@@ -48,6 +48,9 @@ var (
 	// MarkIdle repeated restarts the node's idle clock). Acquire never
 	// answers it: it voids its mark and answers ErrNotRecorded.
 	ErrMaybeRecorded = errors.New("gpufleet: intent perhaps recorded")
+	// ErrStoreUnreadable: a read of the shared store failed (ListFleets);
+	// what it answers is not known to be all there is.
+	ErrStoreUnreadable = errors.New("gpufleet: the shared store could not be read")
 )
 
 // StaleWriteError is the error of a refused conditional write.

@@ -397,11 +397,29 @@ func (m *Manager) Offers(ctx context.Context, r Requirements) ([]Offer, error) {
 
 // Fleets returns the specs of the fleets the Manager keeps (deleting ones
 // included, and those applied but not yet taken up by the loop), by name.
-// Private keys are not returned.
+// Private keys are not returned. With replicas they are read from the
+// shared store; when that read fails, the fleets this replica knows are
+// returned, which may be fewer than the store has: ListFleets says when.
 func (m *Manager) Fleets() []Spec {
-	if m.rep != nil {
-		return m.storedSpecs()
+	specs, _ := m.ListFleets(context.Background())
+	return specs
+}
+
+// ListFleets is Fleets with its error: with replicas, when the shared
+// store cannot be read (its error, or ctx or Policy.CallTimeout cut the
+// read), it returns the fleets this replica knows and an error answering
+// ErrStoreUnreadable and wrapping the store's: a fleet missing from the
+// list is then not known to be gone. Without replicas it never fails.
+func (m *Manager) ListFleets(ctx context.Context) ([]Spec, error) {
+	if m.rep == nil {
+		return m.localSpecs(), nil
 	}
+	return m.storedSpecs(ctx)
+}
+
+// localSpecs is the specs this Manager knows: its fleets and the Applies
+// queued for its loop.
+func (m *Manager) localSpecs() []Spec {
 	m.mu.Lock()
 	byName := map[string]Spec{}
 	for name, f := range m.fleets {
@@ -462,22 +480,28 @@ func (m *Manager) Records() []InstanceRecord {
 
 // storedSpecs returns every fleet of the shared store and of its pending
 // apply intents (replica mode: other replicas' fleets included).
-func (m *Manager) storedSpecs() []Spec {
-	ctx, cancel := context.WithTimeout(context.Background(), m.pol.CallTimeout)
+func (m *Manager) storedSpecs(ctx context.Context) ([]Spec, error) {
+	ctx, cancel := context.WithTimeout(ctx, m.pol.CallTimeout)
 	defer cancel()
 	byName := map[string]Spec{}
-	if fleets, err := m.rep.ls.Fleets(ctx); err == nil {
-		for _, f := range fleets {
-			byName[f.Spec.Name] = f.Spec
+	fleets, ferr := m.rep.ls.Fleets(ctx)
+	for _, f := range fleets {
+		byName[f.Spec.Name] = f.Spec
+	}
+	ins, ierr := m.rep.ls.Intents(ctx, "")
+	for _, in := range ins {
+		if in.Kind == IntentApply {
+			byName[in.Fleet] = in.Spec
 		}
 	}
-	if ins, err := m.rep.ls.Intents(ctx, ""); err == nil {
-		for _, in := range ins {
-			switch in.Kind {
-			case IntentApply:
-				byName[in.Fleet] = in.Spec
+	var err error
+	if ferr != nil || ierr != nil {
+		for _, s := range m.localSpecs() { // what this replica knows, rather than nothing
+			if _, ok := byName[s.Name]; !ok {
+				byName[s.Name] = s
 			}
 		}
+		err = fmt.Errorf("%w: listing fleets: %w", ErrStoreUnreadable, errors.Join(ferr, ierr))
 	}
 	out := make([]Spec, 0, len(byName))
 	for _, s := range byName {
@@ -486,5 +510,5 @@ func (m *Manager) storedSpecs() []Spec {
 		out = append(out, s)
 	}
 	sortSpecs(out)
-	return out
+	return out, err
 }

@@ -263,3 +263,35 @@ func TestReplicaCallsTellAPartlyFailedStoreReadFromNotFound(t *testing.T) {
 		assert.NoError(t, rs.ms[other].Delete(t.Context(), "fresh"), "Delete called again, the store reading")
 	})
 }
+
+// Fleets on a replica reads the shared store; when that read fails it
+// answered no fleet at all, so a caller concluded its fleets were gone and
+// did not Delete them (helper fixao2, beside tester AO's probe). Now the
+// holder still lists the fleet it knows, and ListFleets says the list may
+// be short (ErrStoreUnreadable, wrapping the store's error); once the store
+// reads again the error is gone.
+func TestReplicaFleetsWhenTheStoreCannotBeRead(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t, fleet.Policy{})
+		store := &readFailStore{MemoryLeaseStore: fleet.NewMemoryLeaseStore(nil)}
+		rs := newReplicaSet(t, e, store, 2)
+		require.NoError(t, rs.ms[0].Apply(t.Context(), spec("lf", 1, vultrVM("ewr"))))
+		for deadline := time.Now().Add(time.Hour); !converged(t, store, map[string]int{"lf": 1}); time.Sleep(30 * time.Second) {
+			require.True(t, time.Now().Before(deadline), "not converged")
+		}
+		holder := leaseHolderIndex(t, store, "lf", []string{"r0", "r1"})
+		require.GreaterOrEqual(t, holder, 0)
+		store.fail(false)
+		specs, err := rs.ms[holder].ListFleets(t.Context())
+		assert.ErrorIs(t, err, fleet.ErrStoreUnreadable)
+		assert.ErrorIs(t, err, errReadDown)
+		if assert.Len(t, specs, 1, "the fleet this replica holds") {
+			assert.Equal(t, "lf", specs[0].Name)
+		}
+		assert.Len(t, rs.ms[holder].Fleets(), 1, "Fleets lists it too")
+		store.up()
+		specs, err = rs.ms[1-holder].ListFleets(t.Context())
+		assert.NoError(t, err)
+		assert.Len(t, specs, 1)
+	})
+}
