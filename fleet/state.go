@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -52,7 +54,14 @@ func (m *Manager) load(ctx context.Context) error {
 
 // flush writes the changed records to the store and delivers pending
 // events. A write that fails stays dirty and is retried by the next flush
-// (EventStoreWriteFailed says so once per failing spell).
+// (EventStoreWriteFailed says so once per failing spell). The first write
+// that fails other than as a lost write (a stale version, a fence: that
+// record's own answer) ends the flush: the records not tried yet stay
+// dirty too, so that a store that cannot be reached, each call failing
+// after its timeout, holds a step (and the releases of the next) for one
+// timeout, not one per dirty record. Records whose last write failed are
+// written after the others, so that one the store refuses for good does not
+// keep the others from being tried.
 func (m *Manager) flush(ctx context.Context) error {
 	m.mu.Lock()
 	var fleets []FleetRecord
@@ -105,29 +114,64 @@ func (m *Manager) flush(ctx context.Context) error {
 	}
 	clear(m.dirtyF)
 	clear(m.goneI)
+	writeFailed := maps.Clone(m.writeFailed)
 	m.mu.Unlock()
+	failedLast := func(a, b string) int { // a record whose last write failed after the others, then by key
+		if fa, fb := writeFailed[a], writeFailed[b]; fa != fb {
+			if fa {
+				return 1
+			}
+			return -1
+		}
+		return compareStrings(a, b)
+	}
+	slices.SortFunc(fleets, func(a, b FleetRecord) int { return failedLast(fleetKey(a.Spec.Name), fleetKey(b.Spec.Name)) })
+	slices.SortFunc(insts, func(a, b InstanceRecord) int {
+		return failedLast(instKey(a.Instance.RequestID), instKey(b.Instance.RequestID))
+	})
 	var errs []error
 	var failF, failI, failGoneF, failGoneI []string
 	wroteF, wroteI := map[string]int64{}, map[string]int64{} // version written against
 	var lost []string                                        // fleets whose writes were fenced or stale: their lease is gone
+	tried, failed := map[string]bool{}, map[string]bool{}    // record writes (by key) tried, and failed
+	var stop error                                           // the store is failing: nothing more is tried now
+	write := func(key string, call func() error) (ok bool, err error) {
+		if stop != nil {
+			return false, nil // not tried: kept for the next flush
+		}
+		if key != "" {
+			tried[key] = true
+		}
+		if err = call(); err != nil {
+			errs = append(errs, err)
+			if key != "" {
+				failed[key] = true
+			}
+			if !lostWrite(err) {
+				stop = err
+			}
+			return false, err
+		}
+		return true, nil
+	}
 	for _, f := range fleets {
-		if err := m.store.PutFleet(ctx, f); err != nil {
+		if ok, err := write(fleetKey(f.Spec.Name), func() error { return m.store.PutFleet(ctx, f) }); ok {
+			wroteF[f.Spec.Name] = f.Version
+		} else {
 			if lostWrite(err) {
 				lost = append(lost, f.Spec.Name)
 			}
-			errs, failF = append(errs, err), append(failF, f.Spec.Name)
-		} else {
-			wroteF[f.Spec.Name] = f.Version
+			failF = append(failF, f.Spec.Name)
 		}
 	}
 	for _, r := range insts {
-		if err := m.store.PutInstance(ctx, r); err != nil {
+		if ok, err := write(instKey(r.Instance.RequestID), func() error { return m.store.PutInstance(ctx, r) }); ok {
+			wroteI[r.Instance.RequestID] = r.Version
+		} else {
 			if lostWrite(err) {
 				lost = append(lost, fleetOf[r.Instance.RequestID])
 			}
-			errs, failI = append(errs, err), append(failI, r.Instance.RequestID)
-		} else {
-			wroteI[r.Instance.RequestID] = r.Version
+			failI = append(failI, r.Instance.RequestID)
 		}
 	}
 	failedOf := map[string]bool{}
@@ -139,17 +183,25 @@ func (m *Manager) flush(ctx context.Context) error {
 			failGoneF = append(failGoneF, name) // its records first: retried with them
 			continue
 		}
-		if err := m.store.DeleteFleet(ctx, name); err != nil {
-			errs, failGoneF = append(errs, err), append(failGoneF, name)
+		if ok, _ := write("", func() error { return m.store.DeleteFleet(ctx, name) }); !ok {
+			failGoneF = append(failGoneF, name)
 		}
 	}
 	for _, id := range goneI {
-		if err := m.store.DeleteInstance(ctx, id); err != nil {
-			errs, failGoneI = append(errs, err), append(failGoneI, id)
+		if ok, _ := write("", func() error { return m.store.DeleteInstance(ctx, id) }); !ok {
+			failGoneI = append(failGoneI, id)
 		}
 	}
 	err := errors.Join(errs...)
 	m.mu.Lock()
+	for k := range m.writeFailed {
+		if tried[k] && !failed[k] || !m.hasRecord(k) {
+			delete(m.writeFailed, k) // written, or gone
+		}
+	}
+	for k := range failed {
+		m.writeFailed[k] = true
+	}
 	// The store now holds Version+1: the next write goes against it.
 	for name, v := range wroteF {
 		if f, ok := m.fleets[name]; ok && f.Version == v {
@@ -189,7 +241,8 @@ func (m *Manager) flush(ctx context.Context) error {
 	case err != nil && !m.storeFailing:
 		m.storeFailing = true
 		m.event(Event{Type: EventStoreWriteFailed, Err: err.Error(), Message: fmt.Sprintf(
-			"%d record writes failed; kept and retried at the next step", len(errs))})
+			"%d record writes failed; %d records kept and retried at the next step",
+			len(errs), len(failF)+len(failI)+len(failGoneF)+len(failGoneI))})
 	case err == nil && m.storeFailing:
 		m.storeFailing = false
 		m.event(Event{Type: EventStoreWriteFailed, Message: "the store accepts writes again"})
@@ -197,6 +250,20 @@ func (m *Manager) flush(ctx context.Context) error {
 	m.mu.Unlock()
 	m.deliver()
 	return err
+}
+
+// fleetKey and instKey name a fleet's and an instance's record in
+// Manager.writeFailed.
+func fleetKey(name string) string { return "f/" + name }
+func instKey(reqID string) string { return "i/" + reqID }
+
+// hasRecord reports whether the record a fleetKey or instKey names is
+// tracked. m.mu held.
+func (m *Manager) hasRecord(key string) bool {
+	if name, ok := strings.CutPrefix(key, "f/"); ok {
+		return m.fleets[name] != nil
+	}
+	return m.insts[strings.TrimPrefix(key, "i/")] != nil
 }
 
 // prune forgets terminated records older than Policy.HistoryRetention. m.mu held.

@@ -183,6 +183,12 @@ type InstanceRecord struct {
 // answers errors.Is for ErrStaleWrite and store nothing. Reads return each
 // record with its stored Version. Deletes are unconditional, and deleting
 // an absent record is not an error.
+//
+// Each call should be bounded (fleet/pgstore bounds a call whose context has
+// no deadline by its WithTimeout): the loop makes its writes in turn, and a
+// write that fails (other than ErrStaleWrite or ErrFenced) ends them for
+// that step, the rest kept and written at the next; a step waits at most
+// one call's bound for a Store that cannot be reached.
 type Store interface {
 	PutFleet(ctx context.Context, f FleetRecord) error
 	DeleteFleet(ctx context.Context, name string) error
