@@ -131,7 +131,9 @@
 // [Manager.MarkIdle]; the fleet shrinks instead of replacing them, never
 // below [Spec.MinNodes]. A fleet that grows again first takes back instances
 // whose release still waits ([EventReleaseCancelled]), the cheapest to keep
-// for the next hour first (a cheaper plan before a dearer one). The release weighs
+// for the next hour first (a cheaper plan before a dearer one), before any
+// delete call of the pass starts; one whose refused retry is under way is
+// waited for, not replaced. The release weighs
 // billing units, and IdleTimeout only applies where keeping an instance
 // longer costs more: an hourly instance goes at the last safe moment of the
 // hour it is in, however long its IdleTimeout; a per-minute one whose job

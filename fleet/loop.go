@@ -162,6 +162,7 @@ func (m *Manager) step(ctx context.Context) int {
 		m.startAgents(now)
 		m.checkAgents(now)
 		m.fixLabels(now)
+		m.reclaimForGrowth(now)
 		m.launchReleases(now)
 		m.reconcileVPCs(now)
 		m.collectOrphanVPCs(now)

@@ -167,7 +167,12 @@ func (m *Manager) surplus(fleet string) bool {
 }
 
 // fleetNeed shrinks a fleet with too many members, takes back members whose
-// release still waits for its window, and returns how many to create. m.mu held.
+// release still waits for its window, and returns how many to create: not
+// counting the releases it could take back but for a delete call under way
+// (a refused retry of an adopted server's release, see minimumNotOver),
+// whose answer the fleet waits for — a refusal lets the next pass take the
+// instance back, and only an accepted release leaves a create to make.
+// m.mu held.
 func (m *Manager) fleetNeed(f *FleetRecord, now time.Time) int {
 	need := f.Spec.Nodes - m.memberCount(f.Spec.Name)
 	if need < 0 {
@@ -175,9 +180,24 @@ func (m *Manager) fleetNeed(f *FleetRecord, now time.Time) int {
 		return 0
 	}
 	if need > 0 {
-		need -= m.reclaim(f.Spec.Name, need, now)
+		taken, inFlight := m.reclaim(f.Spec.Name, need, now)
+		need -= taken + inFlight
 	}
 	return need
+}
+
+// reclaimForGrowth takes back, before this pass starts any delete call,
+// the releases of fleets short of members (an Apply carried out in this
+// pass) that reclaim can: a retry falling due in the same pass would
+// otherwise be under way when planCreates looks, and the fleet would wait
+// for its answer. m.mu held.
+func (m *Manager) reclaimForGrowth(now time.Time) {
+	for _, name := range m.fleetNames() {
+		f := m.fleets[name]
+		if need := f.Spec.Nodes - m.memberCount(name); need > 0 && !f.Deleting {
+			m.reclaim(name, need, now)
+		}
+	}
 }
 
 // listedFor reports whether every kind of instance of every provider that
@@ -324,9 +344,10 @@ func (m *Manager) anchor(f *FleetRecord) *Offer {
 // attempt made yet): they are paid anyway, so growing the fleet reuses them
 // instead of creating new ones, the cheapest to keep first (keepCost: a
 // cheaper plan before a dearer one), then the most paid time left. It
-// returns how many it took back. m.mu held.
-func (m *Manager) reclaim(fleet string, n int, now time.Time) int {
-	taken := 0
+// returns how many it took back, and how many more of the rest of n it
+// could take back but for a delete call under way (inFlight: the call's
+// answer decides). m.mu held.
+func (m *Manager) reclaim(fleet string, n int, now time.Time) (taken, inFlight int) {
 	var cands []*InstanceRecord
 	for _, r := range m.byFleet[fleet] {
 		if r.Termination != nil && r.Instance.Status == StatusTerminating {
@@ -346,11 +367,15 @@ func (m *Manager) reclaim(fleet string, n int, now time.Time) int {
 		}
 		return cmp.Compare(boolRank(a.Instance.Ready.IsZero()), boolRank(b.Instance.Ready.IsZero()))
 	})
+	var under []*InstanceRecord
 	for _, r := range cands {
 		t := r.Termination
 		if taken == n || r.Instance.Fleet != fleet || t == nil || r.Instance.Status != StatusTerminating ||
-			!releaseWaits(t, now) || m.busy("delete/"+r.Instance.RequestID) ||
-			(t.Reason != "scale down" && t.Reason != "idle" && !(t.Reason == "orphan" && r.Orphan)) {
+			!releaseWaits(t, now) || (t.Reason != "scale down" && t.Reason != "idle" && !(t.Reason == "orphan" && r.Orphan)) {
+			continue
+		}
+		if m.busy("delete/" + r.Instance.RequestID) {
+			under = append(under, r)
 			continue
 		}
 		r.Termination, r.Orphan = nil, false // an orphan of the fleet: its own again
@@ -370,7 +395,7 @@ func (m *Manager) reclaim(fleet string, n int, now time.Time) int {
 			Message: "the fleet grew again before the reservation window ended; reused instead of creating"})
 		taken++
 	}
-	return taken
+	return taken, min(len(under), n-taken)
 }
 
 // releaseWaits reports whether a release still waits, with the instance
