@@ -123,7 +123,16 @@
 // [Policy.Parallelism] slot, and due deletes take free slots earliest
 // boundary first. Past the boundary the backoff alone decides again; after
 // [Policy.TerminationAlertAfter] an alert is raised
-// ([EventTerminationStuck]) and retrying goes on. [WithReleasePolicy]
+// ([EventTerminationStuck]) and retrying goes on. Except on an hourly-billed
+// offer (Vultr), where the boundary bought the next hour: an idle or
+// scale-down release (under [ReleaseAtReservationEnd], its fleet not being
+// deleted) that did not land before its billed hour ended — refused, or due
+// only after it — is put off to the last safe moment of the hour now paid
+// ([EventReleaseDeferred]; with [EventTerminationStuck] when deletes were
+// refused), and the instance can be taken back meanwhile; a
+// [Manager.Release], a fleet [Manager.Delete], a missed deadline and the
+// [ReleaseNow] policy go on as above. Per-minute billing (Hot Aisle past its
+// minimum) has nothing paid ahead to keep. [WithReleasePolicy]
 // overrides the policy for one [Manager.Release].
 //
 // Idle machines. [Spec.IdleTimeout] turns on the release of idle

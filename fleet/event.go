@@ -34,7 +34,7 @@ const (
 	EventReleaseRequested    EventType = "ReleaseRequested"      // terminating
 	EventReleaseForced       EventType = "ReleaseForced"         // warning: forced release; Event.USD is the unrefunded minimum
 	EventTerminationRetry    EventType = "TerminationRetry"      // a release attempt failed and will be retried (Event.At)
-	EventTerminationStuck    EventType = "TerminationStuck"      // alert: releasing has failed for TerminationAlertAfter; still retrying
+	EventTerminationStuck    EventType = "TerminationStuck"      // alert: releasing has failed for TerminationAlertAfter, or past a billed hour's end; still retrying
 	EventInstanceTerminated  EventType = "InstanceTerminated"    // the provider confirmed the instance gone
 	EventInstanceVanished    EventType = "InstanceVanished"      // warning: gone without our release (deleted out of band)
 	EventManualCleanup       EventType = "ManualCleanupRequired" // alert: untracked while it may still bill (ReleaseCompat)

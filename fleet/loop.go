@@ -199,7 +199,8 @@ func (m *Manager) started() int { return m.tasks.startedAwaited }
 // instead of Run must call Reconcile again by then: a pass made later
 // carries a release out late, and a release whose last safe moment passed
 // can buy another billing unit (a Vultr hour, Hot Aisle minutes past the
-// minimum). Ask again after each Reconcile, and call Reconcile early after
+// minimum; an idle or scale-down release of a Vultr instance then waits for
+// the last safe moment of the hour bought, see Termination.NotBefore). Ask again after each Reconcile, and call Reconcile early after
 // recording an intent (Apply, Delete, Release, MarkIdle): NextPass does not
 // know of intents recorded after it answered, nor of the answers of calls
 // that go on in the background (agent starts), which Run applies as they

@@ -123,7 +123,13 @@ func (m *Manager) rewindWindow(r *InstanceRecord, now time.Time) {
 	if t == nil || t.Attempts > 0 || t.NotBefore.IsZero() || !now.Before(t.NotBefore) {
 		return
 	}
-	if rt := m.reservedUntil(r, now); !rt.IsZero() && rt.Before(t.NotBefore) {
+	rt := m.reservedUntil(r, now)
+	if o := r.Instance.Offer; !rt.IsZero() && o.BillingGranularity >= time.Hour {
+		// The window of the hour the release waits in: one put off past a
+		// boundary (deferPaidUnit) waits in a later hour than now's.
+		rt = billedUnitEnd(r.Instance.Created, o, t.NotBefore).Add(-m.hourlyMargin(r, now))
+	}
+	if !rt.IsZero() && rt.Before(t.NotBefore) {
 		t.NotBefore = maxTime(rt, now)
 		m.dirtyI[r.Instance.RequestID] = true
 	}

@@ -11,7 +11,10 @@ import (
 // deleteAt), earliest billing boundary first (those with none last), then
 // earliest due: when Policy.Parallelism leaves fewer slots than releases,
 // the slots go to the ones a wait costs a new billing unit soonest. Records
-// that never got a resource are closed here. m.mu held.
+// that never got a resource are closed here; an idle or scale-down release
+// of an hourly-billed instance that falls due only after the hour it was
+// meant to land in ended is put off to the last safe moment of the hour now
+// paid (deferPaidUnit). m.mu held.
 func (m *Manager) dueReleases(now time.Time) []*InstanceRecord {
 	var due []*InstanceRecord
 	for _, r := range m.insts {
@@ -30,6 +33,9 @@ func (m *Manager) dueReleases(now time.Time) []*InstanceRecord {
 		m.rewindWindow(r, now)
 		if m.busy("delete/"+reqID) || m.busy("get/"+reqID) || t.Accepted.IsZero() && now.Before(m.deleteAt(r)) {
 			continue
+		}
+		if m.deferPaidUnit(r, now, now) {
+			continue // due only after the billed unit it was meant to land in ended: that of now is paid
 		}
 		due = append(due, r)
 	}

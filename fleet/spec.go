@@ -259,7 +259,9 @@ type Policy struct {
 	TerminationMinBackoff time.Duration
 	TerminationMaxBackoff time.Duration
 	// TerminationAlertAfter raises a TerminationStuck alert once a release has
-	// failed for this long (15 min); retrying goes on.
+	// failed for this long (15 min); retrying goes on. A release whose
+	// refusals carried it past the end of a billed hour (Vultr) raises it
+	// then, however long it has failed: another hour was bought.
 	TerminationAlertAfter time.Duration
 	// CompatGiveUp is how long ReleaseCompat keeps a refused Hot Aisle bare
 	// metal release before untracking it (15 min).

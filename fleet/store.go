@@ -74,21 +74,36 @@ type VPCRecord struct {
 
 // Termination is the state of an instance's release.
 type Termination struct {
-	Requested    time.Time // when release was decided
-	Reason       string    // "idle", "released", "deadline", "fleet deleted", "orphan", "scale down"
-	Force        bool      // release before the minimum reservation (Hot Aisle force)
-	NotBefore    time.Time // no attempt before this (reservation window)
+	Requested time.Time // when release was decided
+	Reason    string    // "idle", "released", "deadline", "fleet deleted", "orphan", "scale down"
+	Force     bool      // release before the minimum reservation (Hot Aisle force)
+	// NotBefore: no attempt before this (reservation window). An idle or
+	// scale-down release of an hourly-billed instance (Vultr; under
+	// ReleaseAtReservationEnd, its fleet not being deleted) that did not
+	// land before the billed hour it was meant for ended — refused, or due
+	// only after it — waits again: Attempts is set back to 0 and NotBefore
+	// to the last safe moment of the hour now paid (EventReleaseDeferred),
+	// and a fleet that grows meanwhile takes the instance back.
+	NotBefore time.Time
+	// Attempts counts the delete calls made since the release was last
+	// decided or put off to a paid hour (see NotBefore).
 	Attempts     int
-	FirstFailure time.Time
+	FirstFailure time.Time // the first refusal of the release: kept when it is put off
 	NextAttempt  time.Time
 	Accepted     time.Time // the provider accepted the release; waiting to see it gone
 	LastError    string
-	Alerted      bool
-	Compat       bool // ReleaseCompat: untracked after CompatGiveUp of refusals
+	// Alerted: the EventTerminationStuck alert was raised, after
+	// Policy.TerminationAlertAfter of refusals or when refusals carried the
+	// release past a billed hour's end (another hour bought).
+	Alerted bool
+	Compat  bool // ReleaseCompat: untracked after CompatGiveUp of refusals
 	// MinRefused counts the attempts the provider refused because the
 	// minimum reservation is not over, for an instance whose start is
 	// unknown: it is kept meanwhile (paid anyway), and while every attempt
-	// was such a refusal a fleet that grows takes it back.
+	// was such a refusal a fleet that grows takes it back — also while a
+	// retry is under way: the growth creates nothing until its answer
+	// (another refusal: taken back; accepted: replaced), and a retry falling
+	// due in the pass that carries the growth out is not started.
 	MinRefused int
 }
 

@@ -175,7 +175,11 @@ func (m *Manager) releaseResult(r *InstanceRecord, err error, goneNow bool, now 
 	if accountRefusal(err) {
 		wait = backoff(t.Attempts, m.pol.TerminationMinBackoff, failWaitMaxRefused) // until someone fixes the key
 	}
-	t.NextAttempt = m.retryAt(r, now, wait, retryAfter(err), !accountRefusal(err))
+	at := m.retryAt(r, now, wait, retryAfter(err), !accountRefusal(err))
+	if m.deferPaidUnit(r, now, at) {
+		return
+	}
+	t.NextAttempt = at
 	m.event(Event{Type: EventTerminationRetry, Fleet: r.Instance.Fleet, Provider: r.Instance.Provider, InstanceID: r.Instance.ID,
 		Err: err.Error(), At: t.NextAttempt, Message: fmt.Sprintf("release attempt %d refused; retrying", t.Attempts)})
 	if !t.Alerted && now.Sub(t.FirstFailure) >= m.pol.TerminationAlertAfter {
@@ -246,7 +250,9 @@ const (
 // boundarySlack; inside the last release margin before that boundary not
 // later than boundaryRetryEvery from now; and never before a Retry-After of
 // ra. Once the boundary is too close to reach, the backoff alone decides
-// (the next boundary is a billing unit away). Past a per-minute minimum
+// (the next boundary is a billing unit away), and an idle or scale-down
+// release of an hourly-billed instance is put off to the next unit's last
+// safe moment instead (deferPaidUnit, in releaseResult). Past a per-minute minimum
 // (every minute billed) a refusal that can pass by itself (passing: not a
 // refusal of the account, which waits for someone to fix the key) is
 // retried every boundaryRetryEvery. m.mu held.
@@ -287,6 +293,64 @@ func (m *Manager) nextBillingBoundary(r *InstanceRecord, now time.Time) (time.Ti
 		return c.Add(o.MinimumReservation), m.minuteMargin(r, now)
 	}
 	return time.Time{}, 0
+}
+
+// deferPaidUnit puts off a release of r whose next attempt, planned at at,
+// falls in a billing unit after the one the release was meant to land in
+// (the unit of Requested, or of NotBefore when later): once that unit
+// ended with the delete not accepted (refused, or not tried in time), the
+// next one is paid whatever happens, and deleting the instance inside it
+// saves nothing — a job arriving meanwhile would buy a new machine and wait
+// for its boot. The release is then deferred as a release waiting for its
+// window is: no attempt made (Attempts 0) and NotBefore that unit's last
+// safe moment (its end less the hourly margin), so the instance is kept
+// until then and a fleet that grows takes it back (reclaim). Only for
+// hourly-billed offers with a known start (past the minimum, Hot Aisle
+// bills per minute: nothing is paid ahead) and releases decided by the idle
+// rules or a scale-down under ReleaseAtReservationEnd, of a fleet not being
+// deleted: a Release, a fleet Delete, a missed deadline, and the ReleaseNow
+// policy go on as planned. Said with EventReleaseDeferred, and, when deletes
+// were refused, with the EventTerminationStuck alert (a billing unit was
+// bought because of them). It reports whether it deferred. m.mu held.
+func (m *Manager) deferPaidUnit(r *InstanceRecord, now, at time.Time) bool {
+	t, o, c := r.Termination, r.Instance.Offer, r.Instance.Created
+	if t == nil || !t.Accepted.IsZero() || !m.keptWhenPaid(r) {
+		return false
+	}
+	end := billedUnitEnd(c, o, maxTime(t.Requested, t.NotBefore))
+	if at.Before(end) {
+		return false // it can still land in the unit it was meant for
+	}
+	last := billedUnitEnd(c, o, at).Add(-m.hourlyMargin(r, now))
+	if !at.Before(last) {
+		return false // already in that unit's last margin: tried as planned
+	}
+	t.Attempts, t.NextAttempt, t.NotBefore = 0, time.Time{}, last
+	m.dirtyI[r.Instance.RequestID] = true
+	inst := &r.Instance
+	m.event(Event{Type: EventReleaseDeferred, Fleet: inst.Fleet, Provider: inst.Provider, InstanceID: inst.ID, Err: t.LastError, At: last,
+		Message: fmt.Sprintf("the release did not land before the billed hour ended at %s: the next hour is paid, so the instance is kept to its last safe moment and released then (the fleet may take it back meanwhile)",
+			end.UTC().Format(time.RFC3339))})
+	if !t.FirstFailure.IsZero() && !t.Alerted {
+		t.Alerted = true
+		m.event(Event{Type: EventTerminationStuck, Fleet: inst.Fleet, Provider: inst.Provider, InstanceID: inst.ID, Err: t.LastError, At: last,
+			Message: fmt.Sprintf("release refused since %s, past the end of the billed hour (%s): another hour is billed; tried again at %s",
+				t.FirstFailure.UTC().Format(time.RFC3339), end.UTC().Format(time.RFC3339), last.UTC().Format(time.RFC3339))})
+	}
+	return true
+}
+
+// keptWhenPaid reports whether r's release is put off to the last safe
+// moment of a billing unit it could not avoid (see deferPaidUnit): an idle
+// or scale-down release, not forced, of an hourly-billed instance whose
+// start is known, in a fleet that is not being deleted and releases at the
+// reservation's end. m.mu held.
+func (m *Manager) keptWhenPaid(r *InstanceRecord) bool {
+	t, o := r.Termination, r.Instance.Offer
+	f := m.fleets[r.Instance.Fleet]
+	return t != nil && !t.Force && !t.Compat && (t.Reason == "idle" || t.Reason == "scale down") &&
+		o.BillingGranularity >= time.Hour && !r.Instance.Created.IsZero() && !r.CreatedUnknown &&
+		f != nil && !f.Deleting && m.policyFor(f) == ReleaseAtReservationEnd
 }
 
 // untrack gives up on a release (ReleaseCompat only) and says so loudly. m.mu held.
