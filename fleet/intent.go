@@ -307,7 +307,9 @@ func releaseOpts(opts []ReleaseOption) (releaseOptions, error) {
 // earliest time the release will be attempted: now, or the end of the
 // reservation window when the policy waits for it. The instance stays
 // tracked (terminating) until the provider confirms it gone. A fleet that
-// still wants the node replaces it. Errors: ErrNotFound for an unknown,
+// still wants the node replaces it; a node whose release the Manager had
+// already decided (idle, scale-down) keeps that release's time, and is no
+// longer taken back when its fleet grows. Errors: ErrNotFound for an unknown,
 // empty or terminated id; ErrClosed after Close. With replicas,
 // ErrNotRecorded or ErrMaybeRecorded when its intent cannot be stored (see
 // there), and ErrNotRecorded (wrapping the store's error) when the shared

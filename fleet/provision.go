@@ -343,7 +343,9 @@ func (m *Manager) anchor(f *FleetRecord) *Offer {
 // that lost the Store), is still waiting for its reservation window (no
 // attempt made yet): they are paid anyway, so growing the fleet reuses them
 // instead of creating new ones, the cheapest to keep first (keepCost: a
-// cheaper plan before a dearer one), then the most paid time left. It
+// cheaper plan before a dearer one), then the most paid time left. Only
+// members whose offer the fleet's requirements still take (a spec moved to
+// another plan creates the new one; Requirements.keeps). It
 // returns how many it took back, and how many more of the rest of n it
 // could take back but for a delete call under way (inFlight: the call's
 // answer decides). m.mu held.
@@ -368,10 +370,12 @@ func (m *Manager) reclaim(fleet string, n int, now time.Time) (taken, inFlight i
 		return cmp.Compare(boolRank(a.Instance.Ready.IsZero()), boolRank(b.Instance.Ready.IsZero()))
 	})
 	var under []*InstanceRecord
+	f := m.fleets[fleet]
 	for _, r := range cands {
 		t := r.Termination
 		if taken == n || r.Instance.Fleet != fleet || t == nil || r.Instance.Status != StatusTerminating ||
-			!releaseWaits(t, now) || (t.Reason != "scale down" && t.Reason != "idle" && !(t.Reason == "orphan" && r.Orphan)) {
+			!releaseWaits(t, now) || (t.Reason != "scale down" && t.Reason != "idle" && !(t.Reason == "orphan" && r.Orphan)) ||
+			f != nil && !f.Spec.Requirements.keeps(r.Instance.Offer) { // another plan than the spec asks for now (tester AQ)
 			continue
 		}
 		if m.busy("delete/" + r.Instance.RequestID) {

@@ -34,8 +34,15 @@ func (m *Manager) policyFor(f *FleetRecord) ReleasePolicy {
 // requestRelease decides how r is released and moves it to terminating.
 // It returns the earliest attempt time. m.mu held.
 func (m *Manager) requestRelease(r *InstanceRecord, reason string, policy ReleasePolicy, now time.Time, announce bool) time.Time {
-	if r.Termination != nil {
-		return maxTime(now, r.Termination.NotBefore)
+	if t := r.Termination; t != nil {
+		if reason == "released" && (t.Reason == "scale down" || t.Reason == "idle" || t.Reason == "orphan") {
+			// The caller's own Release of a node whose release the Manager
+			// had decided: it stays decided (same time), but growth no longer
+			// takes it back (reclaim; tester AQ).
+			t.Reason = reason
+			m.dirtyI[r.Instance.RequestID] = true
+		}
+		return maxTime(now, t.NotBefore)
 	}
 	t := &Termination{Requested: now, Reason: reason}
 	inst := &r.Instance

@@ -104,3 +104,34 @@ func SortByPrice(offers []Offer) {
 		return a.Key() < b.Key()
 	})
 }
+
+// keeps reports whether a member with offer o may serve a fleet that now
+// asks for r when the fleet takes it back instead of creating (reclaim):
+// Match, except for what says nothing about the machine itself — its price
+// (what it costs is paid or known), whether more can be bought now — and
+// for the sizes a record read from a listing may not know (zero in o).
+func (r Requirements) keeps(o Offer) bool {
+	r.MaxPricePerHour, r.IncludeSoldOut, o.Available = 0, true, true
+	if o.VCPUs == 0 {
+		r.MinVCPUs = 0
+	}
+	if o.MemoryGiB == 0 {
+		r.MinMemoryGiB = 0
+	}
+	if o.DiskGiB == 0 {
+		r.MinDiskGiB = 0
+	}
+	if o.GPU.MemoryGiB == 0 {
+		r.MinGPUMemoryGiB = 0
+	}
+	if o.GPU.Vendor == "" {
+		r.GPUVendor = ""
+	}
+	if o.GPU.Model == "" {
+		r.GPUModel = ""
+	}
+	if o.GPU.Count == 0 {
+		r.GPUCount = 0
+	}
+	return r.Match(o)
+}
