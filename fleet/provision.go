@@ -424,7 +424,8 @@ func releaseWaits(t *Termination, now time.Time) bool {
 // (Acquire's order reversed: the ones kept have the most paid time to serve
 // jobs — a Hot Aisle bare-metal server still installing has 8 prepaid hours,
 // an idle one past its minimum none), among equals those not ready yet,
-// newest first; never busy ones. m.mu held.
+// newest first; never busy ones, nor ones Acquire handed out whose busy
+// mark is not carried out yet. m.mu held.
 func (m *Manager) shrink(live []*InstanceRecord, n int, f *FleetRecord, now time.Time) {
 	for _, stopped := range []bool{true, false} {
 		n = m.shrinkOf(live, n, []Status{StatusPending}, stopped, f, now)
@@ -439,7 +440,9 @@ func (m *Manager) shrinkOf(live []*InstanceRecord, n int, want []Status, stopped
 	var cands []*InstanceRecord
 	for i := len(live) - 1; i >= 0; i-- {
 		r := live[i]
-		if slices.Contains(want, r.Instance.Status) && r.Termination == nil && !r.Busy && (r.Instance.Stopped || !stopped) {
+		// Never a node handed out by Acquire whose busy mark is not carried
+		// out yet (m.acquired): its job runs on it (tester AP).
+		if slices.Contains(want, r.Instance.Status) && r.Termination == nil && !r.Busy && !m.acquired[r.Instance.RequestID] && (r.Instance.Stopped || !stopped) {
 			cands = append(cands, r)
 		}
 	}
