@@ -413,7 +413,13 @@ func (m *Manager) storedPolicy(ctx context.Context, name string) (ReleasePolicy,
 func (m *Manager) MarkBusy(instanceID string) error { return m.mark(instanceID, intentBusy) }
 
 // MarkIdle records that a busy instance is idle; its idle clock starts
-// when the loop takes the mark. On an instance already idle it changes
+// when the loop takes the mark — with replicas, as of when the mark was
+// recorded (Intent.At; not before the node's last mark, not after the
+// holder carries it out), through whichever replica: a job that ended
+// inside a minimum reservation counts as ended there even when the holder
+// reads the mark at its next lease sync or takes the fleet over later
+// (the job's BusyPeriod for the re-buy hold likewise; MarkBusy's start of
+// the job too). On an instance already idle it changes
 // nothing: an orchestrator that repeats its idle marks does not keep a node
 // (and its bill) running past its release. A node that was busy when it
 // was powered off out of band and started again (Policy.OnStoppedRestart,

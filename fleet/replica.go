@@ -438,7 +438,7 @@ func (m *Manager) applyStored(in Intent, now time.Time) {
 		if r != nil {
 			by = r.AcquiredBy
 		}
-		m.markBusy(in.InstanceID, in.Kind == IntentBusy, now)
+		m.markBusy(in.InstanceID, in.Kind == IntentBusy, markAt(r, in.At, now))
 		switch {
 		case r == nil || in.Kind != IntentBusy || in.Acquire == "" || !r.Busy:
 		case !was:
@@ -451,11 +451,32 @@ func (m *Manager) applyStored(in Intent, now time.Time) {
 		}
 	case IntentVoid:
 		if r := m.insts[in.InstanceID]; r != nil && in.Acquire != "" && r.AcquiredBy == in.Acquire {
-			m.markBusy(in.InstanceID, false, now) // its Acquire answered an error: nobody uses the node
+			m.markBusy(in.InstanceID, false, markAt(r, in.At, now)) // its Acquire answered an error: nobody uses the node
 			return
 		}
 		m.noteVoided(in.Fleet, in.Acquire, now) // its mark may come yet: skipped then
 	}
+}
+
+// markAt is when a mark of r recorded at recorded (Intent.At, through any
+// replica) takes effect: as of then, for everything timed from it (BusySince,
+// IdleSince, the re-buy log's BusyPeriod, the idle release), not as of when
+// the holder carries it out — read at its next lease sync, or by the replica
+// taking the fleet over after the holder's death, a MarkIdle of a job that
+// ended inside a minimum would otherwise be taken to have ended after it
+// (tester AP: 40 and 41 min billed for a 30-minute minimum). Bounded: never
+// before r's last mark or status change (BusySince, IdleSince, its last
+// Instance.History entry: the replicas' clocks may differ), never after now.
+// m.mu held.
+func markAt(r *InstanceRecord, recorded, now time.Time) time.Time {
+	if r == nil || recorded.IsZero() || !recorded.Before(now) {
+		return now
+	}
+	low := maxTime(r.BusySince, r.IdleSince)
+	if h := r.Instance.History; len(h) > 0 {
+		low = maxTime(low, h[len(h)-1].Time)
+	}
+	return minTime(now, maxTime(recorded, low))
 }
 
 // voidTTL is how long a void is remembered for a busy mark not seen yet.
