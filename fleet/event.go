@@ -59,6 +59,7 @@ const (
 	EventSSHKeyDeleted       EventType = "SSHKeyDeleted"       // an SSH key this owner registered was removed: no fleet needs it
 	EventVPCAdopted          EventType = "VPCAdopted"          // a VPC labelled for a cluster fleet without one became its VPC
 	EventStoreWriteFailed    EventType = "StoreWriteFailed"    // warning: writes to the Store failed (kept and retried); also said once when they work again
+	EventMarkDropped         EventType = "MarkDropped"         // alert: with replicas, a busy mark (MarkBusy answered nil) recorded through another replica found its node's release already under way; its job has no node
 )
 
 // Event is something the Manager did or saw. It carries no secrets.

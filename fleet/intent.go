@@ -144,8 +144,10 @@ func (m *Manager) wake() {
 // step (Run wakes at once). It reads the offer catalog (cached) to refuse
 // requirements no offer could ever meet. Changed requirements or placement apply to
 // instances created from then on; existing members stay (release them to
-// replace them). A smaller Nodes releases members that are not busy:
-// stopped ones and creates under way first, then the ones dearest to keep
+// replace them). A smaller Nodes releases members that are not busy (nor
+// handed out by Acquire, their busy mark not carried out yet; with
+// replicas, the holder reads the fleet's intents first, so that a busy
+// mark recorded through another replica is carried out before): stopped ones and creates under way first, then the ones dearest to keep
 // for the next hour beyond what they have paid (a dearer plan before a
 // cheaper one; a node inside a prepaid minimum is kept over one billing per
 // minute), then the ones with the least paid time left, as the release
@@ -401,7 +403,14 @@ func (m *Manager) storedPolicy(ctx context.Context, name string) (ReleasePolicy,
 }
 
 // MarkBusy records that a ready instance is busy: it is not released for
-// idleness. ErrNotFound for an unknown id; an error for an instance that is
+// idleness. With replicas, a mark recorded through a replica that does not
+// hold the fleet is carried out when the holder next reads the fleet's
+// intents; the holder reads them before it releases a node for idleness or
+// a scale-down, so that a mark recorded before the release fell due is
+// carried out first. A mark stored while that read is under way (its
+// latency) may find the release decided: one that still waits for its
+// window is taken back (EventReleaseCancelled) and the node runs the job;
+// otherwise the holder says so with EventMarkDropped. ErrNotFound for an unknown id; an error for an instance that is
 // not ready (one being released included: its Release, or its fleet's
 // Delete, recorded whether carried out yet or not; with replicas, recorded
 // through any replica: the fleet's stored intents are read first, and a

@@ -143,6 +143,9 @@ func (m *Manager) releaseIdle(now time.Time) {
 		if at := m.idleReleaseDue(r, keep, hold, now); at.IsZero() || now.Before(at) {
 			continue
 		}
+		if !m.marksRead(r.Instance.Fleet, now) {
+			continue // a busy mark recorded through another replica may be waiting
+		}
 		m.noteIdled(r, now)
 		f := m.fleets[r.Instance.Fleet]
 		f.Spec.Nodes--

@@ -287,7 +287,7 @@ func NewManager(cfg Config) (*Manager, error) {
 		}
 		m.rep = &replica{ls: ls, holder: cfg.ReplicaID, selfID: selfHolder(cfg.ReplicaID), ttl: m.pol.LeaseTTL, held: map[string]Lease{}, heldAt: map[string]time.Time{},
 			applied: map[string]int64{}, written: map[string]int64{}, acked: map[string]int64{}, keys: map[string]PrivateKey{}, unread: map[string]bool{},
-			voided: map[string]time.Time{}, voids: map[string]Intent{}}
+			voided: map[string]time.Time{}, voids: map[string]Intent{}, readFrom: map[string]time.Time{}, gates: map[string]markGate{}}
 		m.loaded = true // records are read fleet by fleet as their leases are taken
 	}
 	if err := m.load(ctx); err != nil {

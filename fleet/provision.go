@@ -176,7 +176,9 @@ func (m *Manager) surplus(fleet string) bool {
 func (m *Manager) fleetNeed(f *FleetRecord, now time.Time) int {
 	need := f.Spec.Nodes - m.memberCount(f.Spec.Name)
 	if need < 0 {
-		m.shrink(m.members(f.Spec.Name), -need, f, now)
+		if m.marksRead(f.Spec.Name, now) { // busy marks recorded through other replicas first
+			m.shrink(m.members(f.Spec.Name), -need, f, now)
+		}
 		return 0
 	}
 	if need > 0 {

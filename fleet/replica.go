@@ -39,6 +39,9 @@ type replica struct {
 	voids     map[string]Intent     // IntentVoids not stored yet, by token: the loop writes them (voidNext)
 	voidNext  time.Time             // no write of voids before this (Manager clock)
 	nextSync  time.Time
+	readFrom  map[string]time.Time // fleet → when the last read of its intents carried out began (Manager clock)
+	gates     map[string]markGate  // fleet → its releases waiting for a read of its marks (marksRead)
+	pass      int64                // loop steps so far (syncLeases counts them)
 
 	conflict  *LeaseHeldError // the replica lease as first seen held by another process (nil: it is ours)
 	fatal     error           // *ReplicaIDInUseError once that process renewed it
@@ -105,6 +108,7 @@ type syncResult struct {
 	insts        []InstanceRecord // of newly acquired fleets
 	intents      map[string][]Intent
 	acked        map[string]int64 // fleets whose intents were acknowledged, through
+	readAt       time.Time        // when the read of every intent began (Manager clock; zero: not made)
 	conflict     *LeaseHeldError  // the replica lease is held by another process
 	err          error
 }
@@ -114,7 +118,11 @@ type syncResult struct {
 // others, loads newly acquired fleets and reads their stored intents. m.mu held.
 func (m *Manager) syncLeases(now time.Time) {
 	r := m.rep
-	if r == nil || m.busy("leases") {
+	if r == nil {
+		return
+	}
+	r.pass++
+	if m.busy("leases") {
 		return
 	}
 	if time.Now().Before(r.nextSync) {
@@ -192,6 +200,7 @@ func (m *Manager) leaseSync(ctx context.Context, self, gc Lease, held map[string
 	for _, f := range fleets {
 		res.fleets[f.Spec.Name] = f
 	}
+	res.readAt = m.clock.Now()
 	intents, err := r.ls.Intents(ctx, "")
 	if err != nil {
 		res.err = err
@@ -279,6 +288,14 @@ func (m *Manager) applySync(res syncResult, now time.Time) {
 		return
 	}
 	r.conflict, r.fatal, r.fatalSaid = nil, nil, false
+	if !res.readAt.IsZero() {
+		for name := range r.held { // read (or tried: see marksRead) with every intent
+			m.noteMarksRead(name, res.readAt)
+		}
+		for name := range res.got {
+			m.noteMarksRead(name, res.readAt)
+		}
+	}
 	if res.err != nil {
 		m.event(Event{Type: EventStoreWriteFailed, Err: res.err.Error(), Message: "the lease sync failed; fleets are given up when their leases run out"})
 		return
@@ -433,6 +450,9 @@ func (m *Manager) applyStored(in Intent, now time.Time) {
 			return // its Acquire answered an error: nobody uses the node
 		}
 		r := m.insts[in.InstanceID]
+		if in.Kind == IntentBusy && r != nil && r.Termination != nil && r.Instance.Status == StatusTerminating && !m.takeBackForMark(r, now) {
+			return
+		}
 		was := r != nil && (r.Busy || r.Instance.Status == StatusBusy)
 		by := ""
 		if r != nil {
@@ -456,6 +476,35 @@ func (m *Manager) applyStored(in Intent, now time.Time) {
 		}
 		m.noteVoided(in.Fleet, in.Acquire, now) // its mark may come yet: skipped then
 	}
+}
+
+// takeBackForMark takes back the release of r, found terminating by a busy
+// mark recorded through another replica (MarkBusy answered nil: the
+// release was not stored when it looked), when the release is an idle or
+// scale-down one that still waits with the node surely kept (releaseWaits;
+// no delete call under way): the node runs the job. It says
+// EventMarkDropped when it cannot: the job's node is going. What
+// remains after marksRead: a mark stored while the holder's read before the
+// release was under way. m.mu held.
+func (m *Manager) takeBackForMark(r *InstanceRecord, now time.Time) bool {
+	t, id, fleet := r.Termination, r.Instance.RequestID, r.Instance.Fleet
+	if (t.Reason == "idle" || t.Reason == "scale down") && releaseWaits(t, now) && !m.busy("delete/"+id) && !r.Instance.Ready.IsZero() {
+		r.Termination = nil
+		m.dirtyI[id] = true
+		delete(m.counts, fleet)
+		m.seen[id] = time.Time{} // listed again at once: it may have gone while it waited
+		if f := m.fleets[fleet]; f != nil && t.Reason == "idle" {
+			f.Spec.Nodes++ // as before its idle release
+			m.dirtyF[fleet] = true
+		}
+		m.setStatus(r, StatusIdle, "release cancelled: marked busy", now)
+		m.event(Event{Type: EventReleaseCancelled, Fleet: fleet, Provider: r.Instance.Provider, InstanceID: r.Instance.ID,
+			Message: "a busy mark recorded through another replica came before the " + t.Reason + " release started: the release is taken back"})
+		return true
+	}
+	m.event(Event{Type: EventMarkDropped, Fleet: fleet, Provider: r.Instance.Provider, InstanceID: r.Instance.ID,
+		Message: "a busy mark recorded through another replica found the node already being released (" + t.Reason + "): its job has no node"})
+	return false
 }
 
 // markAt is when a mark of r recorded at recorded (Intent.At, through any

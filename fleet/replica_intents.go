@@ -51,9 +51,11 @@ func (m *Manager) readIntents() {
 	tail, _ := r.ls.(IntentTailReader)
 	m.launch("leases", taskCall, m.pol.CallTimeout, func(ctx context.Context) func(time.Time) {
 		got := map[string][]Intent{}
+		tried := map[string]time.Time{} // fleet → when its read began
 		for _, f := range fleets {
 			var ins []Intent
 			var err error
+			tried[f] = m.clock.Now()
 			if tail != nil {
 				// Those up to the last carried out would be skipped.
 				ins, err = tail.IntentsAfter(ctx, f, after[f])
@@ -65,7 +67,12 @@ func (m *Manager) readIntents() {
 			}
 			got[f] = ins
 		}
-		return func(now time.Time) { m.applyStoredIntents(got, now) }
+		return func(now time.Time) {
+			m.applyStoredIntents(got, now)
+			for f, at := range tried {
+				m.noteMarksRead(f, at)
+			}
+		}
 	})
 }
 
@@ -115,4 +122,62 @@ func (m *Manager) storedDeleting(ctx context.Context, name string) error {
 		return beingDeleted(name)
 	}
 	return nil
+}
+
+// markGate is a fleet's round of releases waiting for a read of its
+// intents (marksRead).
+type markGate struct {
+	from   time.Time // the round began (Manager clock): a read must begin no earlier
+	pass   int64     // the last pass that asked
+	opened int64     // the pass in which it opened (0: not yet)
+}
+
+// marksRead reports whether the holder may release fleet's nodes for
+// idleness or a scale-down in this pass: in replica mode, only once a read
+// of the fleet's intents that began when such a release first fell due
+// (a round: the passes that ask in a row) has been carried out. A MarkBusy
+// (or MarkIdle, Release) recorded through another replica before then is
+// carried out first, so that a node marked busy with a nil answer is not
+// released under its job: without it the mark waited for the holder's next
+// lease sync (LeaseTTL/3) and found the node terminating (tester AP: the
+// node released 2 to 9 s after MarkBusy answered nil). It asks for the read
+// (at once when no lease call is under way) and answers false until it is
+// carried out; every release of the fleet due in the pass in which it opens
+// goes, and a release falling due later begins a new round. A read that
+// fails counts as made: a store out of reach stores no mark either, and an
+// outage must not hold releases past their last safe moment. What remains
+// is a mark stored while that read is under way (its latency), see
+// MarkBusy. m.mu held.
+func (m *Manager) marksRead(fleet string, now time.Time) bool {
+	r := m.rep
+	if r == nil {
+		return true
+	}
+	g, ok := r.gates[fleet]
+	switch {
+	case ok && g.opened == r.pass:
+		return true
+	case !ok || g.opened != 0 || g.pass < r.pass-1:
+		g = markGate{from: now}
+	}
+	g.pass = r.pass
+	if read, ok := r.readFrom[fleet]; ok && !read.Before(g.from) {
+		g.opened = r.pass
+		r.gates[fleet] = g
+		return true
+	}
+	r.gates[fleet] = g
+	r.unread[fleet] = true
+	if !m.busy("leases") {
+		m.readIntents()
+	}
+	return false
+}
+
+// noteMarksRead notes that a read of fleet's intents, begun at at, was
+// carried out (or failed). m.mu held.
+func (m *Manager) noteMarksRead(fleet string, at time.Time) {
+	if at.After(m.rep.readFrom[fleet]) {
+		m.rep.readFrom[fleet] = at
+	}
 }
