@@ -33,8 +33,12 @@ var ErrNoIdle = errors.New("gpufleet: no idle instance")
 // healthy: its last check passed, or failed and the agent was started again
 // and verified (EventAgentUnhealthy "the agent was started again"); not
 // while a check could not reach it through a host on the way (a jump host,
-// ErrAgentPathDown). A node whose agent cannot be checked because the fleet's
-// private key is missing (a restart without it: EventAgentKeyMissing) is
+// ErrAgentPathDown); and, on a Manager alone, not a node read from the
+// Store at start before a listing of this Manager has shown its server
+// (the Store may be behind the cloud when Close could not write: a
+// released server is not handed out; see CloseContext). A node whose
+// agent cannot be checked because the fleet's private key is missing (a
+// restart without it: EventAgentKeyMissing) is
 // handed out only within Policy.AgentCheckInterval ×
 // Policy.AgentCheckFailures of its last passed check or of the restart
 // (the time checks would take to find its agent dead); past that Acquire
@@ -120,10 +124,14 @@ func (m *Manager) pickIdle(fleet string, skip map[string]bool, stored []Intent) 
 	}
 	now := m.clock.Now()
 	var best *InstanceRecord
-	unchecked := 0
+	unchecked, unlisted := 0, 0
 	for _, r := range m.byFleet[fleet] {
 		id := r.Instance.RequestID
 		if !m.runnable(r) || skip[id] || m.picking[id] > 0 {
+			continue
+		}
+		if m.notListedSinceRead(r) {
+			unlisted++
 			continue
 		}
 		if m.agentUnverified(r, now) {
@@ -149,11 +157,30 @@ func (m *Manager) pickIdle(fleet string, skip map[string]bool, stored []Intent) 
 	if best == nil && unchecked > 0 {
 		return nil, classed(ErrNoIdle, "fleet %s (%d node(s) not handed out: their agents cannot be checked without the fleet's private key; apply the spec again with its PrivateKey)", fleet, unchecked)
 	}
+	if best == nil && unlisted > 0 {
+		return nil, classed(ErrNoIdle, "fleet %s (%d node(s) read from the store not handed out before a listing shows them)", fleet, unlisted)
+	}
 	if best == nil {
 		return nil, classed(ErrNoIdle, "fleet %s", fleet)
 	}
 	m.acquired[best.Instance.RequestID] = true
 	return best, nil
+}
+
+// notListedSinceRead reports whether r was read from the Store by this
+// Manager (one alone, at start) and no listing of its provider has shown
+// its server since. Its record may be older than what happened to the
+// server: a release the provider accepted while the Store refused writes,
+// which Close could not store, leaves it idle in the Store while the
+// server is destroyed (tester AP). Replicas read the records of a fleet
+// they take over with the intents of every call recorded before it, which
+// the replica that died had stored before it answered. m.mu held.
+func (m *Manager) notListedSinceRead(r *InstanceRecord) bool {
+	if m.rep != nil {
+		return false
+	}
+	read, fromStore := m.readAt[r.Instance.RequestID]
+	return fromStore && m.shown[r.Instance.RequestID].Before(read)
 }
 
 // handOutFirst reports whether Acquire hands out a before b: the more paid

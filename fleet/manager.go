@@ -342,22 +342,67 @@ func isNil(v any) bool {
 	return rv.Kind() == reflect.Pointer && rv.IsNil()
 }
 
-// Close stops the loop and every task under way (agent starts, provider
-// calls) and waits for them to end; the results that came back are applied
-// and written to the Store. What a call recorded before Close and the loop
-// had not carried out yet (an Apply, a Delete, a Release, a MarkBusy or
-// MarkIdle, the busy mark of a node Acquire handed out) is carried out
-// into the records and written to the Store too: a call that returned nil
-// is never lost, and a new Manager with the same Store makes the provider
-// calls it decided (a create, a release) and finds a node handed out by
-// Acquire busy. (With replicas, intents are in the shared store already.)
-// The instances stay as they are: a new Manager with the same Store
-// resumes them. Every method returns ErrClosed after Close; a call that
-// Close overtakes returns ErrClosed rather than record anything. Close is
-// idempotent.
+// ErrNotStored is answered (errors.Is) by CloseContext when records could
+// not be written to the Store before it gave up; the store's error is
+// wrapped too.
+var ErrNotStored = errors.New("gpufleet: records not stored at Close")
+
+// CloseRetryCalls is how long Close keeps writing the records a Store
+// refuses, in units of Policy.CallTimeout (3: 4.5 minutes by default),
+// counted on the Manager's clock. CloseContext takes its bound from its
+// ctx instead.
+const CloseRetryCalls = 3
+
+// Close is CloseContext bounded by CloseRetryCalls × Policy.CallTimeout (4.5
+// minutes by default) on the Manager's clock; what it could not store by
+// then is said with EventStoreWriteFailed (see CloseContext). A process
+// with a shorter deadline to stop (a SIGTERM's grace period) calls
+// CloseContext with it.
 func (m *Manager) Close() {
+	_ = m.closeWith(context.Background(), CloseRetryCalls*m.pol.CallTimeout)
+}
+
+// CloseContext stops the loop and every task under way (agent starts,
+// provider calls) and waits for them to end; the results that came back
+// are applied and written to the Store. What a call recorded before Close
+// and the loop had not carried out yet (an Apply, a Delete, a Release, a
+// MarkBusy or MarkIdle, the busy mark of a node Acquire handed out) is
+// carried out into the records and written to the Store too, so that a
+// new Manager with the same Store makes the provider calls it decided (a
+// create, a release) and finds a node handed out by Acquire busy. The
+// instances stay as they are: a new Manager with the same Store resumes
+// them.
+//
+// A Store that refuses writes (down, failing over) is written again with
+// backoff (1 s doubled up to 30 s, each try bounded by Policy.CallTimeout)
+// until every changed record is stored or ctx ends: a call that returned
+// nil is never lost while the Store comes back by then. When ctx ends
+// first, CloseContext returns an error answering ErrNotStored and wrapping
+// the store's, and says so with EventStoreWriteFailed; what the records
+// not stored held since their last write is then lost to a new Manager:
+// busy marks (a node Acquire handed out can be handed out again), idle
+// marks (the node stays busy, and bills, until MarkIdle is called again),
+// Deletes and Applies (call them again), releases decided (one not called
+// yet is not made; one the provider accepted is found gone by the new
+// Manager's first listing, and Acquire hands out no node read from the
+// Store before a listing of the new Manager has shown it). With replicas
+// the calls' intents are in the shared store before they answer nil and
+// are carried out by the replica taking the fleet over: CloseContext writes
+// once and gives its leases up at once rather than after the TTL, and
+// still reports records it could not write.
+//
+// Every method returns ErrClosed after Close; a call that Close overtakes
+// returns ErrClosed rather than record anything. Close and CloseContext
+// are idempotent: a later call returns nil at once.
+func (m *Manager) CloseContext(ctx context.Context) error {
+	return m.closeWith(ctx, 0)
+}
+
+// closeWith is CloseContext, its record writes also bounded by bound on
+// the Manager's clock (0: by ctx alone).
+func (m *Manager) closeWith(ctx context.Context, bound time.Duration) error {
 	if !m.closed.CompareAndSwap(false, true) {
-		return
+		return nil
 	}
 	close(m.done)
 	m.bgCancel()
@@ -369,23 +414,59 @@ func (m *Manager) Close() {
 	m.applyIntents(now) // the calls that take m.mu from here on see closed
 	m.drainResults(now)
 	m.mu.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), m.pol.CallTimeout)
+	err := m.flushAtClose(ctx, now, bound)
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.pol.CallTimeout)
 	defer cancel()
-	_ = m.flush(ctx)
 	if m.rep != nil { // the voids of failed Acquires not stored yet: a last try
 		m.mu.Lock()
 		voids := slices.Collect(maps.Values(m.rep.voids))
 		m.mu.Unlock()
-		_, _ = storeVoids(ctx, m.rep.ls, voids)
+		_, _ = storeVoids(cctx, m.rep.ls, voids)
 	}
 	if m.rep != nil { // hand everything over at once rather than after the TTL
 		for _, l := range append(slices.Collect(maps.Values(m.rep.held)), m.rep.gc, m.rep.self) {
 			if l.Token != 0 {
-				_ = m.rep.ls.ReleaseLease(ctx, l)
+				_ = m.rep.ls.ReleaseLease(cctx, l)
 			}
 		}
 	}
 	<-m.pass
+	return err
+}
+
+// flushAtClose writes the records at Close: again with backoff while the
+// store refuses them (one Manager alone), until ctx ends or bound (> 0)
+// passes on the Manager's clock. What is still not stored then is said
+// with EventStoreWriteFailed and returned as ErrNotStored.
+func (m *Manager) flushAtClose(ctx context.Context, start time.Time, bound time.Duration) error {
+	wait := time.Second
+	for {
+		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.pol.CallTimeout)
+		err := m.flush(fctx)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		now := m.clock.Now()
+		if m.rep == nil && ctx.Err() == nil && (bound <= 0 || now.Add(wait).Before(start.Add(bound))) {
+			if m.clock.Sleep(ctx, wait) == nil {
+				wait = min(2*wait, 30*time.Second)
+				continue
+			}
+		}
+		m.mu.Lock()
+		n := len(m.dirtyF) + len(m.dirtyI) + len(m.goneF) + len(m.goneI)
+		lost := "a new Manager on this Store does not know what they changed since their last write " +
+			"(busy and idle marks, Deletes, Applies, releases)"
+		if m.rep != nil {
+			lost = "the replica taking their fleets over carries out the stored intents again"
+		}
+		m.event(Event{Type: EventStoreWriteFailed, Err: err.Error(), Message: fmt.Sprintf(
+			"Close gave up after %s: %d record changes not stored; %s", now.Sub(start).Round(time.Second), n, lost)})
+		m.mu.Unlock()
+		m.deliver()
+		return fmt.Errorf("%w (%d record changes): %w", ErrNotStored, n, err)
+	}
 }
 
 // Offers returns the offers of every provider that match r, cheapest first;
