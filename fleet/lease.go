@@ -212,7 +212,10 @@ type Intent struct {
 // the records its last successful writes left, and resolve its creates in
 // flight by label. Work without a fleet (orphans, VPC and SSH key
 // collection) belongs to the holder of one more lease, and is decided
-// against the store's fleets, not a replica's own.
+// against the store's fleets, not a replica's own. The orphans' instance
+// records are written and deleted by that holder under a context without
+// leases (no fleet's lease covers them; their Version guards the writes),
+// and read by the replica that takes the lease over.
 type LeaseStore interface {
 	Store
 	// AcquireLease grants the lease name to holder for ttl (> 0) by the

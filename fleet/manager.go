@@ -186,6 +186,7 @@ type Manager struct {
 	attachRefused  map[string]bool      // request id → its last VPC attach was refused outright (see attachMember)
 	storeFailing   bool
 	writeFailed    map[string]bool // fleetKey/instKey → the record's last write failed: written after the others (flush)
+	orphanGone     map[string]bool // replica mode: request ids of the collector's orphan records to delete from the store without a lease
 	vpcCreates     []string        // fleets whose VPC create is planned this step
 	ownKeys        map[string]int  // this owner's SSH keys seen in the latest listing (or maybe registered since), per provider
 	keyObs         map[string][]SSHKey
@@ -302,7 +303,7 @@ func (m *Manager) initMaps() {
 	m.counts = map[string]int{}
 	m.unsettled, m.down = map[string]time.Time{}, map[string]bool{}
 	m.dirtyF, m.dirtyI, m.goneF, m.goneI = map[string]bool{}, map[string]bool{}, map[string]bool{}, map[string]bool{}
-	m.writeFailed = map[string]bool{}
+	m.writeFailed, m.orphanGone = map[string]bool{}, map[string]bool{}
 	m.tasks = newTaskSet()
 	m.obs, m.seen, m.kindsListed, m.keysDirty = map[string]*observation{}, map[string]time.Time{}, map[string]kindSet{}, map[string]bool{}
 	m.shown = map[string]time.Time{}

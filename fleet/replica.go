@@ -106,6 +106,7 @@ type syncResult struct {
 	handover     []string // held fleets that fall to another live replica
 	fleets       map[string]FleetRecord
 	insts        []InstanceRecord // of newly acquired fleets
+	orphans      []InstanceRecord // stored orphan records, read when the collector lease was newly taken
 	intents      map[string][]Intent
 	acked        map[string]int64 // fleets whose intents were acknowledged, through
 	readAt       time.Time        // when the read of every intent began (Manager clock; zero: not made)
@@ -214,11 +215,13 @@ func (m *Manager) leaseSync(ctx context.Context, self, gc Lease, held map[string
 		names[in.Fleet] = true
 		res.intents[in.Fleet] = append(res.intents[in.Fleet], in)
 	}
+	newGC := false // the collector lease taken anew: its orphans are read from the store
 	if rendezvous(gcLease, live) == r.holder {
 		if gc.Token == 0 {
 			r.inherited(ctx, gcLease, leases)
 		}
 		res.gc, res.gcAt, _ = take(gc, gcLease, r.holder)
+		newGC = res.gc.Token != 0 && res.gc.Token != gc.Token
 	} else if gc.Token != 0 {
 		_ = r.ls.ReleaseLease(ctx, gc)
 	}
@@ -262,18 +265,25 @@ func (m *Manager) leaseSync(ctx context.Context, self, gc Lease, held map[string
 			}
 		}
 	}
-	if len(acquired) > 0 {
+	if len(acquired) > 0 || newGC {
 		insts, err := r.ls.Instances(ctx)
 		if err == nil {
 			for _, in := range insts {
-				if slices.Contains(acquired, in.Instance.Fleet) {
+				switch {
+				case slices.Contains(acquired, in.Instance.Fleet):
 					res.insts = append(res.insts, in)
+				case newGC && collectorsOrphan(in, names):
+					res.orphans = append(res.orphans, in)
 				}
 			}
 		} else {
 			for _, name := range acquired { // cannot load: give them back
 				_ = r.ls.ReleaseLease(ctx, res.got[name])
 				delete(res.got, name)
+			}
+			if newGC { // nor the orphans: taken at a later sync
+				_ = r.ls.ReleaseLease(ctx, res.gc)
+				res.gc = Lease{}
 			}
 		}
 	}
@@ -301,7 +311,14 @@ func (m *Manager) applySync(res syncResult, now time.Time) {
 		return
 	}
 	becameGC := res.gc.Token != 0 && res.gc.Token != r.gc.Token // renewals keep the token
+	lostGC := r.gc.Token != 0 && res.gc.Token != r.gc.Token
 	r.self, r.selfAt, r.gc, r.gcAt = res.self, res.selfAt, res.gc, res.gcAt
+	if lostGC {
+		m.dropOrphans()
+	}
+	if becameGC {
+		m.takeOrphans(res.orphans, now)
+	}
 	for f, seq := range res.acked { // only those the store took: a failed one is made again
 		r.acked[f] = max(r.acked[f], seq)
 	}

@@ -275,6 +275,10 @@ type Policy struct {
 	// have, first seen plus the minimum): a grace carried past it would buy
 	// a new unit for a machine nobody claimed, and a fleet applied later
 	// buys one either way. Found after that moment, it is released at once.
+	// The grace counts from the first find: its record is stored (with
+	// replicas by the collector, without a lease), and a restarted Manager
+	// or the replica taking the collector's lease over resumes it, and a
+	// release under way, rather than start a new grace.
 	OrphanGrace time.Duration
 	// CreateLookupGrace is how long after an ambiguous create failure the
 	// Manager keeps looking for the resource by label before it counts the

@@ -65,7 +65,8 @@ func (m *Manager) load(ctx context.Context) error {
 func (m *Manager) flush(ctx context.Context) error {
 	m.mu.Lock()
 	var fleets []FleetRecord
-	var insts []InstanceRecord
+	var insts, orphans []InstanceRecord
+	base := ctx // without leases: the collector's orphan records (see collects)
 	var goneF, goneI []string
 	now := m.clock.Now()
 	for name := range m.dirtyF {
@@ -84,6 +85,9 @@ func (m *Manager) flush(ctx context.Context) error {
 				if _, ok := m.fleets[r.Instance.Fleet]; ok || m.goneF[r.Instance.Fleet] {
 					unwritten[r.Instance.Fleet] = true
 					continue
+				}
+				if m.collects(r) {
+					orphans = append(orphans, cloneInstance(*r))
 				}
 			} else {
 				insts = append(insts, cloneInstance(*r))
@@ -105,8 +109,13 @@ func (m *Manager) flush(ctx context.Context) error {
 			delete(m.goneF, name)
 		}
 	}
+	var goneO []string // the collector's orphan records: deleted without a lease
 	for id := range m.goneI {
-		goneI = append(goneI, id)
+		if m.orphanGone[id] {
+			goneO = append(goneO, id)
+		} else {
+			goneI = append(goneI, id)
+		}
 	}
 	fleetOf := map[string]string{}
 	for _, r := range insts {
@@ -130,7 +139,7 @@ func (m *Manager) flush(ctx context.Context) error {
 		return failedLast(instKey(a.Instance.RequestID), instKey(b.Instance.RequestID))
 	})
 	var errs []error
-	var failF, failI, failGoneF, failGoneI []string
+	var failF, failI, failGoneF, failGoneI, failO, staleO []string
 	wroteF, wroteI := map[string]int64{}, map[string]int64{} // version written against
 	var lost []string                                        // fleets whose writes were fenced or stale: their lease is gone
 	tried, failed := map[string]bool{}, map[string]bool{}    // record writes (by key) tried, and failed
@@ -174,6 +183,15 @@ func (m *Manager) flush(ctx context.Context) error {
 			failI = append(failI, r.Instance.RequestID)
 		}
 	}
+	for _, r := range orphans { // no lease covers them: unfenced, guarded by their Version
+		if ok, err := write(instKey(r.Instance.RequestID), func() error { return m.store.PutInstance(base, r) }); ok {
+			wroteI[r.Instance.RequestID] = r.Version
+		} else if lostWrite(err) {
+			staleO = append(staleO, r.Instance.RequestID)
+		} else {
+			failO = append(failO, r.Instance.RequestID)
+		}
+	}
 	failedOf := map[string]bool{}
 	for _, id := range failI {
 		failedOf[fleetOf[id]] = true
@@ -189,6 +207,14 @@ func (m *Manager) flush(ctx context.Context) error {
 	}
 	for _, id := range goneI {
 		if ok, _ := write("", func() error { return m.store.DeleteInstance(ctx, id) }); !ok {
+			failGoneI = append(failGoneI, id)
+		}
+	}
+	var wroteGoneO []string
+	for _, id := range goneO {
+		if ok, _ := write("", func() error { return m.store.DeleteInstance(base, id) }); ok {
+			wroteGoneO = append(wroteGoneO, id)
+		} else {
 			failGoneI = append(failGoneI, id)
 		}
 	}
@@ -226,10 +252,21 @@ func (m *Manager) flush(ctx context.Context) error {
 			m.dirtyF[name] = true
 		}
 	}
-	for _, id := range failI {
+	for _, id := range append(failI, failO...) {
 		if _, ok := m.insts[id]; ok {
 			m.dirtyI[id] = true
 		}
+	}
+	for _, id := range staleO {
+		// Written since by another replica: the collector that took over
+		// (this one's turn has passed), or the holder of the fleet applied
+		// meanwhile. Theirs to track.
+		if r := m.insts[id]; r != nil && m.collects(r) {
+			m.forgetOrphan(id)
+		}
+	}
+	for _, id := range wroteGoneO {
+		delete(m.orphanGone, id)
 	}
 	for _, name := range failGoneF {
 		m.goneF[name] = true
@@ -279,6 +316,9 @@ func (m *Manager) prune(now time.Time) {
 			delete(m.agentPathDown, id)
 			delete(m.agentVerdict, id)
 			m.forgetDeadlineDeferred(id)
+			if m.collects(r) {
+				m.orphanGone[id] = true
+			}
 			m.goneI[id] = true
 		}
 	}

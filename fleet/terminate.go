@@ -358,6 +358,9 @@ func (m *Manager) untrack(r *InstanceRecord) {
 	m.event(Event{Type: EventManualCleanup, Fleet: r.Instance.Fleet, Provider: r.Instance.Provider, InstanceID: r.Instance.ID,
 		At: r.Instance.ReservedUntil, Message: fmt.Sprintf("release of %s %s refused by the minimum reservation for %s; no longer tracked: release it by hand after %s or it keeps billing",
 			r.Instance.Provider, r.Instance.ID, m.pol.CompatGiveUp, r.Instance.ReservedUntil.Format(time.RFC3339))})
+	if m.collects(r) {
+		m.orphanGone[r.Instance.RequestID] = true
+	}
 	m.removeRecord(r.Instance.RequestID)
 	m.goneI[r.Instance.RequestID] = true
 	// Never adopted again: this rental (a Hot Aisle bare-metal server rented
