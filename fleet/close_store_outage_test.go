@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gpufleet/gpufleet/fleet"
+	"github.com/gpufleet/gpufleet/internal/steppedclock"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -225,4 +226,26 @@ func TestRestartHandsOutNoServerReleasedButNotStored(t *testing.T) {
 			time.Sleep(10 * time.Second)
 		}
 	})
+}
+
+// Close's bound is counted from its own pauses, not read off the Manager's
+// clock: with a clock that does not move by itself (a stepped test clock,
+// whose Sleep returns at once), Close still gives up on a Store that stays
+// down, after a bounded number of tries, rather than try for ever.
+func TestCloseGivesUpWithAClockThatDoesNotMove(t *testing.T) {
+	e := newEnv(t, fleet.Policy{})
+	store := &flakyStore{MemoryStore: fleet.NewMemoryStore()}
+	m, err := fleet.NewManager(fleet.Config{Providers: []fleet.Provider{e.vp}, Owner: testOwner, Store: store,
+		Clock: steppedclock.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))})
+	require.NoError(t, err)
+	require.NoError(t, m.Apply(t.Context(), spec("sc", 1, vultrVM("ewr"))))
+	store.down.Store(true)
+	done := make(chan struct{})
+	go func() { defer close(done); m.Close() }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close did not give up")
+	}
+	assert.Less(t, store.failed.Load(), int64(30), "tries")
 }

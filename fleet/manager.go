@@ -349,14 +349,15 @@ func isNil(v any) bool {
 var ErrNotStored = errors.New("gpufleet: records not stored at Close")
 
 // CloseRetryCalls is how long Close keeps writing the records a Store
-// refuses, in units of Policy.CallTimeout (3: 4.5 minutes by default),
-// counted on the Manager's clock. CloseContext takes its bound from its
-// ctx instead.
+// refuses, in units of Policy.CallTimeout (3: 4.5 minutes by default): the
+// pauses between its tries (on the Manager's clock) add up to at most
+// that, each try being bounded by Policy.CallTimeout too. CloseContext
+// takes its bound from its ctx instead.
 const CloseRetryCalls = 3
 
 // Close is CloseContext bounded by CloseRetryCalls × Policy.CallTimeout (4.5
-// minutes by default) on the Manager's clock; what it could not store by
-// then is said with EventStoreWriteFailed (see CloseContext). A process
+// minutes by default, see CloseRetryCalls); what it could not store by then
+// is said with EventStoreWriteFailed (see CloseContext). A process
 // with a shorter deadline to stop (a SIGTERM's grace period) calls
 // CloseContext with it.
 func (m *Manager) Close() {
@@ -436,11 +437,13 @@ func (m *Manager) closeWith(ctx context.Context, bound time.Duration) error {
 }
 
 // flushAtClose writes the records at Close: again with backoff while the
-// store refuses them (one Manager alone), until ctx ends or bound (> 0)
-// passes on the Manager's clock. What is still not stored then is said
-// with EventStoreWriteFailed and returned as ErrNotStored.
+// store refuses them (one Manager alone), until ctx ends or the waits
+// between tries add up to bound (> 0; counted, not read off the clock, so
+// that a clock that does not move, such as a stepped test clock, cannot
+// keep Close for ever). What is still not stored then is said with
+// EventStoreWriteFailed and returned as ErrNotStored.
 func (m *Manager) flushAtClose(ctx context.Context, start time.Time, bound time.Duration) error {
-	wait := time.Second
+	wait, waited := time.Second, time.Duration(0)
 	for {
 		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.pol.CallTimeout)
 		err := m.flush(fctx)
@@ -448,13 +451,14 @@ func (m *Manager) flushAtClose(ctx context.Context, start time.Time, bound time.
 		if err == nil {
 			return nil
 		}
-		now := m.clock.Now()
-		if m.rep == nil && ctx.Err() == nil && (bound <= 0 || now.Add(wait).Before(start.Add(bound))) {
+		if m.rep == nil && ctx.Err() == nil && (bound <= 0 || waited+wait <= bound) {
 			if m.clock.Sleep(ctx, wait) == nil {
+				waited += wait
 				wait = min(2*wait, 30*time.Second)
 				continue
 			}
 		}
+		now := m.clock.Now()
 		m.mu.Lock()
 		n := len(m.dirtyF) + len(m.dirtyI) + len(m.goneF) + len(m.goneI)
 		lost := "a new Manager on this Store does not know what they changed since their last write " +
