@@ -30,17 +30,17 @@ func TestDeferredReleaseCarriedOutAcrossAFailoverAtItsMoment(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				e := newEnv(t, fleet.Policy{})
-				rs := startReplicas(t, e, fleet.Policy{}, 2)
+				rs := apReplicas(t, e, fleet.Policy{}, 2)
 				time.Sleep(time.Minute)
-				h := convergeReplicas(t, rs, spec("dd", 1, c.req))
-				from := onlyCharge(t, e).From
+				h := apConverge(t, rs, spec("dd", 1, c.req))
+				from := apCharge(t, e).From
 				time.Sleep(time.Until(from.Add(40 * time.Minute)))
 				require.NoError(t, rs.ms[1-h].Delete(t.Context(), "dd"))
 				time.Sleep(time.Until(from.Add(c.moment - 5*time.Second)))
 				rs.stop(h)
 				time.Sleep(3 * time.Hour)
 				rs.stopAll()
-				got := onlyCharge(t, e)
+				got := apCharge(t, e)
 				t.Logf("billed %v (%s)", got.Billed, got.Description)
 				assert.False(t, got.Live, "still billing")
 				assert.Equal(t, c.unit, got.Billed)

@@ -47,7 +47,7 @@ func TestOrphanGraceSurvivesTheCollectorsDeath(t *testing.T) {
 				e.idleFleet("gone", 1, 0, hotType("vm-mi300x-1"))
 				stop()
 				e.m.Close()
-				from := onlyCharge(t, e).From
+				from := apCharge(t, e).From
 				time.Sleep(time.Until(from.Add(35 * time.Minute)))
 				store := fleet.NewMemoryLeaseStore(nil)
 				rs := &replicaSet{e: e, store: store}
@@ -85,12 +85,12 @@ func TestOrphanGraceSurvivesTheCollectorsDeath(t *testing.T) {
 				dead := finder
 				e.mu.Unlock()
 				rs.stop(dead)
-				for deadline := time.Now().Add(3 * time.Hour); onlyCharge(t, e).Live && time.Now().Before(deadline); time.Sleep(30 * time.Second) {
+				for deadline := time.Now().Add(3 * time.Hour); apCharge(t, e).Live && time.Now().Before(deadline); time.Sleep(30 * time.Second) {
 				}
 				time.Sleep(time.Minute)
 				rs.stopAll()
-				logInstanceEvents(t, e, from)
-				ch := onlyCharge(t, e)
+				apDump(t, e, from)
+				ch := apCharge(t, e)
 				t.Logf("found %v (release at %v), billed %v", found.Time.Sub(from), found.At.Sub(from), ch.Billed)
 				assert.LessOrEqual(t, ch.Billed, end)
 			})

@@ -22,20 +22,20 @@ func TestRefusedDeleteAcrossAFailoverAtTheHoursEnd(t *testing.T) {
 		t.Run(fmt.Sprint(kill), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				e := newEnv(t, fleet.Policy{})
-				rs := startReplicas(t, e, fleet.Policy{}, 2)
+				rs := apReplicas(t, e, fleet.Policy{}, 2)
 				time.Sleep(time.Minute)
 				s := spec("rd", 1, vultrVM("ewr"))
 				s.IdleTimeout = 5 * time.Minute
-				h := convergeReplicas(t, rs, s)
-				from := onlyCharge(t, e).From
+				h := apConverge(t, rs, s)
+				from := apCharge(t, e).From
 				time.Sleep(time.Until(from.Add(56 * time.Minute)))
 				require.NoError(t, e.vultr.Inject(sim.Fault{Route: "DELETE /v2/instances/{id}", Status: 500, Duration: 3*time.Minute + 30*time.Second}))
 				time.Sleep(time.Until(from.Add(kill)))
 				rs.stop(h)
 				time.Sleep(3 * time.Hour)
 				rs.stopAll()
-				logInstanceEvents(t, e, from)
-				c := onlyCharge(t, e)
+				apDump(t, e, from)
+				c := apCharge(t, e)
 				t.Logf("billed %v", c.Billed)
 				assert.Equal(t, time.Hour, c.Billed)
 			})
