@@ -349,10 +349,11 @@ func isNil(v any) bool {
 var ErrNotStored = errors.New("gpufleet: records not stored at Close")
 
 // CloseRetryCalls is how long Close keeps writing the records a Store
-// refuses, in units of Policy.CallTimeout (3: 4.5 minutes by default): the
-// pauses between its tries (on the Manager's clock) add up to at most
-// that, each try being bounded by Policy.CallTimeout too. CloseContext
-// takes its bound from its ctx instead.
+// refuses, in units of Policy.CallTimeout (3: 4.5 minutes by default): it
+// starts no try after that much process time, nor once the pauses between
+// its tries (on the Manager's clock) add up to it; a try under way then
+// ends within Policy.CallTimeout. CloseContext takes its bound from its
+// ctx instead.
 const CloseRetryCalls = 3
 
 // Close is CloseContext bounded by CloseRetryCalls × Policy.CallTimeout (4.5
@@ -361,7 +362,10 @@ const CloseRetryCalls = 3
 // with a shorter deadline to stop (a SIGTERM's grace period) calls
 // CloseContext with it.
 func (m *Manager) Close() {
-	_ = m.closeWith(context.Background(), CloseRetryCalls*m.pol.CallTimeout)
+	bound := CloseRetryCalls * m.pol.CallTimeout
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
+	defer cancel()
+	_ = m.closeWith(ctx, bound)
 }
 
 // CloseContext stops the loop and every task under way (agent starts,
@@ -377,8 +381,9 @@ func (m *Manager) Close() {
 //
 // A Store that refuses writes (down, failing over) is written again with
 // backoff (1 s doubled up to 30 s, each try bounded by Policy.CallTimeout)
-// until every changed record is stored or ctx ends: a call that returned
-// nil is never lost while the Store comes back by then. When ctx ends
+// until every changed record is stored or ctx ends (a ctx that never ends
+// keeps it trying while the Store stays down): a call that returned nil is
+// never lost while the Store comes back by then. When ctx ends
 // first, CloseContext returns an error answering ErrNotStored and wrapping
 // the store's, and says so with EventStoreWriteFailed; what the records
 // not stored held since their last write is then lost to a new Manager:
