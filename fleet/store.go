@@ -174,7 +174,7 @@ type InstanceRecord struct {
 	// (its idle clock and release rules run from the restart), but Acquire
 	// does not hand it out until its holder gives it back with MarkIdle (or
 	// marks it busy again): otherwise the holder's MarkIdle, sent on seeing
-	// its job fail, would free it under the next job (tester AO).
+	// its job fail, would free it under the next job (two jobs on one node).
 	JobStopped bool `json:",omitempty"`
 	AgentTries int
 	// AgentCheckFails counts failed agent checks in a row after ready.
