@@ -6,32 +6,59 @@ import (
 	"time"
 )
 
-// maxRounds bounds the steps of one Reconcile: list, act on what was seen,
-// act on the answers (attach after create, confirm after delete), and a few
-// more for offers tried one after another.
+// maxRounds bounds the rounds of one Reconcile (a pass once every answer
+// came in): list, act on what was seen, act on the answers (attach after
+// create, confirm after delete), and a few more for offers tried one after
+// another. The passes it makes at due times while it waits are not counted.
 const maxRounds = 12
 
 // Reconcile runs the loop until what is due now is done: it takes the
 // recorded intents, lists the providers that are due, acts (adopt, time
 // out, start agents, release, create, attach and delete VPCs) and waits for
-// the answers of its calls (agent starts go on in the background). Errors
-// of single calls become events and are retried later; the returned error
-// is a store failure, an ended ctx, or ErrClosed. While ctx is cancelled
-// no new call starts; calls under way finish under their own deadlines.
+// the answers of its calls (agent starts go on in the background), up to
+// Policy.CreateTimeout for a slow create. While it waits, nothing else
+// waits behind it: whenever something falls due (NextPass: a release
+// deadline, a retry, a timeout) or an intent is recorded, it makes a pass
+// at once, as Run would, and waits for that pass's calls too — a slow
+// create or a hanging provider delays no release. A call still under way
+// once the longest call deadline (Policy.CreateTimeout, Policy.CallTimeout)
+// has passed since the last pass that waited for all answers is left to
+// the next Reconcile, which applies its answer. Errors of single calls
+// become events and are retried later; the returned error is a store
+// failure, an ended ctx, or ErrClosed. While ctx is cancelled no new call
+// starts; calls under way finish under their own deadlines.
+//
 // A caller that drives the Manager with Reconcile instead of Run calls it
 // again by NextPass (and at once after recording an intent): release
-// deadlines, retries and timeouts fall due between passes, and a fixed
-// pause longer than Config.Interval misses them.
+// deadlines, retries and timeouts fall due between passes at any moment,
+// so a fixed pause misses them — one equal to Config.Interval too, since
+// Interval only bounds NextPass (a release due a second after a pass would
+// wait almost a whole tick, and may buy another billing unit).
 func (m *Manager) Reconcile(ctx context.Context) error {
 	if err := m.acquire(ctx); err != nil {
 		return err
 	}
 	defer m.release()
-	for range maxRounds {
-		if m.step(ctx) == 0 || ctx.Err() != nil {
+	bound := max(m.pol.CreateTimeout, m.pol.CallTimeout, catalogFetchTimeout) + boundarySlack
+	for rounds := 0; ; {
+		// A round: a pass after every answer came in (or the first one).
+		n := m.step(ctx)
+		rounds++
+		if ctx.Err() != nil {
 			break
 		}
-		if err := m.await(ctx); err != nil {
+		if n == 0 && m.awaitedNow() == 0 {
+			break
+		}
+		// Wait for every answer, making a pass whenever something falls
+		// due or an intent comes meanwhile.
+		end := m.clock.Now().Add(bound)
+		wake, err := m.awaitOrDue(ctx, end)
+		for err == nil && wake == wakeDue {
+			m.step(ctx)
+			wake, err = m.awaitOrDue(ctx, end)
+		}
+		if err != nil || wake != wakeAnswered || rounds >= maxRounds {
 			break
 		}
 	}
@@ -89,25 +116,78 @@ func (m *Manager) acquire(ctx context.Context) error {
 
 func (m *Manager) release() { <-m.pass }
 
-// await waits until every awaited task has answered, applying answers as
-// they come.
-func (m *Manager) await(ctx context.Context) error {
+// awaitedNow applies the answers that came in and returns how many
+// awaited tasks are still under way. It takes m.mu.
+func (m *Manager) awaitedNow() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.drainResults(m.clock.Now())
+	return m.awaited()
+}
+
+// What ended Reconcile's wait (awaitOrDue).
+const (
+	wakeAnswered = iota // every awaited task answered
+	wakeDue             // something fell due (NextPass), or an intent was recorded
+	wakeLimit           // the wait's limit passed with tasks still under way
+	wakeTimer           // (waitUntil) the time waited for came
+)
+
+// awaitOrDue waits, applying answers as they come, until every awaited
+// task has answered, something falls due (nextDueAt, at least a second
+// away, as Run sleeps) or an intent is recorded, or limit passes, all by
+// the Manager's clock. A clock whose Sleep returns before its Now reaches
+// the time asked (a stepped clock moved by hand) wakes nothing: then only
+// answers and intents end the wait.
+func (m *Manager) awaitOrDue(ctx context.Context, limit time.Time) (int, error) {
 	for {
 		signal := m.resultSignal()
-		m.mu.Lock()
-		m.drainResults(m.clock.Now())
-		n := m.awaited()
-		m.mu.Unlock()
-		if n == 0 {
-			return nil
+		if m.awaitedNow() == 0 {
+			return wakeAnswered, nil
 		}
-		select {
-		case <-signal:
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-m.done:
-			return ErrClosed
+		now, next := m.nextDueAt()
+		if !now.Before(limit) {
+			return wakeLimit, nil
 		}
+		next = minTime(maxTime(next, now.Add(time.Second)), limit)
+		wake, err := m.waitUntil(ctx, next, signal)
+		switch {
+		case err != nil:
+			return 0, err
+		case wake == wakeTimer && !next.Before(limit):
+			return wakeLimit, nil
+		case wake != wakeAnswered:
+			return wakeDue, nil
+		}
+	}
+}
+
+// waitUntil waits until signal (wakeAnswered: an answer came, perhaps not
+// the last), an intent (wakeDue), or the Manager's clock reaching at
+// (wakeTimer), or ctx or the Manager ends.
+func (m *Manager) waitUntil(ctx context.Context, at time.Time, signal <-chan struct{}) (int, error) {
+	sctx, cancel := context.WithCancel(ctx)
+	slept := make(chan struct{})
+	go func() {
+		err := m.clock.Sleep(sctx, at.Sub(m.clock.Now()))
+		if err == nil && !m.clock.Now().Before(at) {
+			close(slept)
+			return
+		}
+		<-sctx.Done() // woken early, or a clock that does not move by itself
+	}()
+	defer cancel()
+	select {
+	case <-signal:
+		return wakeAnswered, nil
+	case <-m.tasks.wake:
+		return wakeDue, nil
+	case <-slept:
+		return wakeTimer, nil
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	case <-m.done:
+		return 0, ErrClosed
 	}
 }
 
@@ -200,11 +280,15 @@ func (m *Manager) started() int { return m.tasks.startedAwaited }
 // carries a release out late, and a release whose last safe moment passed
 // can buy another billing unit (a Vultr hour, Hot Aisle minutes past the
 // minimum; an idle or scale-down release of a Vultr instance then waits for
-// the last safe moment of the hour bought, see Termination.NotBefore). Ask again after each Reconcile, and call Reconcile early after
-// recording an intent (Apply, Delete, Release, MarkIdle): NextPass does not
-// know of intents recorded after it answered, nor of the answers of calls
-// that go on in the background (agent starts), which Run applies as they
-// come.
+// the last safe moment of the hour bought, see Termination.NotBefore). A
+// fixed tick is not safe, not even one of Config.Interval: Interval only
+// bounds NextPass, and what falls due a moment after a pass waits almost a
+// whole tick. Ask again after each Reconcile, and call Reconcile early
+// after recording an intent (Apply, Delete, Release, MarkIdle): NextPass
+// does not know of intents recorded after it answered, nor of the answers
+// of calls that go on in the background (agent starts), which Run applies
+// as they come. What falls due while a Reconcile waits for its calls is
+// carried out by that Reconcile (see there).
 func (m *Manager) NextPass() time.Time {
 	now, next := m.nextDueAt()
 	return maxTime(next, now.Add(time.Second))
