@@ -159,6 +159,10 @@ func (m *Manager) releaseIdle(now time.Time) {
 		if m.policyFor(f) == ReleaseAtReservationEnd {
 			policy = ReleaseAtReservationEnd
 		}
+		if why, ok := m.yielded[r]; ok {
+			m.yieldRelease(r, why, policy, now)
+			continue
+		}
 		m.requestRelease(r, "idle", policy, now, true)
 	}
 }

@@ -173,7 +173,10 @@ type Manager struct {
 	deletedVPCs    map[string]time.Time // deleted by a fleet; ignored while lists still show them
 	fleetRetry     map[string]time.Time // no create attempt for the fleet before
 	fleetFails     map[string]int
-	avoid          map[string]avoidance // fleet|offer key → skip the offer until, and why
+	avoid          map[string]avoidance            // fleet|offer key → skip the offer until, and why
+	soldOut        map[string]map[string]time.Time // offer key → fleet refused it as sold out → until when that counts (see yieldHolds)
+	yields         map[string][]*InstanceRecord    // offer key → nodes released because a hold yielded to a refused fleet
+	yielded        map[*InstanceRecord]string      // idle nodes whose hold yields now → why (set by held)
 	agentNext      map[string]time.Time
 	agentPathDown  map[string]time.Time          // request id → when its last agent start failed with ErrAgentPathDown
 	agentCancel    map[string]context.CancelFunc // agent starts under way, by request id

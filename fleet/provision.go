@@ -291,6 +291,11 @@ func (m *Manager) offersFor(ctx context.Context, f *FleetRecord, now time.Time) 
 	offers = m.withoutAvoided(f.Spec.Name, offers, now)
 	if len(offers) == 0 {
 		m.noOffers(f, matched, err, now)
+		if len(matched) == 0 {
+			// The matching offers are sold out: re-buy holds on them yield
+			// (until the fleet's next try, at least soldOutPenalty).
+			m.noteCatalogSoldOut(f.Spec.Name, req, maxTime(m.fleetRetry[f.Spec.Name], now.Add(soldOutPenalty)))
+		}
 		return nil, false
 	}
 	return offers, true
@@ -686,6 +691,9 @@ func (m *Manager) createResult(reqID string, inst Instance, vpcID string, err er
 			m.holdProvider(provider, err, now)
 		case !errors.Is(err, ErrRateLimited) && !errors.Is(err, ErrNotSent): // neither says anything of the offer
 			m.avoidOffer(fleet, r.Instance.Offer, now.Add(soldOutPenalty), refusalReason(err))
+			if errors.Is(err, ErrNoCapacity) {
+				m.noteSoldOut(fleet, r.Instance.Offer, now.Add(soldOutPenalty))
+			}
 			delete(m.offerOK, r.Instance.Offer.Key())
 		default: // the same create would be refused again at once: the fleet's next one waits
 			m.fleetFails["paced/"+fleet]++

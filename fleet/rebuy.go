@@ -253,5 +253,6 @@ func (m *Manager) held(now time.Time) (map[*InstanceRecord]bool, map[*InstanceRe
 			keep[r], hold[r] = true, c.hold
 		}
 	}
+	m.yieldHolds(keep, hold, now)
 	return keep, hold
 }

@@ -429,6 +429,16 @@ type Policy struct {
 	// whose spec changed from 30-minute virtual machines to 8-hour bare metal
 	// holds each of its idle nodes for its own offer. Nodes whose start is
 	// unknown (adopted) are not held.
+	//
+	// A hold never keeps stock another fleet of the Manager is refused for:
+	// when a create of an offer is refused as sold out (ErrNoCapacity), or
+	// the catalog lists the offers a fleet matches as sold out, while that
+	// fleet is short of members, as many idle nodes held on that offer
+	// (provider, region, instance type) by other fleets as it lacks stop
+	// being held — those past their minimum are released at once, the
+	// others at their minimum's end (paid anyway; not released unforced
+	// before it) — with an EventReleaseRequested that names the refused
+	// fleet. This holds for RebuySpares too.
 	RebuyHoldOff bool
 	// RebuySpares and RebuyHold set the re-buy hold instead of choosing it
 	// from the fleet's jobs: up to RebuySpares idle instances of each fleet,
