@@ -208,17 +208,31 @@ func (m *Manager) runnable(r *InstanceRecord) bool {
 		!m.vpcPending(r) && (m.cfg.Agent == nil || m.agentHealthy(r))
 }
 
+// handable reports whether Acquire could hand r out now, busy or not:
+// runnable, listed by this process since its record was read, its agent
+// not unverified, and not kept for the holder of a job a stop ended
+// (JobStopped). The re-buy hold keeps only such nodes as spares. m.mu held.
+func (m *Manager) handable(r *InstanceRecord, now time.Time) bool {
+	return m.runnable(r) && !m.notListedSinceRead(r) && !m.agentUnverified(r, now) && !r.JobStopped
+}
+
 // vpcPending reports whether r belongs to a PlacementCluster fleet on a
 // provider with VPCs and its attach to the fleet's VPC is not settled yet
 // (InstanceRecord.VPCDone: confirmed by listing the server's VPCs, or given
 // up with EventVPCUnavailable). A cluster job on it could not reach its
 // peers' private addresses: Vultr refuses the attach while the server is
 // locked after boot, so a node is ready minutes before it is in the VPC
-// (tester AO). m.mu held.
+// (tester AO). Not while the fleet's VPC cannot be created (its create
+// refused, retried with backoff, EventVPCUnavailable): the fleet's nodes
+// run without it meanwhile, as they do when an attach is given up.
+// m.mu held.
 func (m *Manager) vpcPending(r *InstanceRecord) bool {
 	f := m.fleets[r.Instance.Fleet]
 	if f == nil || f.Spec.Placement != PlacementCluster || r.VPCDone {
 		return false
+	}
+	if f.VPC == nil && m.fleetFails["vpc/"+f.Spec.Name] > 0 {
+		return false // its VPC create was refused (EventVPCUnavailable): it runs without one meanwhile (tester AR)
 	}
 	_, vpcs := m.providers[r.Instance.Provider].(VPCProvider)
 	return vpcs

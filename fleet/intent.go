@@ -453,7 +453,7 @@ func (m *Manager) mark(instanceID string, kind intentKind) error {
 	if r == nil {
 		return classed(ErrNotFound, "instance %s", instanceID)
 	}
-	if st := r.Instance.Status; st != StatusIdle && st != StatusBusy {
+	if st := r.Instance.Status; st != StatusIdle && st != StatusBusy && !(kind == intentIdle && r.JobStopped) {
 		return fmt.Errorf("gpufleet: instance %s is %s, not ready", instanceID, st)
 	}
 	if m.releaseQueued(r) {
@@ -561,12 +561,17 @@ func (m *Manager) releaseInstance(reqID string, override ReleasePolicy, now time
 
 func (m *Manager) markBusy(reqID string, busy bool, now time.Time) {
 	r := m.insts[reqID]
-	if r == nil || r.Termination != nil || (r.Instance.Status != StatusIdle && r.Instance.Status != StatusBusy) {
+	if r == nil || r.Termination != nil {
 		return
 	}
-	if r.JobStopped {
-		r.JobStopped = false // given back (or taken again) by its holder
+	if r.JobStopped && (!busy || r.Instance.Status == StatusIdle) {
+		// Given back by its holder (MarkIdle, taken while it boots again
+		// too: tester AR), or taken again (MarkBusy).
+		r.JobStopped = false
 		m.dirtyI[reqID] = true
+	}
+	if r.Instance.Status != StatusIdle && r.Instance.Status != StatusBusy {
+		return
 	}
 	if !busy && !r.Busy && r.Instance.Status == StatusIdle {
 		return // idle already: its idle clock runs on (a repeated MarkIdle must not keep it for ever)
@@ -662,7 +667,7 @@ func (m *Manager) markStored(instanceID string, kind intentKind) error {
 			return err
 		}
 	}
-	if st := rec.Instance.Status; st != StatusIdle && st != StatusBusy {
+	if st := rec.Instance.Status; st != StatusIdle && st != StatusBusy && !(kind == intentIdle && rec.JobStopped) {
 		return fmt.Errorf("gpufleet: instance %s is %s, not ready", instanceID, st)
 	}
 	if err := m.releaseStored(ctx, rec, after, k); err != nil {
