@@ -50,18 +50,7 @@ func TestAcquireRacingAScaleDown(t *testing.T) {
 				e := newEnv(t, fleet.Policy{})
 				s := spec("sd", 1, hotType("vm-mi300x-1"))
 				slow := &apSlowReads{LeaseStore: fleet.NewMemoryLeaseStore(nil)}
-				rs := &replicaSet{e: e, store: slow}
-				for i := range 2 {
-					r, err := fleet.NewManager(fleet.Config{Providers: []fleet.Provider{e.vp, e.hp}, Owner: "ap", Store: slow,
-						ReplicaID: fmt.Sprintf("r%d", i),
-						OnEvent:   func(ev fleet.Event) { e.mu.Lock(); e.events = append(e.events, ev); e.mu.Unlock() }})
-					require.NoError(t, err)
-					t.Cleanup(r.Close)
-					rs.ms = append(rs.ms, r)
-					rs.cancels = append(rs.cancels, nil)
-					rs.dones = append(rs.dones, nil)
-					rs.start(i)
-				}
+				rs := apReplicasOn(t, e, slow, fleet.Policy{}, 2)
 				time.Sleep(time.Minute)
 				m := rs.ms[apConverge(t, rs, s)]
 				time.Sleep(40 * time.Minute)

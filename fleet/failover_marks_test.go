@@ -17,7 +17,13 @@ import (
 // clouds, their events in e's log.
 func apReplicas(t *testing.T, e *env, pol fleet.Policy, n int) *replicaSet {
 	t.Helper()
-	store := fleet.NewMemoryLeaseStore(nil)
+	return apReplicasOn(t, e, fleet.NewMemoryLeaseStore(nil), pol, n)
+}
+
+// apReplicasOn starts n replicas (owner "ap", ids r0…) with pol on store,
+// their events in e's log.
+func apReplicasOn(t *testing.T, e *env, store fleet.LeaseStore, pol fleet.Policy, n int) *replicaSet {
+	t.Helper()
 	rs := &replicaSet{e: e, store: store}
 	for i := range n {
 		m, err := fleet.NewManager(fleet.Config{Providers: []fleet.Provider{e.vp, e.hp}, Owner: "ap", Store: store,

@@ -1,7 +1,6 @@
 package fleet_test
 
 import (
-	"fmt"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -86,18 +85,7 @@ func TestMarkBusyElsewhereDuringTheHoldersRead(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				e := newEnv(t, fleet.Policy{})
 				slow := &apSlowReads{LeaseStore: fleet.NewMemoryLeaseStore(nil)}
-				rs := &replicaSet{e: e, store: slow}
-				for i := range 2 {
-					r, err := fleet.NewManager(fleet.Config{Providers: []fleet.Provider{e.vp, e.hp}, Owner: "ap", Store: slow,
-						ReplicaID: fmt.Sprintf("r%d", i), Policy: fleet.Policy{RebuyHoldOff: true},
-						OnEvent: func(ev fleet.Event) { e.mu.Lock(); e.events = append(e.events, ev); e.mu.Unlock() }})
-					require.NoError(t, err)
-					t.Cleanup(r.Close)
-					rs.ms = append(rs.ms, r)
-					rs.cancels = append(rs.cancels, nil)
-					rs.dones = append(rs.dones, nil)
-					rs.start(i)
-				}
+				rs := apReplicasOn(t, e, slow, fleet.Policy{RebuyHoldOff: true}, 2)
 				time.Sleep(time.Minute)
 				s := spec("mb", 1, c.req)
 				s.IdleTimeout = 5 * time.Minute
@@ -136,18 +124,7 @@ func TestMarkBusyElsewhereTakesBackAWaitingScaleDown(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				e := newEnv(t, fleet.Policy{})
 				slow := &apSlowReads{LeaseStore: fleet.NewMemoryLeaseStore(nil)}
-				rs := &replicaSet{e: e, store: slow}
-				for i := range 2 {
-					r, err := fleet.NewManager(fleet.Config{Providers: []fleet.Provider{e.vp, e.hp}, Owner: "ap", Store: slow,
-						ReplicaID: fmt.Sprintf("r%d", i),
-						OnEvent:   func(ev fleet.Event) { e.mu.Lock(); e.events = append(e.events, ev); e.mu.Unlock() }})
-					require.NoError(t, err)
-					t.Cleanup(r.Close)
-					rs.ms = append(rs.ms, r)
-					rs.cancels = append(rs.cancels, nil)
-					rs.dones = append(rs.dones, nil)
-					rs.start(i)
-				}
+				rs := apReplicasOn(t, e, slow, fleet.Policy{}, 2)
 				time.Sleep(time.Minute)
 				s := spec("sd", 1, hotType("vm-mi300x-1"))
 				h := apConverge(t, rs, s)
@@ -186,18 +163,7 @@ func TestMarkBusyElsewhereJustBeforeAScaleDown(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newEnv(t, fleet.Policy{})
 		slow := &apSlowReads{LeaseStore: fleet.NewMemoryLeaseStore(nil)}
-		rs := &replicaSet{e: e, store: slow}
-		for i := range 2 {
-			r, err := fleet.NewManager(fleet.Config{Providers: []fleet.Provider{e.vp, e.hp}, Owner: "ap", Store: slow,
-				ReplicaID: fmt.Sprintf("r%d", i),
-				OnEvent:   func(ev fleet.Event) { e.mu.Lock(); e.events = append(e.events, ev); e.mu.Unlock() }})
-			require.NoError(t, err)
-			t.Cleanup(r.Close)
-			rs.ms = append(rs.ms, r)
-			rs.cancels = append(rs.cancels, nil)
-			rs.dones = append(rs.dones, nil)
-			rs.start(i)
-		}
+		rs := apReplicasOn(t, e, slow, fleet.Policy{}, 2)
 		time.Sleep(time.Minute)
 		s := spec("sd", 1, hotType("vm-mi300x-1"))
 		h := apConverge(t, rs, s)
