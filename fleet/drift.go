@@ -16,7 +16,10 @@ type OnStopped string
 // OnStopped values.
 const (
 	// OnStoppedReplace (the default) releases the stopped instance by the
-	// fleet's release policy and creates a replacement.
+	// fleet's release policy and creates a replacement — unless no job had
+	// it (idle, not handed out) and the fleet's idle nodes go (IdleTimeout,
+	// above MinNodes): the fleet then shrinks by one, as an idle release
+	// shrinks it, and buys nothing no job asked for.
 	OnStoppedReplace OnStopped = "replace"
 	// OnStoppedRestart powers it on again (providers that implement
 	// Restarter; others are replaced) and starts its agent again. The node
@@ -42,9 +45,33 @@ func (m *Manager) stoppedOutOfBand(r *InstanceRecord, now time.Time) {
 		})
 		return
 	}
-	m.event(Event{Type: EventInstanceStopped, Fleet: r.Instance.Fleet, Provider: r.Instance.Provider, InstanceID: r.Instance.ID,
-		Message: "powered off out of band (it still bills); released and replaced"})
-	m.requestRelease(r, "stopped out of band", m.policyFor(m.fleets[r.Instance.Fleet]), now, true)
+	m.releaseStopped(r, "powered off out of band (it still bills)", nil, now)
+}
+
+// releaseStopped releases r, powered off out of band (what: how, err: the
+// power-on's error if any), and replaces it — unless no job had it (idle,
+// not handed out) in a fleet whose idle nodes go (IdleTimeout, above
+// MinNodes): that node would have been released for idleness, and a
+// replacement would only buy a new billing unit (a minimum: 8 h of Hot
+// Aisle bare metal) that no job asked for; the fleet shrinks by one
+// instead, as an idle release shrinks it, and an orchestrator that needs a
+// node grows it again (tester AS). m.mu held.
+func (m *Manager) releaseStopped(r *InstanceRecord, what string, err error, now time.Time) {
+	f := m.fleets[r.Instance.Fleet]
+	idle := r.Instance.Status == StatusIdle && !r.Busy && !r.JobStopped && !m.acquired[r.Instance.RequestID] &&
+		f != nil && f.Spec.IdleTimeout > 0 && f.Spec.Nodes > f.Spec.MinNodes
+	ev := Event{Type: EventInstanceStopped, Fleet: r.Instance.Fleet, Provider: r.Instance.Provider, InstanceID: r.Instance.ID,
+		Message: what + "; released and replaced"}
+	if err != nil {
+		ev.Err = err.Error()
+	}
+	if idle {
+		f.Spec.Nodes--
+		m.dirtyF[f.Spec.Name] = true
+		ev.Message = what + "; released, not replaced: it was idle, and the fleet's idle nodes go (IdleTimeout)"
+	}
+	m.event(ev)
+	m.requestRelease(r, "stopped out of band", m.policyFor(f), now, true)
 }
 
 // restarted applies a power-on's answer: the agent is started again. The
@@ -65,9 +92,7 @@ func (m *Manager) restarted(reqID string, err error, now time.Time) {
 		return
 	}
 	if err != nil {
-		m.event(Event{Type: EventInstanceStopped, Fleet: r.Instance.Fleet, Provider: r.Instance.Provider, InstanceID: r.Instance.ID,
-			Err: err.Error(), Message: "starting it again failed; released and replaced"})
-		m.requestRelease(r, "stopped out of band", m.policyFor(m.fleets[r.Instance.Fleet]), now, true)
+		m.releaseStopped(r, "starting it again failed", err, now)
 		return
 	}
 	if r.Busy { // the stop ended its job; its holder gives the node back (JobStopped)
