@@ -208,12 +208,15 @@ func (m *Manager) runnable(r *InstanceRecord) bool {
 		!m.vpcPending(r) && (m.cfg.Agent == nil || m.agentHealthy(r))
 }
 
-// handable reports whether Acquire could hand r out now, busy or not:
-// runnable, listed by this process since its record was read, its agent
-// not unverified, and not kept for the holder of a job a stop ended
-// (JobStopped). The re-buy hold keeps only such nodes as spares. m.mu held.
-func (m *Manager) handable(r *InstanceRecord, now time.Time) bool {
-	return m.runnable(r) && !m.notListedSinceRead(r) && !m.agentUnverified(r, now) && !r.JobStopped
+// spareable reports whether Acquire could hand r out, busy or not, but
+// for a first listing of this process still to come (notListedSinceRead:
+// a restart's, which ends at its first listing): runnable, its agent not
+// unverified, and not kept for the holder of a job a stop ended
+// (JobStopped). The re-buy hold keeps only such nodes as spares (tester
+// AR); one read from the store before the first listing is kept, or a
+// restart would release the spare it had (tester AT). m.mu held.
+func (m *Manager) spareable(r *InstanceRecord, now time.Time) bool {
+	return m.runnable(r) && !m.agentUnverified(r, now) && !r.JobStopped
 }
 
 // vpcPending reports whether r belongs to a PlacementCluster fleet on a

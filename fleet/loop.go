@@ -58,6 +58,9 @@ func (m *Manager) Reconcile(ctx context.Context) error {
 			m.step(ctx)
 			wake, err = m.awaitOrDue(ctx, end)
 		}
+		if errors.Is(err, ErrClosed) {
+			return ErrClosed // Close overtook it: what was due may not be carried out (tester AT)
+		}
 		if err != nil || wake != wakeAnswered || rounds >= maxRounds {
 			break
 		}

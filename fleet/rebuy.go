@@ -221,7 +221,7 @@ func (m *Manager) held(now time.Time) (map[*InstanceRecord]bool, map[*InstanceRe
 	for _, r := range m.insts {
 		o := r.Instance.Offer
 		if r.Instance.Status != StatusIdle || r.Busy || r.Termination != nil || r.CreatedUnknown || o.BillingGranularity >= time.Hour || o.MinimumReservation <= 0 ||
-			!m.handable(r, now) { // a spare no job can be given is no spare (tester AR)
+			!m.spareable(r, now) { // a spare no job can be given is no spare (tester AR)
 			continue
 		}
 		g := group{r.Instance.Fleet, rebuyKeyOf(o)}

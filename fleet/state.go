@@ -163,7 +163,7 @@ func (m *Manager) flush(ctx context.Context) error {
 		}
 		return true, nil
 	}
-	for _, f := range fleets {
+	putFleet := func(f FleetRecord) {
 		if ok, err := write(fleetKey(f.Spec.Name), func() error { return m.store.PutFleet(ctx, f) }); ok {
 			wroteF[f.Spec.Name] = f.Version
 		} else {
@@ -173,7 +173,7 @@ func (m *Manager) flush(ctx context.Context) error {
 			failF = append(failF, f.Spec.Name)
 		}
 	}
-	for _, r := range insts {
+	putInstance := func(r InstanceRecord) {
 		if ok, err := write(instKey(r.Instance.RequestID), func() error { return m.store.PutInstance(ctx, r) }); ok {
 			wroteI[r.Instance.RequestID] = r.Version
 		} else {
@@ -182,6 +182,30 @@ func (m *Manager) flush(ctx context.Context) error {
 			}
 			failI = append(failI, r.Instance.RequestID)
 		}
+	}
+	// Every record whose last write went through, fleets then instances,
+	// before any whose last write failed: a fleet record the store refuses
+	// for good kept every instance record, and so every create, waiting
+	// (tester AT).
+	nF := slices.IndexFunc(fleets, func(f FleetRecord) bool { return writeFailed[fleetKey(f.Spec.Name)] })
+	nI := slices.IndexFunc(insts, func(r InstanceRecord) bool { return writeFailed[instKey(r.Instance.RequestID)] })
+	if nF < 0 {
+		nF = len(fleets)
+	}
+	if nI < 0 {
+		nI = len(insts)
+	}
+	for _, f := range fleets[:nF] {
+		putFleet(f)
+	}
+	for _, r := range insts[:nI] {
+		putInstance(r)
+	}
+	for _, f := range fleets[nF:] {
+		putFleet(f)
+	}
+	for _, r := range insts[nI:] {
+		putInstance(r)
 	}
 	for _, r := range orphans { // no lease covers them: unfenced, guarded by their Version
 		if ok, err := write(instKey(r.Instance.RequestID), func() error { return m.store.PutInstance(base, r) }); ok {
