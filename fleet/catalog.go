@@ -44,6 +44,7 @@ type Catalog struct {
 	mu       sync.Mutex
 	cache    map[string]cachedOffers
 	inflight map[string]*fetch
+	gen      map[string]int // provider → its invalidations (a fetch started before one is not cached)
 	wg       sync.WaitGroup // fetches under way
 	base     context.Context
 	stop     context.CancelFunc
@@ -68,7 +69,7 @@ func newCatalog(providers []Provider, ttl time.Duration, now func() time.Time) *
 	}
 	base, stop := context.WithCancel(context.Background())
 	return &Catalog{providers: providers, ttl: ttl, cache: map[string]cachedOffers{}, inflight: map[string]*fetch{},
-		base: base, stop: stop, now: now}
+		gen: map[string]int{}, base: base, stop: stop, now: now}
 }
 
 // Close cancels the fetches under way and waits for them to end. Offers
@@ -152,6 +153,17 @@ func (c *Catalog) Invalidate() {
 	c.mu.Unlock()
 }
 
+// invalidate drops provider's cached offers, and its fetch under way (which
+// may have been answered before what made them stale): the next call
+// fetches anew, and the fetch under way is not cached.
+func (c *Catalog) invalidate(provider string) {
+	c.mu.Lock()
+	delete(c.cache, provider)
+	delete(c.inflight, provider)
+	c.gen[provider]++
+	c.mu.Unlock()
+}
+
 func (c *Catalog) providerOffers(ctx context.Context, p Provider) ([]Offer, error) {
 	name := p.Name()
 	c.mu.Lock()
@@ -161,7 +173,7 @@ func (c *Catalog) providerOffers(ctx context.Context, p Provider) ([]Offer, erro
 	}
 	f, ok := c.inflight[name]
 	if !ok { // the first caller starts the one fetch; later callers wait for it
-		f = &fetch{done: make(chan struct{})}
+		f = &fetch{done: make(chan struct{}), gen: c.gen[name]}
 		c.inflight[name] = f
 		c.wg.Add(1)
 		go c.fetch(p, f)
@@ -183,10 +195,12 @@ func (c *Catalog) fetch(p Provider, f *fetch) {
 	defer cancel()
 	offers, err := p.Offers(ctx)
 	c.mu.Lock()
-	if err == nil {
+	if err == nil && f.gen == c.gen[p.Name()] {
 		c.cache[p.Name()] = cachedOffers{offers: offers, fetched: c.now()}
 	}
-	delete(c.inflight, p.Name())
+	if c.inflight[p.Name()] == f {
+		delete(c.inflight, p.Name())
+	}
 	c.mu.Unlock()
 	f.offers, f.err = offers, err
 	close(f.done)
@@ -195,6 +209,7 @@ func (c *Catalog) fetch(p Provider, f *fetch) {
 // fetch is one offer fetch under way.
 type fetch struct {
 	done   chan struct{}
+	gen    int // the provider's invalidations when it started
 	offers []Offer
 	err    error
 }

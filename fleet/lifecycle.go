@@ -159,8 +159,8 @@ func (m *Manager) releaseIdle(now time.Time) {
 		if m.policyFor(f) == ReleaseAtReservationEnd {
 			policy = ReleaseAtReservationEnd
 		}
-		if why, ok := m.yielded[r]; ok {
-			m.yieldRelease(r, why, policy, now)
+		if y, ok := m.yielded[r]; ok {
+			m.yieldRelease(r, y, policy, now)
 			continue
 		}
 		m.requestRelease(r, "idle", policy, now, true)

@@ -175,8 +175,9 @@ type Manager struct {
 	fleetFails     map[string]int
 	avoid          map[string]avoidance            // fleet|offer key → skip the offer until, and why
 	soldOut        map[string]map[string]time.Time // offer key → fleet refused it as sold out → until when that counts (see yieldHolds)
-	yields         map[string][]*InstanceRecord    // offer key → nodes released because a hold yielded to a refused fleet
-	yielded        map[*InstanceRecord]string      // idle nodes whose hold yields now → why (set by held)
+	yields         map[string][]*InstanceRecord    // refused fleet → nodes released because a hold yielded to it (see yieldHolds)
+	yielded        map[*InstanceRecord]yieldTo     // idle nodes whose hold yields now → to whom and why (set by held)
+	offersGen      int                             // counts invalidations of the catalog by the Manager (see yieldGone)
 	agentNext      map[string]time.Time
 	agentPathDown  map[string]time.Time          // request id → when its last agent start failed with ErrAgentPathDown
 	agentCancel    map[string]context.CancelFunc // agent starts under way, by request id

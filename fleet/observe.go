@@ -221,6 +221,7 @@ func (m *Manager) markGone(r *InstanceRecord, now time.Time) {
 	m.forgetInstance(r)
 	m.setStatus(r, StatusTerminated, msg, now)
 	m.event(Event{Type: typ, Fleet: r.Instance.Fleet, Provider: r.Instance.Provider, InstanceID: idOf(r), Message: msg})
+	m.yieldGone(r, now)
 }
 
 // yieldInferred gives up an instance taken for a create only because it

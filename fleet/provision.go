@@ -273,10 +273,15 @@ func (m *Manager) offersFor(ctx context.Context, f *FleetRecord, now time.Time) 
 	}
 	offers, fresh := m.catalog.peek(req)
 	if !fresh && !m.busy("offers") && (m.offersAt.IsZero() || now.Sub(m.offersAt) >= time.Minute) {
-		used := m.providersInUse()
+		used, gen := m.providersInUse(), m.offersGen
 		m.launch("offers", taskCall, catalogFetchTimeout, func(ctx context.Context) func(time.Time) {
 			_, err := m.catalog.Offers(ctx, Requirements{Providers: used})
-			return func(now time.Time) { m.offersErr, m.offersAt = err, now }
+			return func(now time.Time) {
+				m.offersErr, m.offersAt = err, now
+				if m.offersGen != gen {
+					m.offersAt = time.Time{} // the catalog was invalidated meanwhile: fetch again at once
+				}
+			}
 		})
 	}
 	if len(offers) == 0 && m.busy("offers") {
