@@ -110,6 +110,7 @@ type syncResult struct {
 	intents      map[string][]Intent
 	acked        map[string]int64 // fleets whose intents were acknowledged, through
 	readAt       time.Time        // when the read of every intent began (Manager clock; zero: not made)
+	readErr      error            // the read of the records or of the intents failed: nothing taken or found gone
 	conflict     *LeaseHeldError  // the replica lease is held by another process
 	err          error
 }
@@ -161,7 +162,31 @@ func (m *Manager) fleetDirty(fleet string) bool {
 	return false
 }
 
-// leaseSync makes the lease calls of one sync (task side).
+// readBound is the deadline of each read of the shared store made in the
+// lease task (records, intents, leases): a read that hangs (a slow query, a
+// stalled connection) is cut well inside the lease's TTL, so that the task
+// ends and the next sync renews the leases in time (LeaseTTL/10: the three
+// reads of a sync and a read of intents between syncs take at most 12 s of
+// the 20 s a renewal is counted on at the default 30 s TTL). Reads cut by it
+// fail: the holder works from its records in memory meanwhile.
+func (r *replica) readBound() time.Duration { return r.ttl / 10 }
+
+// read calls f with a context bounded by readBound.
+func read[T any](ctx context.Context, r *replica, f func(context.Context) (T, error)) (T, error) {
+	ctx, cancel := context.WithTimeout(ctx, r.readBound())
+	defer cancel()
+	return f(ctx)
+}
+
+// leaseSync makes the lease calls of one sync (task side). The fleet
+// leases this replica holds and should still hold (rendezvous over the
+// live replicas) are renewed before the records and intents are read, and
+// whatever those reads answer: a read that fails or hangs must not cost
+// the holder its fleets, nor hand them to a replica that cannot read them
+// either (tester AT: the lease ran out 2m50s before a 30-minute minimum's
+// end, 207 min billed while the intent reads failed). Without those reads
+// (res.readErr) no fleet is taken and none found gone: new fleets and
+// intents wait for a read that works.
 func (m *Manager) leaseSync(ctx context.Context, self, gc Lease, held map[string]Lease, acks map[string]int64) syncResult {
 	r := m.rep
 	res := syncResult{got: map[string]Lease{}, fleets: map[string]FleetRecord{}, intents: map[string][]Intent{}, acked: map[string]int64{}}
@@ -181,7 +206,7 @@ func (m *Manager) leaseSync(ctx context.Context, self, gc Lease, held map[string
 		errors.As(err, &res.conflict)
 		return res
 	}
-	leases, err := r.ls.Leases(ctx)
+	leases, err := read(ctx, r, r.ls.Leases)
 	if err != nil {
 		res.err = err
 		return res
@@ -193,27 +218,48 @@ func (m *Manager) leaseSync(ctx context.Context, self, gc Lease, held map[string
 		}
 	}
 	slices.Sort(live)
-	fleets, err := r.ls.Fleets(ctx)
-	if err != nil {
-		res.err = err
-		return res
+	res.gotAt = time.Now()
+	for name, l := range held {
+		switch {
+		case rendezvous(name, live) != r.holder:
+			res.handover = append(res.handover, name)
+			res.got[name] = l
+		default:
+			if nl, err := r.ls.RenewLease(ctx, l); err == nil {
+				res.got[name] = nl
+			} else {
+				res.lost = append(res.lost, name)
+			}
+		}
 	}
+	fleets, ferr := read(ctx, r, r.ls.Fleets)
 	for _, f := range fleets {
 		res.fleets[f.Spec.Name] = f
 	}
-	res.readAt = m.clock.Now()
-	intents, err := r.ls.Intents(ctx, "")
-	if err != nil {
-		res.err = err
+	res.readAt = m.clock.Now() // a failed read counts as made (marksRead)
+	intents, ierr := read(ctx, r, func(ctx context.Context) ([]Intent, error) { return r.ls.Intents(ctx, "") })
+	for _, in := range intents {
+		res.intents[in.Fleet] = append(res.intents[in.Fleet], in)
+	}
+	if ferr != nil || ierr != nil {
+		res.readErr = errors.Join(ferr, ierr)
+		clear(res.fleets) // only the intents read, if any, are carried out
+		if rendezvous(gcLease, live) == r.holder && gc.Token != 0 {
+			if nl, err := r.ls.RenewLease(ctx, gc); err == nil { // not taken anew: its orphans cannot be read
+				res.gc, res.gcAt = nl, res.gotAt
+			}
+		} else if gc.Token != 0 {
+			_ = r.ls.ReleaseLease(ctx, gc)
+		}
+		m.ackIntents(ctx, acks, &res)
 		return res
 	}
 	names := map[string]bool{}
 	for name := range res.fleets {
 		names[name] = true
 	}
-	for _, in := range intents {
-		names[in.Fleet] = true
-		res.intents[in.Fleet] = append(res.intents[in.Fleet], in)
+	for name := range res.intents {
+		names[name] = true
 	}
 	newGC := false // the collector lease taken anew: its orphans are read from the store
 	if rendezvous(gcLease, live) == r.holder {
@@ -225,48 +271,28 @@ func (m *Manager) leaseSync(ctx context.Context, self, gc Lease, held map[string
 	} else if gc.Token != 0 {
 		_ = r.ls.ReleaseLease(ctx, gc)
 	}
-	res.gotAt = time.Now()
 	var acquired []string
 	for name := range names {
-		l, had := held[name]
-		switch {
-		case rendezvous(name, live) != r.holder && had:
-			res.handover = append(res.handover, name)
-			res.got[name] = l
-		case rendezvous(name, live) != r.holder:
-		case had:
-			if nl, err := r.ls.RenewLease(ctx, l); err == nil {
-				res.got[name] = nl
-			} else {
-				res.lost = append(res.lost, name)
-			}
-		default:
-			r.inherited(ctx, FleetLease(name), leases)
-			if nl, err := r.ls.AcquireLease(ctx, FleetLease(name), r.holder, r.ttl); err == nil {
-				res.got[name] = nl
-				acquired = append(acquired, name)
-			}
+		if _, had := held[name]; had || rendezvous(name, live) != r.holder {
+			continue
+		}
+		r.inherited(ctx, FleetLease(name), leases)
+		if nl, err := r.ls.AcquireLease(ctx, FleetLease(name), r.holder, r.ttl); err == nil {
+			res.got[name] = nl
+			acquired = append(acquired, name)
 		}
 	}
 	for name := range held {
 		if !names[name] {
 			_ = r.ls.ReleaseLease(ctx, held[name]) // the fleet is gone from the store
 			res.gone = append(res.gone, name)
+			delete(res.got, name)
+			res.handover = slices.DeleteFunc(res.handover, func(h string) bool { return h == name })
 		}
 	}
-	lctx := ctx
-	for _, l := range res.got {
-		lctx = WithLease(lctx, l)
-	}
-	for f, seq := range acks {
-		if _, ok := res.got[f]; ok {
-			if r.ls.AckIntents(lctx, f, seq) == nil { // else acknowledged again at the next sync
-				res.acked[f] = seq
-			}
-		}
-	}
+	m.ackIntents(ctx, acks, &res)
 	if len(acquired) > 0 || newGC {
-		insts, err := r.ls.Instances(ctx)
+		insts, err := read(ctx, r, r.ls.Instances)
 		if err == nil {
 			for _, in := range insts {
 				switch {
@@ -290,6 +316,22 @@ func (m *Manager) leaseSync(ctx context.Context, self, gc Lease, held map[string
 	return res
 }
 
+// ackIntents acknowledges the intents of the fleets held (res.got) whose
+// effects a flush stored, through acks (task side).
+func (m *Manager) ackIntents(ctx context.Context, acks map[string]int64, res *syncResult) {
+	lctx := ctx
+	for _, l := range res.got {
+		lctx = WithLease(lctx, l)
+	}
+	for f, seq := range acks {
+		if _, ok := res.got[f]; ok {
+			if m.rep.ls.AckIntents(lctx, f, seq) == nil { // else acknowledged again at the next sync
+				res.acked[f] = seq
+			}
+		}
+	}
+}
+
 // applySync applies a lease sync in the loop. m.mu held.
 func (m *Manager) applySync(res syncResult, now time.Time) {
 	r := m.rep
@@ -310,6 +352,9 @@ func (m *Manager) applySync(res syncResult, now time.Time) {
 		m.event(Event{Type: EventStoreWriteFailed, Err: res.err.Error(), Message: "the lease sync failed; fleets are given up when their leases run out"})
 		return
 	}
+	if res.readErr != nil {
+		m.event(Event{Type: EventStoreWriteFailed, Err: res.readErr.Error(), Message: "the lease sync could not read the shared store: the fleets held are renewed and worked from memory; new fleets and intents wait for a read"})
+	}
 	becameGC := res.gc.Token != 0 && res.gc.Token != r.gc.Token // renewals keep the token
 	lostGC := r.gc.Token != 0 && res.gc.Token != r.gc.Token
 	r.self, r.selfAt, r.gc, r.gcAt = res.self, res.selfAt, res.gc, res.gcAt
@@ -322,17 +367,19 @@ func (m *Manager) applySync(res syncResult, now time.Time) {
 	for f, seq := range res.acked { // only those the store took: a failed one is made again
 		r.acked[f] = max(r.acked[f], seq)
 	}
-	before := r.fleetKeys
-	r.fleetKeys = map[string][]string{}
-	for name, f := range res.fleets {
-		r.fleetKeys[name] = f.Spec.SSHKeys
-	}
-	for name, ins := range res.intents {
-		for _, in := range ins {
-			r.fleetKeys[name] = append(r.fleetKeys[name], in.Spec.SSHKeys...)
+	if res.readErr == nil { // else not known: the keys stay as last read
+		before := r.fleetKeys
+		r.fleetKeys = map[string][]string{}
+		for name, f := range res.fleets {
+			r.fleetKeys[name] = f.Spec.SSHKeys
 		}
+		for name, ins := range res.intents {
+			for _, in := range ins {
+				r.fleetKeys[name] = append(r.fleetKeys[name], in.Spec.SSHKeys...)
+			}
+		}
+		m.relistKeys(before, becameGC, now)
 	}
-	m.relistKeys(before, becameGC, now)
 	for _, name := range res.gone {
 		if m.fleets[name] == nil { // deleted: FleetDeleted said so already
 			delete(r.held, name)

@@ -35,8 +35,10 @@ func (m *Manager) keepStored(ops []intent) []intent {
 // the fleets this replica recorded intents for as their holder, so that
 // they are carried out at once, in Seq order with those recorded through
 // other replicas. It shares the lease sync's task key: reads are applied
-// in the order they were made. A failed read is left to the next lease
-// sync, which reads every intent. m.mu held.
+// in the order they were made; each is bounded by readBound, so that a
+// hung one does not hold the next sync's renewals past the lease's TTL. A
+// failed read is left to the next lease sync, which reads every intent.
+// m.mu held.
 func (m *Manager) readIntents() {
 	r := m.rep
 	if len(r.unread) == 0 {
@@ -56,12 +58,13 @@ func (m *Manager) readIntents() {
 			var ins []Intent
 			var err error
 			tried[f] = m.clock.Now()
-			if tail != nil {
-				// Those up to the last carried out would be skipped.
-				ins, err = tail.IntentsAfter(ctx, f, after[f])
-			} else {
-				ins, err = r.ls.Intents(ctx, f)
-			}
+			ins, err = read(ctx, r, func(ctx context.Context) ([]Intent, error) {
+				if tail != nil {
+					// Those up to the last carried out would be skipped.
+					return tail.IntentsAfter(ctx, f, after[f])
+				}
+				return r.ls.Intents(ctx, f)
+			})
 			if err != nil {
 				break
 			}
