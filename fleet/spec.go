@@ -456,7 +456,9 @@ type Policy struct {
 	RebuyHold   time.Duration
 	// LeaseTTL is how long a replica's lease on a fleet lasts without
 	// renewal (30 s; renewed every third of it): a replica that dies is
-	// replaced within it. Only with a LeaseStore.
+	// replaced within it. A replica renews the fleets it holds even when
+	// its reads of the store's records and intents fail, and cuts each of
+	// those reads at a tenth of it. Only with a LeaseStore.
 	LeaseTTL time.Duration
 	// HistoryRetention is how long terminated records are kept (for
 	// Instances and reports) before they are pruned (24 h).
