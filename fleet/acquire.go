@@ -29,7 +29,8 @@ var ErrNoIdle = errors.New("gpufleet: no idle instance")
 // started), no release decided, not powered off (Instance.Stopped, or a
 // power-on under way), not an orphan, in the fleet's VPC for a
 // PlacementCluster fleet on a provider with VPCs (its attach confirmed, or
-// given up with EventVPCUnavailable), and, with an Agent, its agent known
+// given up with EventVPCUnavailable; or, while the fleet's VPC create is
+// refused and retried, without one), and, with an Agent, its agent known
 // healthy: its last check passed, or failed and the agent was started again
 // and verified (EventAgentUnhealthy "the agent was started again"); not
 // while a check could not reach it through a host on the way (a jump host,

@@ -30,7 +30,7 @@ const (
 	EventDeadlineMissed      EventType = "DeadlineMissed"        // warning: provisioning or agent deadline passed; terminating
 	EventDeadlineDeferred    EventType = "DeadlineDeferred"      // warning: the provisioning or agent deadline passed inside a prepaid minimum reservation; kept until Event.At, then released if still not running (ready)
 	EventReleaseDeferred     EventType = "ReleaseDeferred"       // release waits for the reservation window (see Event.At)
-	EventReleaseCancelled    EventType = "ReleaseCancelled"      // a waiting release was taken back to grow the fleet again
+	EventReleaseCancelled    EventType = "ReleaseCancelled"      // a waiting release was taken back: to grow the fleet again, or (replicas) for a MarkBusy recorded through another replica
 	EventReleaseRequested    EventType = "ReleaseRequested"      // terminating
 	EventReleaseForced       EventType = "ReleaseForced"         // warning: forced release; Event.USD is the unrefunded minimum
 	EventTerminationRetry    EventType = "TerminationRetry"      // a release attempt failed and will be retried (Event.At)
@@ -49,7 +49,7 @@ const (
 	EventProviderUnavailable EventType = "ProviderUnavailable" // warning: listing a provider failed this pass
 	EventForeignFound        EventType = "ForeignFound"        // a resource labelled by another gpufleet owner (or by the format before owners, unknown here); reported once, never touched
 	EventDuplicateFound      EventType = "DuplicateFound"      // alert: a second resource carries one create's label; it is released
-	EventInstanceStopped     EventType = "InstanceStopped"     // warning: powered off out of band; restarted or replaced (Policy.OnStopped)
+	EventInstanceStopped     EventType = "InstanceStopped"     // warning: powered off out of band; restarted, replaced, or (idle, in a fleet whose idle nodes go) released and not replaced (Policy.OnStopped)
 	EventAgentUnhealthy      EventType = "AgentUnhealthy"      // warning: an agent check failed; restarted, or released after Policy.AgentCheckFailures
 	EventLabelRewritten      EventType = "LabelRewritten"      // a label lost, edited or never written was written again
 	EventCreatesRefused      EventType = "CreatesRefused"      // alert: the account refused a create or a listing (key, permission, quota, balance); the provider's creates back off (a listing refused for one kind: that kind's creates wait until it lists)
@@ -58,7 +58,7 @@ const (
 	EventReplicaIDInUse      EventType = "ReplicaIDInUse"      // alert: another process holds this replica's lease (the same Config.ReplicaID); this one takes no fleet (see ReplicaIDInUseError)
 	EventSSHKeyDeleted       EventType = "SSHKeyDeleted"       // an SSH key this owner registered was removed: no fleet needs it
 	EventVPCAdopted          EventType = "VPCAdopted"          // a VPC labelled for a cluster fleet without one became its VPC
-	EventStoreWriteFailed    EventType = "StoreWriteFailed"    // warning: writes to the Store failed (kept and retried); also said once when they work again
+	EventStoreWriteFailed    EventType = "StoreWriteFailed"    // warning: writes to the Store failed (kept and retried; at Close, what it gave up on: see Manager.CloseContext); also said once when they work again
 	EventMarkDropped         EventType = "MarkDropped"         // alert: with replicas, a busy mark (MarkBusy answered nil) recorded through another replica found its node's release already under way; its job has no node
 )
 

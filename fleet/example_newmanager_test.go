@@ -62,7 +62,7 @@ func ExampleNewManager() {
 	if err != nil {
 		log.Fatal(err) // an invalid spec, or a provider that is not configured
 	}
-	go m.Run(ctx) // a reconcile pass every 10 s until ctx ends
+	go m.Run(ctx) // passes whenever something falls due or a call is recorded (10 s at most apart) until ctx ends
 	// Place each job with m.Acquire(ctx, "train"): the idle node with the most paid time
 	// left (the cheaper on ties), marked busy at once (fleet.ErrNoIdle: none; grow the fleet with Apply); give
 	// it back with m.MarkIdle(node.ID) when the job ends, or m.Release(ctx, node.ID).

@@ -453,7 +453,7 @@ func (m *Manager) mark(instanceID string, kind intentKind) error {
 	if r == nil {
 		return classed(ErrNotFound, "instance %s", instanceID)
 	}
-	if st := r.Instance.Status; st != StatusIdle && st != StatusBusy && !(kind == intentIdle && r.JobStopped) {
+	if st := r.Instance.Status; st != StatusIdle && st != StatusBusy && !(kind == intentIdle && r.JobStopped && st == StatusBooting) {
 		return fmt.Errorf("gpufleet: instance %s is %s, not ready", instanceID, st)
 	}
 	if m.releaseQueued(r) {
@@ -667,7 +667,7 @@ func (m *Manager) markStored(instanceID string, kind intentKind) error {
 			return err
 		}
 	}
-	if st := rec.Instance.Status; st != StatusIdle && st != StatusBusy && !(kind == intentIdle && rec.JobStopped) {
+	if st := rec.Instance.Status; st != StatusIdle && st != StatusBusy && !(kind == intentIdle && rec.JobStopped && st == StatusBooting) {
 		return fmt.Errorf("gpufleet: instance %s is %s, not ready", instanceID, st)
 	}
 	if err := m.releaseStored(ctx, rec, after, k); err != nil {

@@ -25,7 +25,8 @@ const maxRounds = 12
 // has passed since the last pass that waited for all answers is left to
 // the next Reconcile, which applies its answer. Errors of single calls
 // become events and are retried later; the returned error is a store
-// failure, an ended ctx, or ErrClosed. While ctx is cancelled no new call
+// failure, an ended ctx, ErrClosed, or a replica's own failure (a
+// *ReplicaIDInUseError: another live process runs with its id). While ctx is cancelled no new call
 // starts; calls under way finish under their own deadlines.
 //
 // A caller that drives the Manager with Reconcile instead of Run calls it

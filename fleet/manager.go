@@ -506,8 +506,12 @@ func (m *Manager) Fleets() []Spec {
 // store cannot be read (its error, or ctx or Policy.CallTimeout cut the
 // read), it returns the fleets this replica knows and an error answering
 // ErrStoreUnreadable and wrapping the store's: a fleet missing from the
-// list is then not known to be gone. Without replicas it never fails.
+// list is then not known to be gone. Without replicas it fails only after
+// Close (ErrClosed, and no fleet).
 func (m *Manager) ListFleets(ctx context.Context) ([]Spec, error) {
+	if m.closed.Load() {
+		return nil, ErrClosed
+	}
 	if m.rep == nil {
 		return m.localSpecs(), nil
 	}

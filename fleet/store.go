@@ -75,7 +75,7 @@ type VPCRecord struct {
 // Termination is the state of an instance's release.
 type Termination struct {
 	Requested time.Time // when release was decided
-	Reason    string    // "idle", "released", "deadline", "fleet deleted", "orphan", "scale down"
+	Reason    string    // "idle", "released", "scale down", "fleet deleted", "orphan", "provisioning deadline", "agent deadline", "agent unhealthy", "stopped out of band", "duplicate", "not wanted"
 	Force     bool      // release before the minimum reservation (Hot Aisle force)
 	// NotBefore: no attempt before this (reservation window). An idle or
 	// scale-down release of an hourly-billed instance (Vultr; under
@@ -172,8 +172,9 @@ type InstanceRecord struct {
 	// it was powered off out of band, and was started again
 	// (Policy.OnStoppedRestart). Its job ended with the stop, so it is idle
 	// (its idle clock and release rules run from the restart), but Acquire
-	// does not hand it out until its holder gives it back with MarkIdle (or
-	// marks it busy again): otherwise the holder's MarkIdle, sent on seeing
+	// does not hand it out until its holder gives it back with MarkIdle
+	// (taken while it boots again too) or, once it is ready, marks it busy
+	// again: otherwise the holder's MarkIdle, sent on seeing
 	// its job fail, would free it under the next job (two jobs on one node).
 	JobStopped bool `json:",omitempty"`
 	AgentTries int
