@@ -50,26 +50,7 @@ func TestOrphanGraceSurvivesTheCollectorsDeath(t *testing.T) {
 				from := apCharge(t, e).From
 				time.Sleep(time.Until(from.Add(35 * time.Minute)))
 				store := fleet.NewMemoryLeaseStore(nil)
-				rs := &replicaSet{e: e, store: store}
-				finder := -1 // the replica that found the orphan first
-				for i := range 2 {
-					m, err := fleet.NewManager(fleet.Config{Providers: []fleet.Provider{e.vp, e.hp}, Owner: testOwner, Store: store,
-						ReplicaID: fmt.Sprintf("r%d", i),
-						OnEvent: func(ev fleet.Event) {
-							e.mu.Lock()
-							if ev.Type == fleet.EventOrphanFound && finder < 0 {
-								finder = i
-							}
-							e.events = append(e.events, ev)
-							e.mu.Unlock()
-						}})
-					require.NoError(t, err)
-					t.Cleanup(m.Close)
-					rs.ms = append(rs.ms, m)
-					rs.cancels = append(rs.cancels, nil)
-					rs.dones = append(rs.dones, nil)
-					rs.start(i)
-				}
+				rs, finderp := orphanCollectors(t, e, store) // the replica that found the orphan first
 				for time.Now().Before(from.Add(50*time.Minute)) && e.count(fleet.EventOrphanFound) == 0 {
 					time.Sleep(5 * time.Second)
 				}
@@ -82,7 +63,7 @@ func TestOrphanGraceSurvivesTheCollectorsDeath(t *testing.T) {
 				}
 				time.Sleep(time.Until(found.Time.Add(c.kill)))
 				e.mu.Lock()
-				dead := finder
+				dead := *finderp
 				e.mu.Unlock()
 				rs.stop(dead)
 				for deadline := time.Now().Add(3 * time.Hour); apCharge(t, e).Live && time.Now().Before(deadline); time.Sleep(30 * time.Second) {
@@ -96,4 +77,33 @@ func TestOrphanGraceSurvivesTheCollectorsDeath(t *testing.T) {
 			})
 		})
 	}
+}
+
+// orphanCollectors starts two replicas (owner testOwner) on store, their
+// events in e's log, and returns them with the index of the one that says
+// EventOrphanFound first (-1 until one does; read once it has).
+func orphanCollectors(t *testing.T, e *env, store fleet.LeaseStore) (*replicaSet, *int) {
+	t.Helper()
+	rs := &replicaSet{e: e, store: store}
+	finder := new(int)
+	*finder = -1
+	for i := range 2 {
+		m, err := fleet.NewManager(fleet.Config{Providers: []fleet.Provider{e.vp, e.hp}, Owner: testOwner, Store: store,
+			ReplicaID: fmt.Sprintf("r%d", i),
+			OnEvent: func(ev fleet.Event) {
+				e.mu.Lock()
+				if ev.Type == fleet.EventOrphanFound && *finder < 0 {
+					*finder = i
+				}
+				e.events = append(e.events, ev)
+				e.mu.Unlock()
+			}})
+		require.NoError(t, err)
+		t.Cleanup(m.Close)
+		rs.ms = append(rs.ms, m)
+		rs.cancels = append(rs.cancels, nil)
+		rs.dones = append(rs.dones, nil)
+		rs.start(i)
+	}
+	return rs, finder
 }

@@ -34,26 +34,7 @@ func TestDeferredOrphanReleaseAcrossACollectorFailover(t *testing.T) {
 				from := apCharge(t, e).From
 				time.Sleep(time.Until(from.Add(47 * time.Minute)))
 				store := fleet.NewMemoryLeaseStore(nil)
-				rs := &replicaSet{e: e, store: store}
-				finder := -1
-				for i := range 2 {
-					m, err := fleet.NewManager(fleet.Config{Providers: []fleet.Provider{e.vp, e.hp}, Owner: testOwner, Store: store,
-						ReplicaID: fmt.Sprintf("r%d", i),
-						OnEvent: func(ev fleet.Event) {
-							e.mu.Lock()
-							if ev.Type == fleet.EventOrphanFound && finder < 0 {
-								finder = i
-							}
-							e.events = append(e.events, ev)
-							e.mu.Unlock()
-						}})
-					require.NoError(t, err)
-					t.Cleanup(m.Close)
-					rs.ms = append(rs.ms, m)
-					rs.cancels = append(rs.cancels, nil)
-					rs.dones = append(rs.dones, nil)
-					rs.start(i)
-				}
+				rs, finderp := orphanCollectors(t, e, store)
 				for time.Now().Before(from.Add(58*time.Minute)) && e.count(fleet.EventOrphanFound) == 0 {
 					time.Sleep(time.Second)
 				}
@@ -61,7 +42,7 @@ func TestDeferredOrphanReleaseAcrossACollectorFailover(t *testing.T) {
 				found := e.eventsOf(fleet.EventOrphanFound)[0]
 				time.Sleep(time.Until(found.At.Add(-kill)))
 				e.mu.Lock()
-				dead := finder
+				dead := *finderp
 				e.mu.Unlock()
 				rs.stop(dead)
 				for deadline := time.Now().Add(4 * time.Hour); apCharge(t, e).Live && time.Now().Before(deadline); time.Sleep(30 * time.Second) {
