@@ -341,14 +341,21 @@ func handedOut(r *InstanceRecord) Instance {
 }
 
 // paidUntil is the end of what r has paid for: its billed hour or its
-// minimum reservation, the later (hourly), or its minimum reservation (per minute; now once it is over). m.mu held.
+// minimum reservation, the later (hourly; an hour less than boundarySlack
+// from its end counts its next one as bought, since no delete can land
+// before it any more: tester AX), or its minimum reservation (per minute;
+// now once it is over). m.mu held.
 func (m *Manager) paidUntil(r *InstanceRecord, now time.Time) time.Time {
 	o, c := r.Instance.Offer, r.Instance.Created
 	if c.IsZero() || r.CreatedUnknown {
 		return now
 	}
 	if g := o.BillingGranularity; g >= time.Hour {
-		return maxTime(c.Add(time.Duration(int64(now.Sub(c)/g)+1)*g), c.Add(o.MinimumReservation))
+		end := c.Add(time.Duration(int64(now.Sub(c)/g)+1) * g)
+		if end.Sub(now) < boundarySlack {
+			end = end.Add(g)
+		}
+		return maxTime(end, c.Add(o.MinimumReservation))
 	}
 	return maxTime(now, c.Add(o.MinimumReservation))
 }

@@ -259,14 +259,10 @@ func (m *Manager) idleReleaseAt(r *InstanceRecord, idleTimeout time.Duration, sp
 			}
 			from = maxTime(from, lock)
 		}
-		end := m.paidUntil(r, from)
-		if end.Sub(from) < boundarySlack {
-			// No delete can land in this hour any more (a call takes a
-			// moment): the next one is bought either way, and the node
-			// stays acquirable to its last safe moment (tester AN).
-			end = m.paidUntil(r, end)
-		}
-		return maxTime(from, end.Add(-m.hourlyMargin(r, now)))
+		// paidUntil counts an hour less than boundarySlack from its end as
+		// bought too (no delete can land in this one any more): the node
+		// then stays acquirable to that hour's last safe moment (tester AN).
+		return maxTime(from, m.paidUntil(r, from).Add(-m.hourlyMargin(r, now)))
 	}
 	minEnd := c.Add(o.MinimumReservation)
 	// A job ended inside the minimum: no idle timer carries the node past it.
