@@ -37,17 +37,7 @@ func TestHoldKeepsStockAnotherFleetWaitsFor(t *testing.T) {
 			e.idleFleet("a", 2, 5*time.Minute, hotType("bm-mi300x-8"))
 			stop := e.running()
 			defer stop()
-			var jobs []fleet.Instance
-			for range 2 {
-				x, err := e.m.Acquire(t.Context(), "a")
-				require.NoError(t, err)
-				jobs = append(jobs, x)
-			}
-			from := servers(e.hot.Ledger().Charges)[0].From
-			time.Sleep(time.Until(from.Add(8*time.Hour + 30*time.Minute)))
-			for _, x := range jobs {
-				require.NoError(t, e.m.MarkIdle(x.ID))
-			}
+			jobsUntil(t, e, 8*time.Hour+30*time.Minute, "a", "a")
 			time.Sleep(30 * time.Minute)
 			s := spec("b", 1, hotType("bm-mi300x-8"))
 			s.IdleTimeout = 5 * time.Minute
@@ -176,4 +166,24 @@ func TestHoldDoesNotYieldToItsOwnFleet(t *testing.T) {
 		require.Equal(t, x.ID, c.ResourceID)
 		assert.True(t, c.Live, "a's held node released for a's own refused create (%s)", c.Description)
 	})
+}
+
+// jobsUntil runs one job on an idle node of each fleet named (a name twice:
+// two jobs), handed out by Acquire now, until until after the first Hot
+// Aisle server's billing start, when each is given back with MarkIdle. It
+// returns that billing start.
+func jobsUntil(t *testing.T, e *env, until time.Duration, fleets ...string) time.Time {
+	t.Helper()
+	var jobs []fleet.Instance
+	for _, f := range fleets {
+		x, err := e.m.Acquire(t.Context(), f)
+		require.NoError(t, err)
+		jobs = append(jobs, x)
+	}
+	from := servers(e.hot.Ledger().Charges)[0].From
+	time.Sleep(time.Until(from.Add(until)))
+	for _, x := range jobs {
+		require.NoError(t, e.m.MarkIdle(x.ID))
+	}
+	return from
 }

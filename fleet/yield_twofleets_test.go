@@ -42,17 +42,7 @@ func TestHoldYieldsOnlyOnceToAFleetStillWaiting(t *testing.T) {
 				e.idleFleet("c", 1, 5*time.Minute, hotType("bm-mi300x-8"))
 				stop := e.running()
 				defer stop()
-				var jobs []fleet.Instance
-				for _, f := range []string{"a", "c"} {
-					x, err := e.m.Acquire(t.Context(), f)
-					require.NoError(t, err)
-					jobs = append(jobs, x)
-				}
-				from := servers(e.hot.Ledger().Charges)[0].From
-				time.Sleep(time.Until(from.Add(8*time.Hour + 40*time.Minute)))
-				for _, x := range jobs {
-					require.NoError(t, e.m.MarkIdle(x.ID))
-				}
+				jobsUntil(t, e, 8*time.Hour+40*time.Minute, "a", "c")
 				time.Sleep(10 * time.Minute)
 				s := spec("b", 1, hotType("bm-mi300x-8"))
 				s.IdleTimeout = 5 * time.Minute
@@ -107,17 +97,7 @@ func TestHoldYieldCountsWhileItsFleetIsShort(t *testing.T) {
 		e.idleFleet("c", 1, 5*time.Minute, hotType("bm-mi300x-8"))
 		stop := e.running()
 		defer stop()
-		var jobs []fleet.Instance
-		for _, f := range []string{"a", "c"} {
-			x, err := e.m.Acquire(t.Context(), f)
-			require.NoError(t, err)
-			jobs = append(jobs, x)
-		}
-		from := servers(e.hot.Ledger().Charges)[0].From
-		time.Sleep(time.Until(from.Add(8*time.Hour + 40*time.Minute)))
-		for _, x := range jobs {
-			require.NoError(t, e.m.MarkIdle(x.ID))
-		}
+		jobsUntil(t, e, 8*time.Hour+40*time.Minute, "a", "c")
 		time.Sleep(10 * time.Minute)
 		require.NoError(t, e.hot.Inject(sim.Fault{Route: hMetal, Times: 2, Status: http.StatusNotFound,
 			Message: "No available bare metal servers matching requested specifications"}))
