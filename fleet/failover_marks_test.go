@@ -140,81 +140,63 @@ func apDump(t *testing.T, e *env, from time.Time) {
 	}
 }
 
-// The re-buy hold across
-// a failover: a Hot Aisle VM fleet whose hold is
-// fixed (RebuySpares 1, RebuyHold 15 min) ran a 10-minute job on its node;
-// the node is held 15 minutes past its minimum (30 min), so it goes just
-// before 45 minutes. The holder dies in the middle of the hold (at kill);
-// the replica that takes the fleet over must neither drop the hold (release
-// at once) nor start it again (hold 15 minutes from the takeover).
-// (tester AP: it held before the fix too; no replica test covered the
-// re-buy hold.)
+// The re-buy hold across a failover: a Hot Aisle VM fleet's node ran a
+// 10-minute job; the holder dies at kill, in the middle of the hold or
+// before it; the replica that takes the fleet over must neither drop the
+// hold (release at once) nor start it again (hold from the takeover).
+//   - fixed hold (RebuySpares 1, RebuyHold 15 min): the node is held 15
+//     minutes past its minimum (30 min) and goes just before 45 minutes
+//     (tester AP: it held before the fix too; no replica test covered the
+//     re-buy hold);
+//   - the default hold (break-even: a whole minimum past the minimum's end
+//     for a fleet with one job): held to just before 60 minutes.
 func TestRebuyHoldAcrossFailover(t *testing.T) {
-	for _, kill := range []time.Duration{0, 35 * time.Minute, 44*time.Minute + 30*time.Second} {
-		t.Run(fmt.Sprint(kill), func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				e := newEnv(t, fleet.Policy{})
-				rs := apReplicas(t, e, fleet.Policy{RebuySpares: 1, RebuyHold: 15 * time.Minute}, 2)
-				time.Sleep(time.Minute)
-				s := spec("rh", 1, hotType("vm-mi300x-1"))
-				s.IdleTimeout = time.Minute
-				h := apConverge(t, rs, s)
-				in, err := rs.ms[h].Acquire(t.Context(), "rh")
-				require.NoError(t, err)
-				from := apCharge(t, e).From
-				time.Sleep(time.Until(from.Add(10 * time.Minute)))
-				require.NoError(t, rs.ms[h].MarkIdle(in.ID))
-				if kill > 0 {
-					time.Sleep(time.Until(from.Add(kill)))
-					rs.stop(h)
-				}
-				for deadline := time.Now().Add(3 * time.Hour); apCharge(t, e).Live && time.Now().Before(deadline); time.Sleep(30 * time.Second) {
-				}
-				time.Sleep(time.Minute)
-				rs.stopAll()
-				got := apCharge(t, e)
-				apDump(t, e, from)
-				t.Logf("billed %v (%s)", got.Billed, got.Description)
-				assert.False(t, got.Live, "still billing")
-				assert.InDelta(t, 45, got.Billed.Minutes(), 1, "held 15 min past the minimum")
+	for _, tc := range []struct {
+		name  string
+		pol   fleet.Policy
+		kills []time.Duration
+		want  float64 // minutes billed
+	}{
+		{"fixed", fleet.Policy{RebuySpares: 1, RebuyHold: 15 * time.Minute}, []time.Duration{0, 35 * time.Minute, 44*time.Minute + 30*time.Second}, 45},
+		{"default", fleet.Policy{}, []time.Duration{0, 35 * time.Minute, 44*time.Minute + 30*time.Second, 50 * time.Minute, 59 * time.Minute}, 60},
+	} {
+		for _, kill := range tc.kills {
+			t.Run(fmt.Sprint(tc.name, "/", kill), func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) {
+					got := holdAcrossFailover(t, tc.pol, kill)
+					assert.False(t, got.Live, "still billing")
+					assert.InDelta(t, tc.want, got.Billed.Minutes(), 1, "held past the minimum as the policy says")
+				})
 			})
-		})
+		}
 	}
 }
 
-// The default re-buy hold (break-even: a whole minimum past the minimum's
-// end for a fleet with one job) across a failover: the node, whose 10-minute
-// job ended at 10 minutes, is held to just before 60 minutes with or without
-// a failover at any moment of the hold (no replica test covered the hold).
-func TestDefaultRebuyHoldAcrossFailover(t *testing.T) {
-	for _, kill := range []time.Duration{0, 35 * time.Minute, 44*time.Minute + 30*time.Second, 50 * time.Minute, 59 * time.Minute} {
-		t.Run(fmt.Sprint(kill), func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				e := newEnv(t, fleet.Policy{})
-				rs := apReplicas(t, e, fleet.Policy{}, 2)
-				time.Sleep(time.Minute)
-				s := spec("rh", 1, hotType("vm-mi300x-1"))
-				s.IdleTimeout = time.Minute
-				h := apConverge(t, rs, s)
-				in, err := rs.ms[h].Acquire(t.Context(), "rh")
-				require.NoError(t, err)
-				from := apCharge(t, e).From
-				time.Sleep(time.Until(from.Add(10 * time.Minute)))
-				require.NoError(t, rs.ms[h].MarkIdle(in.ID))
-				if kill > 0 {
-					time.Sleep(time.Until(from.Add(kill)))
-					rs.stop(h)
-				}
-				for deadline := time.Now().Add(3 * time.Hour); apCharge(t, e).Live && time.Now().Before(deadline); time.Sleep(30 * time.Second) {
-				}
-				time.Sleep(time.Minute)
-				rs.stopAll()
-				got := apCharge(t, e)
-				apDump(t, e, from)
-				t.Logf("billed %v (%s)", got.Billed, got.Description)
-				assert.False(t, got.Live, "still billing")
-				assert.InDelta(t, 60, got.Billed.Minutes(), 1, "held a minimum past the minimum")
-			})
-		})
+// holdAcrossFailover runs TestRebuyHoldAcrossFailover's case (the holder
+// killed at kill, none when 0) and returns the node's charge once it is
+// released (or after 3 hours).
+func holdAcrossFailover(t *testing.T, pol fleet.Policy, kill time.Duration) sim.Charge {
+	e := newEnv(t, fleet.Policy{})
+	rs := apReplicas(t, e, pol, 2)
+	time.Sleep(time.Minute)
+	s := spec("rh", 1, hotType("vm-mi300x-1"))
+	s.IdleTimeout = time.Minute
+	h := apConverge(t, rs, s)
+	in, err := rs.ms[h].Acquire(t.Context(), "rh")
+	require.NoError(t, err)
+	from := apCharge(t, e).From
+	time.Sleep(time.Until(from.Add(10 * time.Minute)))
+	require.NoError(t, rs.ms[h].MarkIdle(in.ID))
+	if kill > 0 {
+		time.Sleep(time.Until(from.Add(kill)))
+		rs.stop(h)
 	}
+	for deadline := time.Now().Add(3 * time.Hour); apCharge(t, e).Live && time.Now().Before(deadline); time.Sleep(30 * time.Second) {
+	}
+	time.Sleep(time.Minute)
+	rs.stopAll()
+	got := apCharge(t, e)
+	apDump(t, e, from)
+	t.Logf("billed %v (%s)", got.Billed, got.Description)
+	return got
 }
