@@ -93,21 +93,8 @@ func TestHoldKeepsStockAnotherFleetWaitsFor(t *testing.T) {
 // served once its sold-out offer is tried again.
 func TestHoldYieldsToACreateRefusedAsSoldOut(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		e := newEnv(t, fleet.Policy{RebuySpares: 1, RebuyHold: 30 * time.Minute})
-		e.idleFleet("a", 1, 5*time.Minute, hotType("vm-mi300x-1"))
-		stop := e.running()
+		e, x, stop := heldThenRefused(t, "b", 1)
 		defer stop()
-		x, err := e.m.Acquire(t.Context(), "a")
-		require.NoError(t, err)
-		from := servers(e.hot.Ledger().Charges)[0].From
-		time.Sleep(time.Until(from.Add(35 * time.Minute)))
-		require.NoError(t, e.m.MarkIdle(x.ID))
-		time.Sleep(time.Until(from.Add(40 * time.Minute)))
-		require.NoError(t, e.hot.Inject(sim.Fault{Route: hotCreate, Times: 1, Status: http.StatusNotFound,
-			Message: "No available virtual machine matching requested specifications"}))
-		s := spec("b", 1, hotType("vm-mi300x-1"))
-		s.IdleTimeout = 5 * time.Minute
-		require.NoError(t, e.m.Apply(t.Context(), s))
 		asked := time.Now()
 		for {
 			y, err := e.m.Acquire(t.Context(), "b")
@@ -145,27 +132,39 @@ func TestHoldYieldsToACreateRefusedAsSoldOut(t *testing.T) {
 // node stays.
 func TestHoldDoesNotYieldToItsOwnFleet(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		e := newEnv(t, fleet.Policy{RebuySpares: 1, RebuyHold: 30 * time.Minute})
-		e.idleFleet("a", 1, 5*time.Minute, hotType("vm-mi300x-1"))
-		stop := e.running()
+		e, x, stop := heldThenRefused(t, "a", 2)
 		defer stop()
-		x, err := e.m.Acquire(t.Context(), "a")
-		require.NoError(t, err)
-		from := servers(e.hot.Ledger().Charges)[0].From
-		time.Sleep(time.Until(from.Add(35 * time.Minute)))
-		require.NoError(t, e.m.MarkIdle(x.ID))
-		time.Sleep(time.Until(from.Add(40 * time.Minute)))
-		require.NoError(t, e.hot.Inject(sim.Fault{Route: hotCreate, Times: 1, Status: http.StatusNotFound,
-			Message: "No available virtual machine matching requested specifications"}))
-		s := spec("a", 2, hotType("vm-mi300x-1"))
-		s.IdleTimeout = 5 * time.Minute
-		require.NoError(t, e.m.Apply(t.Context(), s))
 		time.Sleep(5 * time.Minute)
 		require.Equal(t, 1, e.count(fleet.EventOfferSkipped), "the create refused")
 		c := servers(e.hot.Ledger().Charges)[0]
 		require.Equal(t, x.ID, c.ResourceID)
 		assert.True(t, c.Live, "a's held node released for a's own refused create (%s)", c.Description)
 	})
+}
+
+// heldThenRefused sets up the hold-yield cases: fleet "a" (a fixed hold of
+// one spare for 30 minutes) runs a job on its Hot Aisle VM until 35:00 and
+// holds it; at 40:00 the next Hot Aisle create is refused as sold out (404
+// "No available virtual machine ...") and fleet name is applied with nodes
+// of the same offer. It returns the env, a's node and the running loop's
+// stop.
+func heldThenRefused(t *testing.T, name string, nodes int) (*env, fleet.Instance, func()) {
+	t.Helper()
+	e := newEnv(t, fleet.Policy{RebuySpares: 1, RebuyHold: 30 * time.Minute})
+	e.idleFleet("a", 1, 5*time.Minute, hotType("vm-mi300x-1"))
+	stop := e.running()
+	x, err := e.m.Acquire(t.Context(), "a")
+	require.NoError(t, err)
+	from := servers(e.hot.Ledger().Charges)[0].From
+	time.Sleep(time.Until(from.Add(35 * time.Minute)))
+	require.NoError(t, e.m.MarkIdle(x.ID))
+	time.Sleep(time.Until(from.Add(40 * time.Minute)))
+	require.NoError(t, e.hot.Inject(sim.Fault{Route: hotCreate, Times: 1, Status: http.StatusNotFound,
+		Message: "No available virtual machine matching requested specifications"}))
+	s := spec(name, nodes, hotType("vm-mi300x-1"))
+	s.IdleTimeout = 5 * time.Minute
+	require.NoError(t, e.m.Apply(t.Context(), s))
+	return e, x, stop
 }
 
 // jobsUntil runs one job on an idle node of each fleet named (a name twice:
