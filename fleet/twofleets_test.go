@@ -95,18 +95,7 @@ func TestHoldYieldsToACreateRefusedAsSoldOut(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e, x, stop := heldThenRefused(t, "b", 1)
 		defer stop()
-		asked := time.Now()
-		for {
-			y, err := e.m.Acquire(t.Context(), "b")
-			if err == nil {
-				require.NoError(t, e.m.MarkIdle(y.ID))
-				break
-			}
-			require.True(t, errors.Is(err, fleet.ErrNoIdle), "%v", err)
-			require.True(t, time.Now().Before(asked.Add(2*time.Hour)), "b never served")
-			time.Sleep(10 * time.Second)
-		}
-		t.Logf("b served after %v", time.Since(asked))
+		t.Logf("b served after %v", untilServed(t, e, "b", time.Now(), 2*time.Hour))
 		c := servers(e.hot.Ledger().Charges)[0]
 		require.Equal(t, x.ID, c.ResourceID)
 		assert.False(t, c.Live, "a's node still held")

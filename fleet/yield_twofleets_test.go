@@ -37,37 +37,10 @@ func TestHoldYieldsOnlyOnceToAFleetStillWaiting(t *testing.T) {
 	for range 6 { // the retry jitter varies between runs
 		t.Run("", func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				e := newEnv(t, fleet.Policy{RebuySpares: 1, RebuyHold: 10 * time.Hour})
-				e.idleFleet("a", 1, 5*time.Minute, hotType("bm-mi300x-8"))
-				e.idleFleet("c", 1, 5*time.Minute, hotType("bm-mi300x-8"))
-				stop := e.running()
+				e, stop := twoServersHeld(t)
 				defer stop()
-				jobsUntil(t, e, 8*time.Hour+40*time.Minute, "a", "c")
-				time.Sleep(10 * time.Minute)
-				s := spec("b", 1, hotType("bm-mi300x-8"))
-				s.IdleTimeout = 5 * time.Minute
-				require.NoError(t, e.m.Apply(t.Context(), s))
-				asked := time.Now()
-				var served time.Duration
-				for {
-					y, err := e.m.Acquire(t.Context(), "b")
-					if err == nil {
-						served = time.Since(asked)
-						require.NoError(t, e.m.MarkIdle(y.ID))
-						break
-					}
-					require.True(t, errors.Is(err, fleet.ErrNoIdle), "%v", err)
-					require.True(t, time.Now().Before(asked.Add(3*time.Hour)), "b never served")
-					time.Sleep(10 * time.Second)
-				}
-				e.mu.Lock()
-				var yielded []string
-				for _, ev := range e.events {
-					if ev.Type == fleet.EventReleaseRequested && strings.Contains(ev.Message, "yields to fleet b") {
-						yielded = append(yielded, ev.Fleet+" at "+ev.Time.Sub(asked).String())
-					}
-				}
-				e.mu.Unlock()
+				asked, served := applyUntilServed(t, e, "b", 3*time.Hour)
+				yielded := yieldedTo(e, "b", asked)
 				t.Logf("b served after %v; yielded: %v", served, yielded)
 				assert.Len(t, yielded, 1, "b lacks one server; held servers released for it: %v (b served after %v)", yielded, served)
 				assert.LessOrEqual(t, served, 11*time.Minute, "b waited for stock freed 1 s after it asked (10-min install)")
@@ -92,40 +65,13 @@ func TestHoldYieldsOnlyOnceToAFleetStillWaiting(t *testing.T) {
 // 480-min minimum.)
 func TestHoldYieldCountsWhileItsFleetIsShort(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		e := newEnv(t, fleet.Policy{RebuySpares: 1, RebuyHold: 10 * time.Hour})
-		e.idleFleet("a", 1, 5*time.Minute, hotType("bm-mi300x-8"))
-		e.idleFleet("c", 1, 5*time.Minute, hotType("bm-mi300x-8"))
-		stop := e.running()
+		e, stop := twoServersHeld(t)
 		defer stop()
-		jobsUntil(t, e, 8*time.Hour+40*time.Minute, "a", "c")
-		time.Sleep(10 * time.Minute)
 		require.NoError(t, e.hot.Inject(sim.Fault{Route: hMetal, Times: 2, Status: http.StatusNotFound,
 			Message: "No available bare metal servers matching requested specifications"}))
-		s := spec("b", 1, hotType("bm-mi300x-8"))
-		s.IdleTimeout = 5 * time.Minute
-		require.NoError(t, e.m.Apply(t.Context(), s))
-		asked := time.Now()
-		var served time.Duration
-		for {
-			y, err := e.m.Acquire(t.Context(), "b")
-			if err == nil {
-				served = time.Since(asked)
-				require.NoError(t, e.m.MarkIdle(y.ID))
-				break
-			}
-			require.True(t, errors.Is(err, fleet.ErrNoIdle), "%v", err)
-			require.True(t, time.Now().Before(asked.Add(3*time.Hour)), "b never served")
-			time.Sleep(10 * time.Second)
-		}
+		asked, served := applyUntilServed(t, e, "b", 3*time.Hour)
 		assert.Equal(t, 2, calls(e.hot.Calls(), hMetal, http.StatusNotFound), "b's creates refused as sold out")
-		e.mu.Lock()
-		var yielded []string
-		for _, ev := range e.events {
-			if ev.Type == fleet.EventReleaseRequested && strings.Contains(ev.Message, "yields to fleet b") {
-				yielded = append(yielded, ev.Fleet+" at "+ev.Time.Sub(asked).String())
-			}
-		}
-		e.mu.Unlock()
+		yielded := yieldedTo(e, "b", asked)
 		t.Logf("b served after %v; yielded: %v", served, yielded)
 		assert.Equal(t, []string{"a at 1s"}, yielded, "b lacks one server; held servers released for it (b served after %v)", served)
 		assert.Greater(t, served, 20*time.Minute, "b's creates were refused twice")
@@ -137,4 +83,63 @@ func TestHoldYieldCountsWhileItsFleetIsShort(t *testing.T) {
 		}
 		assert.Equal(t, 1, live, "c's server stays held")
 	})
+}
+
+// twoServersHeld sets up the yield cases on Hot Aisle bare metal: fleets
+// "a" and "c" (a fixed hold of one spare for 10 hours) each run a job on
+// their server until 8h40m and hold it past its 8-hour minimum; 10 minutes
+// later it returns the env and the running loop's stop.
+func twoServersHeld(t *testing.T) (*env, func()) {
+	t.Helper()
+	e := newEnv(t, fleet.Policy{RebuySpares: 1, RebuyHold: 10 * time.Hour})
+	e.idleFleet("a", 1, 5*time.Minute, hotType("bm-mi300x-8"))
+	e.idleFleet("c", 1, 5*time.Minute, hotType("bm-mi300x-8"))
+	stop := e.running()
+	jobsUntil(t, e, 8*time.Hour+40*time.Minute, "a", "c")
+	time.Sleep(10 * time.Minute)
+	return e, stop
+}
+
+// applyUntilServed applies fleet name (one node of Hot Aisle bare metal,
+// IdleTimeout 5 min) and calls Acquire every 10 seconds until it hands a
+// node out (given back at once) or limit passes (the test fails). It
+// returns when it applied and how long the fleet waited.
+func applyUntilServed(t *testing.T, e *env, name string, limit time.Duration) (time.Time, time.Duration) {
+	t.Helper()
+	s := spec(name, 1, hotType("bm-mi300x-8"))
+	s.IdleTimeout = 5 * time.Minute
+	require.NoError(t, e.m.Apply(t.Context(), s))
+	asked := time.Now()
+	return asked, untilServed(t, e, name, asked, limit)
+}
+
+// untilServed calls Acquire on fleet name every 10 seconds until it hands
+// a node out (given back at once) or limit after asked passes (the test
+// fails), and returns how long after asked that was.
+func untilServed(t *testing.T, e *env, name string, asked time.Time, limit time.Duration) time.Duration {
+	t.Helper()
+	for {
+		y, err := e.m.Acquire(t.Context(), name)
+		if err == nil {
+			require.NoError(t, e.m.MarkIdle(y.ID))
+			return time.Since(asked)
+		}
+		require.True(t, errors.Is(err, fleet.ErrNoIdle), "%v", err)
+		require.True(t, time.Now().Before(asked.Add(limit)), "%s never served", name)
+		time.Sleep(10 * time.Second)
+	}
+}
+
+// yieldedTo lists the held nodes released for fleet name ("<fleet> at
+// <time after asked>"), from the release events.
+func yieldedTo(e *env, name string, asked time.Time) []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var out []string
+	for _, ev := range e.events {
+		if ev.Type == fleet.EventReleaseRequested && strings.Contains(ev.Message, "yields to fleet "+name) {
+			out = append(out, ev.Fleet+" at "+ev.Time.Sub(asked).String())
+		}
+	}
+	return out
 }
