@@ -72,53 +72,44 @@ func (s *readFailStore) read(ctx context.Context, method string) error {
 	}
 }
 
-func (s *readFailStore) Fleet(ctx context.Context, name string) (fleet.FleetRecord, error) {
-	if err := s.read(ctx, "Fleet"); err != nil {
-		return fleet.FleetRecord{}, err
+// readThen is a read of the MemoryLeaseStore under s's failures: the
+// failure of call when there is one, else the store's answer.
+func readThen[T any](s *readFailStore, ctx context.Context, call string, f func() (T, error)) (T, error) {
+	if err := s.read(ctx, call); err != nil {
+		var zero T
+		return zero, err
 	}
-	return s.MemoryLeaseStore.Fleet(ctx, name)
+	return f()
+}
+
+func (s *readFailStore) Fleet(ctx context.Context, name string) (fleet.FleetRecord, error) {
+	return readThen(s, ctx, "Fleet", func() (fleet.FleetRecord, error) { return s.MemoryLeaseStore.Fleet(ctx, name) })
 }
 
 func (s *readFailStore) Fleets(ctx context.Context) ([]fleet.FleetRecord, error) {
-	if err := s.read(ctx, "Fleets"); err != nil {
-		return nil, err
-	}
-	return s.MemoryLeaseStore.Fleets(ctx)
+	return readThen(s, ctx, "Fleets", func() ([]fleet.FleetRecord, error) { return s.MemoryLeaseStore.Fleets(ctx) })
 }
 
 func (s *readFailStore) Instance(ctx context.Context, id string) (fleet.InstanceRecord, error) {
-	if err := s.read(ctx, "Instance"); err != nil {
-		return fleet.InstanceRecord{}, err
-	}
-	return s.MemoryLeaseStore.Instance(ctx, id)
+	return readThen(s, ctx, "Instance", func() (fleet.InstanceRecord, error) { return s.MemoryLeaseStore.Instance(ctx, id) })
 }
 
 func (s *readFailStore) Instances(ctx context.Context) ([]fleet.InstanceRecord, error) {
-	if err := s.read(ctx, "Instances"); err != nil {
-		return nil, err
-	}
-	return s.MemoryLeaseStore.Instances(ctx)
+	return readThen(s, ctx, "Instances", func() ([]fleet.InstanceRecord, error) { return s.MemoryLeaseStore.Instances(ctx) })
 }
 
 func (s *readFailStore) Intents(ctx context.Context, f string) ([]fleet.Intent, error) {
-	if err := s.read(ctx, "Intents"); err != nil {
-		return nil, err
-	}
-	return s.MemoryLeaseStore.Intents(ctx, f)
+	return readThen(s, ctx, "Intents", func() ([]fleet.Intent, error) { return s.MemoryLeaseStore.Intents(ctx, f) })
 }
 
 func (s *readFailStore) IntentsAfter(ctx context.Context, f string, after int64) ([]fleet.Intent, error) {
-	if err := s.read(ctx, "IntentsAfter"); err != nil {
-		return nil, err
-	}
-	return s.MemoryLeaseStore.IntentsAfter(ctx, f, after)
+	return readThen(s, ctx, "IntentsAfter", func() ([]fleet.Intent, error) { return s.MemoryLeaseStore.IntentsAfter(ctx, f, after) })
 }
 
 func (s *readFailStore) ReleaseIntents(ctx context.Context, f, requestID string, after int64) ([]fleet.Intent, error) {
-	if err := s.read(ctx, "ReleaseIntents"); err != nil {
-		return nil, err
-	}
-	return s.MemoryLeaseStore.ReleaseIntents(ctx, f, requestID, after)
+	return readThen(s, ctx, "ReleaseIntents", func() ([]fleet.Intent, error) {
+		return s.MemoryLeaseStore.ReleaseIntents(ctx, f, requestID, after)
+	})
 }
 
 // listOnlyStore hides every optional capability of its LeaseStore
