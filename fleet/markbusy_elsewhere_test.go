@@ -38,17 +38,10 @@ func TestMarkBusyElsewhereJustBeforeTheIdleRelease(t *testing.T) {
 		for _, before := range []time.Duration{2 * time.Second, 5 * time.Second, 9 * time.Second} {
 			t.Run(c.name+" "+before.String(), func(t *testing.T) {
 				synctest.Test(t, func(t *testing.T) {
-					e := newEnv(t, fleet.Policy{})
-					rs := apReplicas(t, e, fleet.Policy{RebuyHoldOff: true}, 2)
-					time.Sleep(time.Minute)
-					s := spec("mb", 1, c.req)
-					s.IdleTimeout = 5 * time.Minute
-					h := apConverge(t, rs, s)
-					from := apCharge(t, e).From
-					idle := storedIdle(t, rs.store, "mb")
-					require.Len(t, idle, 1)
+					o := oneNodeOnReplicas(t, "mb", c.req, fleet.Policy{RebuyHoldOff: true}, 5*time.Minute)
+					e, rs, from := o.e, o.rs, o.from
 					time.Sleep(time.Until(from.Add(c.moment - before)))
-					err := rs.ms[1-h].MarkBusy(idle[0].Instance.ID)
+					err := rs.ms[1-o.h].MarkBusy(o.node)
 					time.Sleep(2 * time.Minute)
 					rs.stopAll()
 					apDump(t, e, from)
@@ -83,19 +76,11 @@ func TestMarkBusyElsewhereDuringTheHoldersRead(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				e := newEnv(t, fleet.Policy{})
-				slow := &apSlowReads{LeaseStore: fleet.NewMemoryLeaseStore(nil)}
-				rs := apReplicasOn(t, e, slow, fleet.Policy{RebuyHoldOff: true}, 2)
-				time.Sleep(time.Minute)
-				s := spec("mb", 1, c.req)
-				s.IdleTimeout = 5 * time.Minute
-				h := apConverge(t, rs, s)
-				from := apCharge(t, e).From
-				idle := storedIdle(t, rs.store, "mb")
-				require.Len(t, idle, 1)
+				o := oneNodeOnReplicas(t, "mb", c.req, fleet.Policy{RebuyHoldOff: true}, 5*time.Minute)
+				e, rs, from := o.e, o.rs, o.from
 				time.Sleep(time.Until(from.Add(c.moment - time.Second)))
-				slow.delay.Store(int64(3 * time.Second))
-				err := rs.ms[1-h].MarkBusy(idle[0].Instance.ID)
+				o.slow.delay.Store(int64(3 * time.Second))
+				err := rs.ms[1-o.h].MarkBusy(o.node)
 				t.Logf("MarkBusy answered %v at %v", err, time.Since(from))
 				time.Sleep(2 * time.Minute)
 				rs.stopAll()
@@ -122,21 +107,14 @@ func TestMarkBusyElsewhereTakesBackAWaitingScaleDown(t *testing.T) {
 	for _, at := range []time.Duration{2 * time.Second, 3*time.Second + 500*time.Millisecond, 5 * time.Second} {
 		t.Run(at.String(), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				e := newEnv(t, fleet.Policy{})
-				slow := &apSlowReads{LeaseStore: fleet.NewMemoryLeaseStore(nil)}
-				rs := apReplicasOn(t, e, slow, fleet.Policy{}, 2)
-				time.Sleep(time.Minute)
-				s := spec("sd", 1, hotType("vm-mi300x-1"))
-				h := apConverge(t, rs, s)
-				from := apCharge(t, e).From
-				idle := storedIdle(t, rs.store, "sd")
-				require.Len(t, idle, 1)
+				o := oneNodeOnReplicas(t, "sd", hotType("vm-mi300x-1"), fleet.Policy{}, 0)
+				e, rs, from, slow := o.e, o.rs, o.from, o.slow
 				time.Sleep(time.Until(from.Add(10 * time.Minute)))
 				slow.delay.Store(int64(3 * time.Second))
-				s.Nodes = 0
-				require.NoError(t, rs.ms[h].Apply(t.Context(), s))
+				o.s.Nodes = 0
+				require.NoError(t, rs.ms[o.h].Apply(t.Context(), o.s))
 				time.Sleep(at)
-				err := rs.ms[1-h].MarkBusy(idle[0].Instance.ID)
+				err := rs.ms[1-o.h].MarkBusy(o.node)
 				t.Logf("MarkBusy answered %v at %v", err, time.Since(from))
 				slow.delay.Store(0)
 				time.Sleep(30 * time.Minute)
@@ -161,15 +139,8 @@ func TestMarkBusyElsewhereTakesBackAWaitingScaleDown(t *testing.T) {
 // for its job (tester AP: before the fix, released under its job).
 func TestMarkBusyElsewhereJustBeforeAScaleDown(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		e := newEnv(t, fleet.Policy{})
-		slow := &apSlowReads{LeaseStore: fleet.NewMemoryLeaseStore(nil)}
-		rs := apReplicasOn(t, e, slow, fleet.Policy{}, 2)
-		time.Sleep(time.Minute)
-		s := spec("sd", 1, hotType("vm-mi300x-1"))
-		h := apConverge(t, rs, s)
-		from := apCharge(t, e).From
-		idle := storedIdle(t, rs.store, "sd")
-		require.Len(t, idle, 1)
+		o := oneNodeOnReplicas(t, "sd", hotType("vm-mi300x-1"), fleet.Policy{}, 0)
+		e, rs, from, slow, s, h := o.e, o.rs, o.from, o.slow, o.s, o.h
 		time.Sleep(time.Until(from.Add(40 * time.Minute)))
 		slow.delay.Store(int64(3 * time.Second))
 		var markErr error
@@ -177,7 +148,7 @@ func TestMarkBusyElsewhereJustBeforeAScaleDown(t *testing.T) {
 		go func() {
 			defer close(done)
 			time.Sleep(2 * time.Second) // its write lands 2 s after the Apply's
-			markErr = rs.ms[1-h].MarkBusy(idle[0].Instance.ID)
+			markErr = rs.ms[1-h].MarkBusy(o.node)
 			t.Logf("MarkBusy answered %v at %v", markErr, time.Since(from))
 		}()
 		s.Nodes = 0
@@ -195,4 +166,35 @@ func TestMarkBusyElsewhereJustBeforeAScaleDown(t *testing.T) {
 		assert.NotZero(t, e.count(fleet.EventInstanceBusy), "the busy mark was never carried out")
 		assert.Zero(t, e.count(fleet.EventMarkDropped))
 	})
+}
+
+// oneNodeReplicas is a fleet of one node converged on two replicas sharing
+// a store whose reads can be slowed (slow.delay).
+type oneNodeReplicas struct {
+	e    *env
+	slow *apSlowReads
+	rs   *replicaSet
+	s    fleet.Spec // the fleet's spec as applied
+	h    int        // the replica holding the fleet
+	from time.Time  // the node's billing start
+	node string     // the node's instance id
+}
+
+// oneNodeOnReplicas applies fleet name (one node of req; idleTimeout when
+// not 0) on two replicas of policy pol, and waits for its node.
+func oneNodeOnReplicas(t *testing.T, name string, req fleet.Requirements, pol fleet.Policy, idleTimeout time.Duration) *oneNodeReplicas {
+	t.Helper()
+	o := &oneNodeReplicas{e: newEnv(t, fleet.Policy{}), slow: &apSlowReads{LeaseStore: fleet.NewMemoryLeaseStore(nil)}}
+	o.rs = apReplicasOn(t, o.e, o.slow, pol, 2)
+	time.Sleep(time.Minute)
+	o.s = spec(name, 1, req)
+	if idleTimeout > 0 {
+		o.s.IdleTimeout = idleTimeout
+	}
+	o.h = apConverge(t, o.rs, o.s)
+	o.from = apCharge(t, o.e).From
+	idle := storedIdle(t, o.rs.store, name)
+	require.Len(t, idle, 1)
+	o.node = idle[0].Instance.ID
+	return o
 }
