@@ -49,11 +49,7 @@ func TestCloseStoresIntentsThroughAStoreOutage(t *testing.T) {
 	for _, what := range []string{"MarkIdle", "Delete"} {
 		t.Run(what, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				e := newEnv(t, fleet.Policy{})
-				store := &flakyStore{MemoryStore: fleet.NewMemoryStore()}
-				e.m = e.manager(store)
-				stop := e.running()
-				nodes := e.idleFleet("cl", 1, 5*time.Minute, vultrVM("ewr"))
+				e, store, stop, nodes := vultrOnFlakyStore(t, "cl", 1, 5*time.Minute)
 				in, err := e.m.Acquire(t.Context(), "cl")
 				require.NoError(t, err)
 				require.Equal(t, nodes[0].ID, in.ID)
@@ -89,11 +85,7 @@ func TestCloseStoresIntentsThroughAStoreOutage(t *testing.T) {
 // jobs on one node.)
 func TestCloseStoresABusyMarkThroughAStoreOutage(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		e := newEnv(t, fleet.Policy{})
-		store := &flakyStore{MemoryStore: fleet.NewMemoryStore()}
-		e.m = e.manager(store)
-		stop := e.running()
-		e.idleFleet("aq", 1, 5*time.Minute, vultrVM("ewr"))
+		e, store, stop, _ := vultrOnFlakyStore(t, "aq", 1, 5*time.Minute)
 		stop()
 		var first fleet.Instance
 		closeThroughOutage(t, e, store, func() {
@@ -123,11 +115,7 @@ func TestCloseStoresABusyMarkThroughAStoreOutage(t *testing.T) {
 // destroyed before: its record was still idle in the Store.)
 func TestCloseStoresAReleaseThroughAStoreOutage(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		e := newEnv(t, fleet.Policy{})
-		store := &flakyStore{MemoryStore: fleet.NewMemoryStore()}
-		e.m = e.manager(store)
-		stop := e.running()
-		nodes := e.idleFleet("rl", 1, 0, vultrVM("ewr"))
+		e, store, stop, nodes := vultrOnFlakyStore(t, "rl", 1, 0)
 		time.Sleep(20 * time.Minute)
 		stop()
 		closeThroughOutage(t, e, store, func() {
@@ -152,11 +140,7 @@ func TestCloseReportsRecordsNotStored(t *testing.T) {
 	for _, how := range []string{"Close", "CloseContext"} {
 		t.Run(how, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				e := newEnv(t, fleet.Policy{})
-				store := &flakyStore{MemoryStore: fleet.NewMemoryStore()}
-				e.m = e.manager(store)
-				stop := e.running()
-				nodes := e.idleFleet("nr", 1, 5*time.Minute, vultrVM("ewr"))
+				e, store, stop, nodes := vultrOnFlakyStore(t, "nr", 1, 5*time.Minute)
 				stop()
 				store.down.Store(true)
 				require.NoError(t, e.m.MarkBusy(nodes[0].ID))
@@ -195,11 +179,7 @@ func TestCloseReportsRecordsNotStored(t *testing.T) {
 // (tester AP: the destroyed server was handed out before.)
 func TestRestartHandsOutNoServerReleasedButNotStored(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		e := newEnv(t, fleet.Policy{})
-		store := &flakyStore{MemoryStore: fleet.NewMemoryStore()}
-		e.m = e.manager(store)
-		stop := e.running()
-		nodes := e.idleFleet("rl", 1, 0, vultrVM("ewr"))
+		e, store, stop, nodes := vultrOnFlakyStore(t, "rl", 1, 0)
 		time.Sleep(20 * time.Minute)
 		store.down.Store(true)
 		_, err := e.m.Release(t.Context(), nodes[0].ID, fleet.WithReleasePolicy(fleet.ReleaseNow))
@@ -248,4 +228,17 @@ func TestCloseGivesUpWithAClockThatDoesNotMove(t *testing.T) {
 		t.Fatal("Close did not give up")
 	}
 	assert.Less(t, store.failed.Load(), int64(30), "tries")
+}
+
+// vultrOnFlakyStore starts a Manager on a Store whose writes can be made
+// to fail (flakyStore), its loop running, with fleet name of one idle
+// Vultr VM (idleTimeout). It returns the env, the store, the loop's stop
+// and the fleet's nodes.
+func vultrOnFlakyStore(t *testing.T, name string, n int, idleTimeout time.Duration) (*env, *flakyStore, func(), []fleet.Instance) {
+	t.Helper()
+	e := newEnv(t, fleet.Policy{})
+	store := &flakyStore{MemoryStore: fleet.NewMemoryStore()}
+	e.m = e.manager(store)
+	stop := e.running()
+	return e, store, stop, e.idleFleet(name, n, idleTimeout, vultrVM("ewr"))
 }
