@@ -116,12 +116,7 @@ func TestMarkIdleRecordedElsewhereAtTheMinimumsEnd(t *testing.T) {
 					via = 1 - h
 				}
 				require.NoError(t, rs.ms[via].MarkIdle(in.ID))
-				for deadline := time.Now().Add(3 * time.Hour); apCharge(t, e).Live && time.Now().Before(deadline); time.Sleep(30 * time.Second) {
-				}
-				time.Sleep(time.Minute)
-				rs.stopAll()
-				got := apCharge(t, e)
-				apDump(t, e, from)
+				got := chargeOnceReleased(t, e, rs, from, 3*time.Hour)
 				t.Logf("billed %v (%s)", got.Billed, got.Description)
 				assert.False(t, got.Live, "still billing")
 				assert.LessOrEqual(t, got.Billed, minimum+time.Minute, "a job that ended inside the minimum")
@@ -191,12 +186,20 @@ func holdAcrossFailover(t *testing.T, pol fleet.Policy, kill time.Duration) sim.
 		time.Sleep(time.Until(from.Add(kill)))
 		rs.stop(h)
 	}
-	for deadline := time.Now().Add(3 * time.Hour); apCharge(t, e).Live && time.Now().Before(deadline); time.Sleep(30 * time.Second) {
+	got := chargeOnceReleased(t, e, rs, from, 3*time.Hour)
+	t.Logf("billed %v (%s)", got.Billed, got.Description)
+	return got
+}
+
+// chargeOnceReleased waits (up to limit) for the one server's charge to end,
+// a minute more, stops the replicas, logs the events since from, and
+// returns the charge.
+func chargeOnceReleased(t *testing.T, e *env, rs *replicaSet, from time.Time, limit time.Duration) sim.Charge {
+	t.Helper()
+	for deadline := time.Now().Add(limit); apCharge(t, e).Live && time.Now().Before(deadline); time.Sleep(30 * time.Second) {
 	}
 	time.Sleep(time.Minute)
 	rs.stopAll()
-	got := apCharge(t, e)
 	apDump(t, e, from)
-	t.Logf("billed %v (%s)", got.Billed, got.Description)
-	return got
+	return apCharge(t, e)
 }

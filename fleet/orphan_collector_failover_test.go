@@ -66,12 +66,7 @@ func TestOrphanGraceSurvivesTheCollectorsDeath(t *testing.T) {
 				dead := *finderp
 				e.mu.Unlock()
 				rs.stop(dead)
-				for deadline := time.Now().Add(3 * time.Hour); apCharge(t, e).Live && time.Now().Before(deadline); time.Sleep(30 * time.Second) {
-				}
-				time.Sleep(time.Minute)
-				rs.stopAll()
-				apDump(t, e, from)
-				ch := apCharge(t, e)
+				ch := chargeOnceReleased(t, e, rs, from, 3*time.Hour)
 				t.Logf("found %v (release at %v), billed %v", found.Time.Sub(from), found.At.Sub(from), ch.Billed)
 				assert.LessOrEqual(t, ch.Billed, end)
 			})

@@ -45,12 +45,7 @@ func TestDeferredOrphanReleaseAcrossACollectorFailover(t *testing.T) {
 				dead := *finderp
 				e.mu.Unlock()
 				rs.stop(dead)
-				for deadline := time.Now().Add(4 * time.Hour); apCharge(t, e).Live && time.Now().Before(deadline); time.Sleep(30 * time.Second) {
-				}
-				time.Sleep(time.Minute)
-				rs.stopAll()
-				apDump(t, e, from)
-				ch := apCharge(t, e)
+				ch := chargeOnceReleased(t, e, rs, from, 4*time.Hour)
 				t.Logf("found %v (release at %v), released %v, billed %v", found.Time.Sub(from), found.At.Sub(from), ch.To.Sub(from), ch.Billed)
 				assert.False(t, ch.Live)
 				assert.Equal(t, time.Hour, ch.Billed)
