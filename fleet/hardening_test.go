@@ -46,16 +46,42 @@ func TestApplyAndNewManagerRejectBadInput(t *testing.T) {
 	assert.NoError(t, m.Apply(ctx, Spec{Name: "f", Nodes: 1, SSHKeys: []string{good},
 		Requirements: Requirements{Providers: []string{"VULTR"}}}), "provider names ignore case")
 
+	// (tester AY: before, margins of an hour or more were accepted: with
+	// HourlyReleaseMargin 2 h a Vultr VM was released 6m47s into the hour
+	// it paid for and its fleet lowered to 0; and no refusal had a class.)
 	for name, pol := range map[string]Policy{
-		"negative":  {AgentTimeout: -time.Second},
-		"min > max": {TerminationMinBackoff: time.Hour, TerminationMaxBackoff: time.Minute},
-		"bogus":     {Release: "bogus"},
+		"negative":                     {AgentTimeout: -time.Second},
+		"min > max":                    {TerminationMinBackoff: time.Hour, TerminationMaxBackoff: time.Minute},
+		"bogus":                        {Release: "bogus"},
+		"HourlyReleaseMargin 2h":       {HourlyReleaseMargin: 2 * time.Hour},
+		"HourlyReleaseMargin 30m":      {HourlyReleaseMargin: 30 * time.Minute},
+		"CalmHourlyReleaseMargin 90m":  {CalmHourlyReleaseMargin: 90 * time.Minute},
+		"MinuteReleaseMargin 8h":       {MinuteReleaseMargin: 8 * time.Hour},
+		"MinuteReleaseMargin 15m":      {MinuteReleaseMargin: 15 * time.Minute},
+		"RebuySpares without its hold": {RebuySpares: 2},
 	} {
 		_, err := NewManager(Config{Providers: []Provider{p}, Policy: pol})
-		assert.Error(t, err, name)
+		assert.ErrorIs(t, err, ErrInvalidConfig, name)
 	}
-	_, err := NewManager(Config{Providers: []Provider{p}, Interval: -time.Second})
-	assert.Error(t, err)
+	for name, cfg := range map[string]Config{
+		"negative interval": {Providers: []Provider{p}, Interval: -time.Second},
+		"no providers":      {},
+		"provider twice":    {Providers: []Provider{p, p}},
+		"bad owner":         {Providers: []Provider{p}, Owner: "Not An Owner"},
+		"replica, no lease": {Providers: []Provider{p}, Owner: "abc", ReplicaID: "r1"},
+	} {
+		_, err := NewManager(cfg)
+		assert.ErrorIs(t, err, ErrInvalidConfig, name)
+	}
+	for name, pol := range map[string]Policy{
+		"margins just under their bounds": {HourlyReleaseMargin: 29 * time.Minute, CalmHourlyReleaseMargin: 29 * time.Minute, MinuteReleaseMargin: 14 * time.Minute},
+	} {
+		m2, err := NewManager(Config{Providers: []Provider{p}, Policy: pol})
+		if assert.NoError(t, err, name) {
+			m2.Close()
+		}
+	}
+	var err error
 
 	_, err = m.Release(ctx, "")
 	assert.ErrorIs(t, err, ErrNotFound)

@@ -233,22 +233,24 @@ type Manager struct {
 // NewManager checks cfg, reads the Store (so a restarted Manager knows its
 // fleets and instances at once), settles the owner and returns a Manager.
 // It makes no provider calls: the first loop step lists the providers.
+// A Config that cannot work answers ErrInvalidConfig (errors.Is), saying
+// which field; a Store that cannot be read answers its error.
 func NewManager(cfg Config) (*Manager, error) {
 	if len(cfg.Providers) == 0 {
-		return nil, errors.New("gpufleet: Config.Providers is empty")
+		return nil, invalidConfig(errors.New("gpufleet: Config.Providers is empty"))
 	}
 	if isNil(cfg.Agent) {
 		cfg.Agent = nil // a nil *shim.Starter means no agent, like a nil interface
 	}
 	if err := cfg.Policy.validate(); err != nil {
-		return nil, err
+		return nil, invalidConfig(err)
 	}
 	if cfg.Interval < 0 || cfg.CatalogTTL < 0 {
-		return nil, errors.New("gpufleet: Config.Interval and CatalogTTL must not be negative")
+		return nil, invalidConfig(errors.New("gpufleet: Config.Interval and CatalogTTL must not be negative"))
 	}
 	if cfg.Owner != "" {
 		if err := ValidateOwner(cfg.Owner); err != nil {
-			return nil, err
+			return nil, invalidConfig(err)
 		}
 	}
 	m := &Manager{cfg: cfg, pol: cfg.Policy.withDefaults(), clock: cfg.Clock, store: cfg.Store, log: cfg.Logger,
@@ -256,10 +258,10 @@ func NewManager(cfg Config) (*Manager, error) {
 	m.initMaps()
 	for _, p := range cfg.Providers {
 		if isNil(p) {
-			return nil, errors.New("gpufleet: Config.Providers has a nil provider")
+			return nil, invalidConfig(errors.New("gpufleet: Config.Providers has a nil provider"))
 		}
 		if _, dup := m.providers[p.Name()]; dup {
-			return nil, fmt.Errorf("gpufleet: provider %q given twice", p.Name())
+			return nil, invalidConfig(fmt.Errorf("gpufleet: provider %q given twice", p.Name()))
 		}
 		m.providers[p.Name()] = p
 		m.order = append(m.order, p.Name())
@@ -288,7 +290,7 @@ func NewManager(cfg Config) (*Manager, error) {
 	if cfg.ReplicaID != "" {
 		ls, ok := m.store.(LeaseStore)
 		if !ok || cfg.Owner == "" {
-			return nil, errors.New("gpufleet: Config.ReplicaID needs a LeaseStore as Config.Store and Config.Owner")
+			return nil, invalidConfig(errors.New("gpufleet: Config.ReplicaID needs a LeaseStore as Config.Store and Config.Owner"))
 		}
 		m.rep = &replica{ls: ls, holder: cfg.ReplicaID, selfID: selfHolder(cfg.ReplicaID), ttl: m.pol.LeaseTTL, held: map[string]Lease{}, heldAt: map[string]time.Time{},
 			applied: map[string]int64{}, written: map[string]int64{}, acked: map[string]int64{}, keys: map[string]PrivateKey{}, unread: map[string]bool{},

@@ -191,6 +191,15 @@ func validateAuthorizedKey(k string) error {
 	return nil
 }
 
+// The release margins' bounds: half a Vultr hour (the hourly margins), half
+// the shortest Hot Aisle minimum reservation, 30 minutes (the minute
+// margin). A margin that long would release a node before it had used
+// half of what it paid, and the idle release would lower its fleet.
+const (
+	maxHourlyMargin = 30 * time.Minute
+	maxMinuteMargin = 15 * time.Minute
+)
+
 // validate reports a policy that cannot work.
 func (p Policy) validate() error {
 	for name, d := range map[string]time.Duration{"ProvisionTimeout": p.ProvisionTimeout,
@@ -203,6 +212,12 @@ func (p Policy) validate() error {
 		"AgentCheckInterval": p.AgentCheckInterval, "LeaseTTL": p.LeaseTTL, "RebuyHold": p.RebuyHold} {
 		if d < 0 {
 			return fmt.Errorf("gpufleet: Policy.%s must not be negative", name)
+		}
+	}
+	for name, c := range map[string][2]time.Duration{"HourlyReleaseMargin": {p.HourlyReleaseMargin, maxHourlyMargin},
+		"CalmHourlyReleaseMargin": {p.CalmHourlyReleaseMargin, maxHourlyMargin}, "MinuteReleaseMargin": {p.MinuteReleaseMargin, maxMinuteMargin}} {
+		if c[0] >= c[1] {
+			return fmt.Errorf("gpufleet: Policy.%s is %v, not under %v: a node would be released before it had used the time it paid for", name, c[0], c[1])
 		}
 	}
 	if p.RebuySpares < 0 || (p.RebuySpares > 0) != (p.RebuyHold > 0) {
@@ -295,6 +310,7 @@ type Policy struct {
 	// and in the Manager's first 30 minutes (a restart forgets what failed
 	// before it). A release already deferred to the calm margin comes
 	// forward when the provider turns unsettled.
+	// Under 30 minutes: NewManager refuses more (ErrInvalidConfig).
 	HourlyReleaseMargin time.Duration
 	// CalmHourlyReleaseMargin is HourlyReleaseMargin while the provider is
 	// calm (none of the above): 3 min, six delete attempts at the 30-second
@@ -304,6 +320,7 @@ type Policy struct {
 	// starts (the hour's end less HourlyReleaseMargin) for every idle node
 	// or deferred release. Set it to HourlyReleaseMargin for one margin
 	// whatever the provider's health.
+	// Under 30 minutes: NewManager refuses more (ErrInvalidConfig).
 	CalmHourlyReleaseMargin time.Duration
 	// MinuteReleaseMargin: for per-minute billing with a minimum reservation
 	// (Hot Aisle) the window ends this long before the minimum does, and the
@@ -320,6 +337,7 @@ type Policy struct {
 	// does when that is longer: forcing inside the minimum costs nothing,
 	// and the retries fit before it ends. Past the minimum (every minute
 	// billed) a refused release is retried every 30 seconds.
+	// Under 15 minutes: NewManager refuses more (ErrInvalidConfig).
 	MinuteReleaseMargin time.Duration
 	// CreateTimeout bounds one create call, which runs detached from the
 	// caller's context so that a cancellation cannot lose its answer (5 min).

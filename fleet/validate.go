@@ -13,18 +13,34 @@ import (
 // model, region, instance type or provider no catalog knows.
 var ErrInvalidSpec = errors.New("gpufleet: invalid fleet spec")
 
-// specError is a spec refusal: its own text, and errors.Is ErrInvalidSpec.
-type specError struct{ err error }
+// ErrInvalidConfig is the class of every error NewManager returns for a
+// Config that cannot work: no providers, a nil or repeated provider, an
+// invalid owner, a negative interval, a Policy field out of its range (a
+// negative duration or count, a release margin of half an hour or more,
+// an unknown release or stop policy), ReplicaID without a LeaseStore. A
+// Store that cannot be read is not one of them.
+var ErrInvalidConfig = errors.New("gpufleet: invalid Manager config")
 
-func (e *specError) Error() string        { return e.err.Error() }
-func (e *specError) Unwrap() error        { return e.err }
-func (e *specError) Is(target error) bool { return target == ErrInvalidSpec }
+// refusalError is a refusal of a caller's input: its own text, and
+// errors.Is its class (ErrInvalidSpec, ErrInvalidConfig).
+type refusalError struct{ err, class error }
+
+func (e *refusalError) Error() string        { return e.err.Error() }
+func (e *refusalError) Unwrap() error        { return e.err }
+func (e *refusalError) Is(target error) bool { return target == e.class }
 
 func invalidSpec(err error) error {
 	if err == nil {
 		return nil
 	}
-	return &specError{err: err}
+	return &refusalError{err: err, class: ErrInvalidSpec}
+}
+
+func invalidConfig(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &refusalError{err: err, class: ErrInvalidConfig}
 }
 
 // checkKnown refuses requirements that name a value no offer of the

@@ -16,6 +16,14 @@ const mi300xMetal = "vbm-256c-2048gb-8-mi300x-gpu"
 // defaultSpeed runs one cloud hour in 3 wall seconds.
 const defaultSpeed = 1200
 
+// maxSpeed is the fastest -speed the quickstart takes: one cloud hour in
+// 0.36 wall seconds. A run does wall-clock work too (SSH handshakes of the
+// agent starts, the loop's passes): above about 20000 it falls behind the
+// cloud clock, agent deadlines are missed and the bill shows that rather
+// than the Manager's rules (a VM billed 32 minutes for 30 at 20000; runs
+// failing at 50000). sim.MaxSpeed, for embedded clocks, is higher.
+const maxSpeed = 10000
+
 // config is the command line.
 type config struct {
 	speed     float64       // cloud seconds per wall second (sim only)
@@ -53,7 +61,7 @@ Flags:
 `)
 		fs.PrintDefaults()
 	}
-	fs.Float64Var(&c.speed, "speed", defaultSpeed, "sim: cloud seconds per wall second (1200: one cloud hour per 3 s)")
+	fs.Float64Var(&c.speed, "speed", defaultSpeed, "sim: cloud seconds per wall second (1200: one cloud hour per 3 s; at most 10000)")
 	fs.BoolVar(&c.bareMetal, "bare-metal", false, "also run a Hot Aisle bare-metal fleet (prepaid for 8 hours)")
 	fs.BoolVar(&c.real, "real", false, "use the real clouds (credentials from the environment)")
 	fs.BoolVar(&c.yes, "yes", false, "with -real: really rent the machines (you pay for them)")
@@ -73,6 +81,8 @@ Flags:
 		return c, fmt.Errorf("unexpected arguments %q", fs.Args())
 	case sim.CheckSpeed(c.speed) != nil: // NaN and +Inf too: a clock that never moves, or overflows
 		return c, fmt.Errorf("-%w", sim.CheckSpeed(c.speed))
+	case c.speed > maxSpeed:
+		return c, fmt.Errorf("-speed %g: at most %d (one cloud hour per %s): faster, a run's wall-clock work (SSH agent starts, the Manager's passes) falls behind the cloud clock and the bill no longer shows the Manager's rules", c.speed, maxSpeed, wallPerHour(maxSpeed))
 	case c.yes && !c.real:
 		return c, errors.New("-yes only makes sense with -real")
 	case c.interval <= 0 || c.teardown <= 0:

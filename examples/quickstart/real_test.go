@@ -25,6 +25,10 @@ func TestRunCommandLine(t *testing.T) {
 		{[]string{"-speed", "NaN"}, 2, "-speed must be positive, at most 100000"}, // tester V: the clock never moved, machines leaked
 		{[]string{"-speed", "+Inf"}, 2, "-speed must be positive"},
 		{[]string{"-speed", "1e15"}, 2, "-speed must be positive"},
+		// tester AY: at 50000 and 100000 agent deadlines were missed, the run
+		// exited 1 at +13.9% and +31.8% over the optimum.
+		{[]string{"-speed", "50000"}, 2, "-speed 50000: at most 10000"},
+		{[]string{"-speed", "10001"}, 2, "-speed 10001: at most 10000"},
 		{[]string{"-nodes", "0", "-hotaisle-nodes", "0"}, 2, "-nodes and -hotaisle-nodes are both 0"},
 		{[]string{"extra"}, 2, "unexpected arguments"},
 		{[]string{"-real"}, 1, "VULTR_API_KEY"},
