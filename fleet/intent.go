@@ -509,7 +509,11 @@ func (m *Manager) applySpec(spec Spec, now time.Time) {
 		f = &FleetRecord{Created: now}
 		m.fleets[spec.Name] = f
 	}
+	old := f.Spec.Nodes
 	f.Spec = spec
+	if ok {
+		m.noteGrowth(f, old, now)
+	}
 	f.KeyRequired = !spec.PrivateKey.IsZero()
 	delete(m.keyMissing, spec.Name)
 	delete(m.keyMissingSaid, spec.Name)

@@ -130,6 +130,7 @@ func (m *Manager) checkDeadlines(now time.Time) {
 // ReservedUntil current. With the ReleaseNow policy an instance idle for
 // IdleTimeout is released at once, whatever it has paid for. m.mu held.
 func (m *Manager) releaseIdle(now time.Time) {
+	m.settleGrowth(now)
 	keep, hold := m.held(now)
 	for _, r := range m.insts {
 		if !r.Instance.Status.Active() || r.Instance.Status == StatusTerminating {
@@ -175,11 +176,12 @@ func (m *Manager) releaseIdle(now time.Time) {
 // re-buy hold's (see held). m.mu held.
 func (m *Manager) idleReleaseDue(r *InstanceRecord, keep map[*InstanceRecord]bool, hold map[*InstanceRecord]time.Duration, now time.Time) time.Time {
 	f := m.fleets[r.Instance.Fleet]
-	if (r.Instance.Status != StatusIdle && !restartBooting(r)) || r.Busy || m.acquired[r.Instance.RequestID] || r.Termination != nil || f == nil || f.Spec.IdleTimeout <= 0 || f.Spec.Nodes <= f.Spec.MinNodes {
+	if (r.Instance.Status != StatusIdle && !restartBooting(r)) || r.Busy || m.acquired[r.Instance.RequestID] || r.Termination != nil || f == nil || f.Spec.IdleTimeout <= 0 || f.Spec.Nodes <= f.Spec.MinNodes ||
+		f.growing() && idleAtGrowth(r, f) { // wanted by the growth an Apply asked for (see growth.go)
 		return time.Time{}
 	}
 	if m.policyFor(f) == ReleaseNow {
-		return r.IdleSince.Add(f.Spec.IdleTimeout)
+		return m.idleFrom(r).Add(f.Spec.IdleTimeout)
 	}
 	return m.idleReleaseAt(r, f.Spec.IdleTimeout, keep[r], hold[r], now)
 }
@@ -235,9 +237,9 @@ func restartBooting(r *InstanceRecord) bool {
 //
 // m.mu held.
 func (m *Manager) idleReleaseAt(r *InstanceRecord, idleTimeout time.Duration, spare bool, hold time.Duration, now time.Time) time.Time {
-	o, c := r.Instance.Offer, r.Instance.Created
+	o, c, idle := r.Instance.Offer, r.Instance.Created, m.idleFrom(r)
 	if r.CreatedUnknown || c.IsZero() {
-		return r.IdleSince.Add(idleTimeout)
+		return idle.Add(idleTimeout)
 	}
 	if o.BillingGranularity >= time.Hour {
 		// Not before the provider takes deletes again (the delete lock
@@ -259,6 +261,18 @@ func (m *Manager) idleReleaseAt(r *InstanceRecord, idleTimeout time.Duration, sp
 			}
 			from = maxTime(from, lock)
 		}
+		if idle.After(r.IdleSince) {
+			// Kept for a growth until it was settled (growth.go): the
+			// caller has growthNotice (IdleTimeout when shorter) from then
+			// to take the node it asked for, to the last safe moment of the
+			// hour that time ends in, or of the next when it ends past it.
+			t, margin := idle.Add(min(idleTimeout, growthNotice)), m.hourlyMargin(r, now)
+			safe := m.paidUntil(r, t).Add(-margin)
+			if t.After(safe) {
+				safe = safe.Add(o.BillingGranularity)
+			}
+			from = maxTime(from, safe)
+		}
 		// paidUntil counts an hour less than boundarySlack from its end as
 		// bought too (no delete can land in this one any more): the node
 		// then stays acquirable to that hour's last safe moment (tester AN).
@@ -268,15 +282,17 @@ func (m *Manager) idleReleaseAt(r *InstanceRecord, idleTimeout time.Duration, sp
 	// A job ended inside the minimum: no idle timer carries the node past it.
 	// A node never used yet keeps IdleTimeout (a short minimum may end
 	// before a job could take it).
-	inside := r.IdleSince.Before(minEnd) && r.IdleSince.After(r.Instance.Ready)
+	// A node idle at a growth counts from when the growth was settled
+	// (idleFrom), and as never used if it never was.
+	inside := r.IdleSince.Before(minEnd) && r.IdleSince.After(r.Instance.Ready) && idle.Before(minEnd)
 	if m.pol.RebuyHoldOff || !spare {
 		safe := minEnd.Add(-min(m.minuteMargin(r, now), o.MinimumReservation))
 		if inside {
 			return maxTime(now, safe)
 		}
-		return m.beforeMinuteBoundary(r, maxTime(safe, r.IdleSince.Add(idleTimeout)))
+		return m.beforeMinuteBoundary(r, maxTime(safe, idle.Add(idleTimeout)))
 	}
-	return m.beforeMinuteBoundary(r, maxTime(maxTime(minEnd, r.IdleSince).Add(hold), r.IdleSince.Add(idleTimeout)))
+	return m.beforeMinuteBoundary(r, maxTime(maxTime(minEnd, idle).Add(hold), idle.Add(idleTimeout)))
 }
 
 // beforeMinuteBoundary moves a release planned at t past the minimum of a

@@ -333,6 +333,11 @@ func (m *Manager) nextDueAt() (now, next time.Time) {
 		}
 	}
 	early(m.nextKeyRetry(now))
+	for _, f := range m.fleets {
+		if f.growing() {
+			early(m.growthGiveUp(f)) // its idle nodes' release is decided again then
+		}
+	}
 	keep, hold := m.held(now)
 	for _, r := range m.insts {
 		early(m.idleReleaseDue(r, keep, hold, now))

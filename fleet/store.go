@@ -33,8 +33,20 @@ type FleetRecord struct {
 	// Voided holds, for an hour, the Intent.Acquire tokens of IntentVoids
 	// carried out before the busy mark they void (replicas; by when): the
 	// mark is skipped when it comes, whichever replica holds the fleet.
-	Voided  map[string]time.Time `json:",omitempty"`
-	Version int64                // writes since the record was created: set by the Store on read, checked on write (0: new)
+	Voided map[string]time.Time `json:",omitempty"`
+	// GrowApplied is when an Apply last raised the fleet's Nodes, and
+	// GrowMet when that growth was met (as many members ready as Nodes
+	// asked for) or given up (then GrowApplied: the fleet lowered again,
+	// deleted or stalled, or the growth still short after the time a
+	// create may take, Policy.ProvisionTimeout or BareMetalProvisionTimeout
+	// plus AgentTimeout); GrowMet is zero while the growth waits. A node
+	// idle at that Apply is not released as idle while its growth waits,
+	// and counts as idle from GrowMet once it is settled (see
+	// Spec.IdleTimeout). Stored, so a restarted Manager or a replica that
+	// takes the fleet over keeps both.
+	GrowApplied time.Time `json:",omitzero"`
+	GrowMet     time.Time `json:",omitzero"`
+	Version     int64     // writes since the record was created: set by the Store on read, checked on write (0: new)
 }
 
 // BusyPeriod is one job of a fleet: a node (Node, its request id) busy
