@@ -138,7 +138,10 @@
 // Idle machines. [Spec.IdleTimeout] turns on the release of idle
 // instances, whose idle clock starts at [EventInstanceReady] or the last
 // [Manager.MarkIdle]; the fleet shrinks instead of replacing them, never
-// below [Spec.MinNodes]. A fleet that grows again first takes back instances
+// below [Spec.MinNodes]. An [Manager.Apply] that raises Nodes keeps the
+// fleet's idle instances until the growth is met and starts their idle
+// clock again then, so that the idle release does not undo the growth
+// (see [Spec.IdleTimeout]). A fleet that grows again first takes back instances
 // whose release still waits ([EventReleaseCancelled]), the cheapest to keep
 // for the next hour first (a cheaper plan before a dearer one), before any
 // delete call of the pass starts; one whose refused retry is under way is

@@ -151,7 +151,9 @@ func (m *Manager) wake() {
 // for the next hour beyond what they have paid (a dearer plan before a
 // cheaper one; a node inside a prepaid minimum is kept over one billing per
 // minute), then the ones with the least paid time left, as the release
-// policy allows. Applying again also resumes a stalled fleet and gives back
+// policy allows. A larger Nodes keeps the fleet's idle members until as
+// many members are ready as it asks for, and their idle clock restarts
+// then (see Spec.IdleTimeout). Applying again also resumes a stalled fleet and gives back
 // a fleet's private key after a restart. Returns an error answering
 // ErrInvalidSpec for a spec that can never be met (see Spec; a provider
 // name that is not configured; a GPU model, vendor, region or instance type

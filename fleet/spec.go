@@ -124,6 +124,21 @@ type Spec struct {
 	// release lowers the fleet's Nodes by one (never below MinNodes), so the
 	// node is not replaced; Apply again to grow the fleet (it first takes
 	// back instances whose release still waits).
+	//
+	// An Apply that raises Nodes wants the fleet's idle nodes too: a node
+	// idle at that Apply is not released as idle until the growth is met (as
+	// many members ready to run a job as Nodes says) or given up (Nodes
+	// lowered again, the fleet deleted or stalled, or still short after
+	// Policy.ProvisionTimeout, or BareMetalProvisionTimeout, plus
+	// AgentTimeout), and its idle clock then starts again: from the moment
+	// the growth was met (from the Apply when given up). Per minute, it goes
+	// by the rules above from then: a new node inside its minimum, first in
+	// Acquire's order, takes the re-buy hold's spare slot, and the old one
+	// goes IdleTimeout after the growth was met, not in the pass that saw
+	// the new node ready. Per hour, it stays to the last safe moment of the
+	// hour in which 5 minutes (IdleTimeout when shorter) after the growth
+	// was met falls, or of the next hour when that moment has passed.
+	// Nodes that go idle after the Apply keep their own clock.
 	IdleTimeout time.Duration
 	// ReleasePolicy overrides Policy.Release for this fleet when set.
 	ReleasePolicy ReleasePolicy
