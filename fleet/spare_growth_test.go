@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/gpufleet/gpufleet/fleet"
+	"github.com/gpufleet/gpufleet/sim"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -194,5 +195,49 @@ func TestGrowthKeepsTheSpareAcrossFailover(t *testing.T) {
 		}
 		t.Logf("B ready %v after A's start; Acquire %v", b.Ready.Sub(t0).Round(time.Second), ids)
 		assert.ElementsMatch(t, []string{a.ID, b.ID}, ids)
+	})
+}
+
+// A growth that cannot be met does not keep the idle node for ever: the
+// Hot Aisle VM offer is sold out when the orchestrator applies Nodes 2 at
+// 36 min, so B never comes; A, the fleet's spare, is kept while the
+// growth waits and released once it is given up (Policy.ProvisionTimeout
+// plus AgentTimeout, 35 min, after the Apply), with its hold counted from
+// the Apply (36 + 30 min), not held on from there: billed 71 min. (A
+// guard on the fix: without it A went at its hold's end, 60 min. Either
+// way the idle release lowers Nodes by one only, so the fleet still wants
+// one node and rents it once A's release frees the stock.)
+func TestGrowthNeverMetIsGivenUp(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := growthCases()[0]
+		e := newEnv(t, fleet.Policy{RebuySpares: 1, RebuyHold: c.hold})
+		stop := e.running()
+		s := spec("f", 1, c.req)
+		s.IdleTimeout = c.idle
+		require.NoError(t, e.m.Apply(t.Context(), s))
+		var a fleet.Instance
+		for limit := time.Now().Add(time.Hour); a.ID == ""; time.Sleep(5 * time.Second) {
+			require.True(t, time.Now().Before(limit), "A not ready")
+			a, _ = e.m.Acquire(t.Context(), "f")
+		}
+		time.Sleep(time.Until(a.Created.Add(c.job)))
+		require.NoError(t, e.m.MarkIdle(a.ID))
+		require.NoError(t, e.hot.SetQuantity("vm-mi300x-1", 0))
+		time.Sleep(time.Until(a.Created.Add(c.grow)))
+		s.Nodes = 2
+		require.NoError(t, e.m.Apply(t.Context(), s))
+		time.Sleep(4 * time.Hour)
+		stop()
+		time.Sleep(time.Minute)
+		var got *sim.Charge
+		for _, ch := range servers(e.hot.Ledger().Charges) {
+			if ch.ResourceID == a.ID {
+				got = &ch
+			}
+		}
+		require.NotNil(t, got)
+		t.Logf("A billed %v", got.Billed)
+		assert.False(t, got.Live, "A still billing")
+		assert.InDelta(t, float64(c.grow+35*time.Minute), float64(got.Billed), float64(time.Minute), "A: kept until the growth was given up")
 	})
 }
