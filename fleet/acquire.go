@@ -15,16 +15,19 @@ var ErrNoIdle = errors.New("gpufleet: no idle instance")
 // one with the most paid time left (the rest of its billed hour on Vultr,
 // of its minimum reservation on Hot Aisle), among equals the cheaper to
 // keep (the cheaper plan), then the oldest — marks it
-// busy at once (no other Acquire gets it) and returns it. Give it back with
-// MarkIdle, or Release it. This is how an orchestrator places jobs without
-// stranding paid time.
+// busy at once (no other Acquire gets it) and returns it, with a token of
+// this hand-out (Instance.HandOut). Give it back with GiveBack(inst) when
+// its job ends, or Release it: GiveBack frees the node only while this
+// hand-out is its current one, so a give-back repeated late cannot free it
+// under the next job (MarkIdle, which carries no token, would). This is how
+// an orchestrator places jobs without stranding paid time.
 //
 // What counts is what was recorded, carried out by the loop or not: a node
-// given back with MarkIdle is handed out again at once (its idle mark need
-// not be carried out first), and a node whose Release, Delete or MarkBusy
+// given back with GiveBack (or MarkIdle) is handed out again at once (its
+// idle mark need not be carried out first), and a node whose Release, Delete or MarkBusy
 // (or Acquire) is recorded after its last idle mark counts as taken, and so
 // does a node whose job ended with a stop out of band until its holder's
-// MarkIdle (InstanceRecord.JobStopped). Only a
+// GiveBack or MarkIdle (InstanceRecord.JobStopped). Only a
 // node that can run a job now is handed out: ready (idle or busy, agent
 // started), no release decided, not powered off (Instance.Stopped, or a
 // power-on under way), not an orphan, in the fleet's VPC for a
@@ -59,8 +62,10 @@ var ErrNoIdle = errors.New("gpufleet: no idle instance")
 // or Policy.CallTimeout cuts, never answers ErrNotFound). The holder
 // counts the marks recorded through any replica: when its own view has no
 // idle node it reads the fleet's stored intents once, so that a node given
-// back with MarkIdle through another replica is handed out before that
-// mark is carried out.
+// back with GiveBack or MarkIdle through another replica is handed out
+// before that mark is carried out. The hand-out is stored with the node's
+// record (InstanceRecord.HandOut), so that GiveBack's check holds through
+// any replica and after the holder's death.
 // The holder records the busy mark in the
 // shared store before it returns the node (a node whose Release or MarkBusy
 // was recorded through any replica counts as taken), so that the replica
@@ -101,9 +106,21 @@ func (m *Manager) Acquire(ctx context.Context, fleet string) (Instance, error) {
 	if err != nil {
 		return Instance{}, err
 	}
-	m.intents.push(intent{kind: intentBusy, name: best.Instance.RequestID})
+	token := NewRequestID()
+	m.intents.push(intent{kind: intentBusy, name: best.Instance.RequestID, token: token})
 	m.wake()
-	return handedOut(best), nil
+	inst := handedOut(best)
+	inst.HandOut = token
+	return inst, nil
+}
+
+// recordHandOut is the hand-out instance id is under by its record
+// (InstanceRecord.HandOut), "" for none. m.mu held.
+func (m *Manager) recordHandOut(id string) string {
+	if r := m.insts[id]; r != nil {
+		return r.HandOut
+	}
+	return ""
 }
 
 // pickIdle chooses the idle instance of fleet Acquire hands out (none in
@@ -115,7 +132,7 @@ func (m *Manager) pickIdle(fleet string, skip map[string]bool, stored []Intent) 
 	m.intents.mu.Lock()
 	applied, deleted := m.intents.fleetState(fleet)
 	m.intents.mu.Unlock()
-	marks, storedDelete := foldMarks(m.pendingOps(fleet, stored), fleet)
+	marks, _, storedDelete := foldMarks(m.pendingOps(fleet, stored), fleet, m.recordHandOut)
 	f, ok := m.fleets[fleet]
 	if !ok || deleted || storedDelete || f.Deleting {
 		if applied && !deleted && !storedDelete && !ok {
@@ -322,9 +339,9 @@ func (m *Manager) pendingOps(fleet string, stored []Intent) []intent {
 		case IntentRelease:
 			op.kind = intentRelease
 		case IntentBusy:
-			op.kind = intentBusy
+			op.kind, op.token = intentBusy, in.Acquire
 		case IntentIdle:
-			op.kind = intentIdle
+			op.kind, op.token = intentIdle, in.Acquire // a GiveBack's: its hand-out
 		default:
 			continue
 		}

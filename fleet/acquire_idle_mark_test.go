@@ -118,17 +118,17 @@ func TestAcquireSkipsANodeThatCannotRunAJob(t *testing.T) {
 // busy or idle mark decides, a release stands whatever comes after it, and
 // a Delete of the fleet is reported.
 func TestFoldMarks(t *testing.T) {
-	marks, deleted := foldMarks([]intent{
+	marks, _, deleted := foldMarks([]intent{
 		{kind: intentBusy, name: "a"}, {kind: intentIdle, name: "a"},
 		{kind: intentIdle, name: "b"}, {kind: intentBusy, name: "b"},
 		{kind: intentRelease, name: "c"}, {kind: intentIdle, name: "c"},
 		{kind: intentDelete, name: "other"},
-	}, "f")
+	}, "f", nil)
 	assert.Equal(t, map[string]markState{"a": markIdle, "b": markBusy, "c": markReleased}, marks)
 	assert.False(t, deleted)
-	marks, deleted = foldMarks([]intent{
+	marks, _, deleted = foldMarks([]intent{
 		{seq: 7, kind: intentBusy, name: "a"}, {seq: 5, kind: intentIdle, name: "a"}, {seq: 6, kind: intentDelete, name: "f"},
-	}, "f")
+	}, "f", nil)
 	assert.Equal(t, markBusy, marks["a"], "by Seq: the busy mark (7) came after the idle one (5)")
 	assert.True(t, deleted)
 }

@@ -80,6 +80,14 @@ type Instance struct {
 	// writes it again later.
 	LabelError string
 	History    []StatusChange
+
+	// HandOut is set only on the Instance that Manager.Acquire returns: an
+	// opaque token of that hand-out, unique per Acquire (never reused).
+	// Give the node back with Manager.GiveBack(inst), which marks it idle
+	// only while this hand-out is the node's current one: a GiveBack
+	// repeated late (after the node was handed out again) changes nothing.
+	// "" in the Manager's records and in what other calls return.
+	HandOut string `json:",omitempty"`
 }
 
 // Running reports whether the provider says the machine is up

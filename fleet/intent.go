@@ -28,7 +28,7 @@ type intent struct {
 	spec   Spec   // apply
 	name   string // fleet (apply, delete) or instance id (release, busy, idle)
 	policy ReleasePolicy
-	token  string // busy: the Intent.Acquire token of Acquire's mark (replicas)
+	token  string // busy: the token of Acquire's hand-out (Instance.HandOut, Intent.Acquire); idle: GiveBack's (the hand-out given back)
 }
 
 // intentQueue holds intents in call order until the loop takes them. Lock
@@ -108,11 +108,17 @@ const (
 )
 
 // foldMarks folds ops (in call order, stored ones by Seq) into each
-// instance's markState, and reports whether one deletes fleet.
-func foldMarks(ops []intent, fleet string) (marks map[string]markState, deleted bool) {
+// instance's markState and current hand-out (handOuts: the Acquire token
+// the node is under after them, "" for none; only instances the ops
+// mark), and reports whether one deletes fleet. handOut gives an
+// instance's hand-out as its record has it (InstanceRecord.HandOut; nil:
+// none): a GiveBack's idle mark (one with a token) counts only while its
+// token is the instance's hand-out as folded so far; an Acquire's busy
+// mark starts its hand-out, and any other mark ends it.
+func foldMarks(ops []intent, fleet string, handOut func(id string) string) (marks map[string]markState, handOuts map[string]string, deleted bool) {
 	ops = slices.Clone(ops)
 	slices.SortStableFunc(ops, func(a, b intent) int { return cmp.Compare(a.seq, b.seq) }) // unstored ones (seq 0) keep their order
-	marks = map[string]markState{}
+	marks, handOuts = map[string]markState{}, map[string]string{}
 	for _, op := range ops {
 		switch op.kind {
 		case intentDelete:
@@ -123,13 +129,22 @@ func foldMarks(ops []intent, fleet string) (marks map[string]markState, deleted 
 			if marks[op.name] == markReleased {
 				continue
 			}
+			cur, ok := handOuts[op.name]
+			if !ok && handOut != nil {
+				cur = handOut(op.name)
+			}
+			if op.kind == intentIdle && op.token != "" && op.token != cur {
+				continue // a GiveBack of a hand-out that ended: changes nothing
+			}
 			marks[op.name] = markIdle
+			handOuts[op.name] = ""
 			if op.kind == intentBusy {
 				marks[op.name] = markBusy
+				handOuts[op.name] = op.token
 			}
 		}
 	}
-	return marks, deleted
+	return marks, handOuts, deleted
 }
 
 // wake tells the loop that something is waiting for it.
@@ -437,6 +452,15 @@ func (m *Manager) MarkBusy(instanceID string) error { return m.mark(instanceID, 
 // EventInstanceStopped) is idle, its job ended with the stop, but stays
 // its holder's until MarkIdle gives it back (InstanceRecord.JobStopped):
 // Acquire does not hand it out before. Errors as MarkBusy.
+//
+// MarkIdle carries no hand-out: it frees the node whoever holds it now. A
+// MarkIdle of a node Acquire handed out that is repeated late (a retry
+// whose first call succeeded unseen, a queue that delivered it twice) and
+// arrives after the node was handed out again frees it under the next job:
+// give back what Acquire hands out with GiveBack, which checks the
+// hand-out, and keep MarkIdle for nodes placed otherwise (MarkBusy). A
+// MarkIdle or MarkBusy ends the node's current hand-out (a GiveBack of it
+// then changes nothing).
 func (m *Manager) MarkIdle(instanceID string) error { return m.mark(instanceID, intentIdle) }
 
 func (m *Manager) mark(instanceID string, kind intentKind) error {
@@ -496,7 +520,7 @@ func (m *Manager) applyIntents(now time.Time) {
 			m.releaseInstance(op.name, op.policy, now)
 		case intentBusy, intentIdle:
 			delete(m.acquired, op.name)
-			m.markBusy(op.name, op.kind == intentBusy, now)
+			m.applyMark(op.name, op.kind == intentBusy, op.token, now)
 		}
 	}
 }
@@ -565,10 +589,33 @@ func (m *Manager) releaseInstance(reqID string, override ReleasePolicy, now time
 	m.requestRelease(r, "released", policy, now, true)
 }
 
+// applyMark carries out a busy or idle mark of reqID on a Manager alone:
+// token is an Acquire's (busy: its hand-out begins) or a GiveBack's (idle:
+// carried out only while that hand-out is the node's current one). m.mu
+// held.
+func (m *Manager) applyMark(reqID string, busy bool, token string, now time.Time) {
+	r := m.insts[reqID]
+	if !busy && token != "" && (r == nil || r.HandOut != token) {
+		return // the hand-out given back had ended (GiveBack checked it when called)
+	}
+	m.markBusy(reqID, busy, now)
+	if busy && token != "" && r != nil && r.Termination == nil && r.Busy {
+		r.HandOut = token
+		m.dirtyI[reqID] = true
+	}
+}
+
+// markBusy carries out a busy or idle mark of reqID; it ends the node's
+// hand-out (HandOut: the caller sets it again for an Acquire's mark).
+// m.mu held.
 func (m *Manager) markBusy(reqID string, busy bool, now time.Time) {
 	r := m.insts[reqID]
 	if r == nil || r.Termination != nil {
 		return
+	}
+	if r.HandOut != "" {
+		r.HandOut = ""
+		m.dirtyI[reqID] = true
 	}
 	if r.JobStopped && (!busy || r.Instance.Status == StatusIdle) {
 		// Given back by its holder (MarkIdle, taken while it boots again

@@ -138,7 +138,7 @@ const (
 	IntentDelete  IntentKind = "delete"  // Delete: Policy
 	IntentRelease IntentKind = "release" // Release: InstanceID, Policy
 	IntentBusy    IntentKind = "busy"    // MarkBusy: InstanceID
-	IntentIdle    IntentKind = "idle"    // MarkIdle: InstanceID
+	IntentIdle    IntentKind = "idle"    // MarkIdle: InstanceID; GiveBack: InstanceID, Acquire (the hand-out given back)
 	// IntentVoid voids the busy mark (IntentBusy) recorded by an Acquire
 	// that answered an error: InstanceID, and the mark's Acquire token. The
 	// holder carrying it out puts the node back to idle when its busy mark
@@ -164,7 +164,11 @@ type Intent struct {
 	// lost and the read-back failed, or the lease lost meanwhile), nothing
 	// was handed out, and the mark, should the store have it, is voided by
 	// an IntentVoid carrying the same token (the node would otherwise stay
-	// busy with no job, for ever).
+	// busy with no job, for ever). On an IntentBusy it is also the
+	// hand-out's token (Instance.HandOut). On an IntentIdle that GiveBack
+	// recorded it is the token of the hand-out given back: the holder
+	// carries the mark out only while the node's hand-out
+	// (InstanceRecord.HandOut) is that one.
 	Acquire string `json:",omitempty"`
 	// Call is a token drawn for the call that recorded the intent: after a
 	// write that answered an error, the recording replica looks for it

@@ -80,7 +80,7 @@ func (m *Manager) requestRelease(r *InstanceRecord, reason string, policy Releas
 	}
 	r.Termination = t
 	delete(m.counts, inst.Fleet)
-	r.Busy = false
+	r.Busy, r.HandOut = false, "" // a release ends a hand-out: taken back (a fleet that grows), the node is idle
 	m.cancelAgent(inst.RequestID)
 	m.setStatus(r, StatusTerminating, reason, now)
 	if announce {

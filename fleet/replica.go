@@ -514,24 +514,28 @@ func (m *Manager) applyStored(in Intent, now time.Time) {
 			return // its Acquire answered an error: nobody uses the node
 		}
 		r := m.insts[in.InstanceID]
+		if in.Kind == IntentIdle && in.Acquire != "" && (r == nil || r.HandOut != in.Acquire) {
+			return // a GiveBack of a hand-out that ended (the node handed out again, or marked since): changes nothing
+		}
 		if in.Kind == IntentBusy && r != nil && r.Termination != nil && r.Instance.Status == StatusTerminating && !m.takeBackForMark(r, now) {
 			return
 		}
 		was := r != nil && (r.Busy || r.Instance.Status == StatusBusy)
-		by := ""
+		by, handOut := "", ""
 		if r != nil {
-			by = r.AcquiredBy
+			by, handOut = r.AcquiredBy, r.HandOut
 		}
 		m.markBusy(in.InstanceID, in.Kind == IntentBusy, markAt(r, in.At, now))
 		switch {
 		case r == nil || in.Kind != IntentBusy || in.Acquire == "" || !r.Busy:
 		case !was:
 			r.AcquiredBy = in.Acquire // this mark made it busy: its void makes it idle
+			r.HandOut = in.Acquire    // and its Acquire's GiveBack
 		case by != "":
 			// Another Acquire's mark made it busy and this one is a no-op
 			// (its Acquire gives the node up): the first mark's void still
-			// makes it idle.
-			r.AcquiredBy = by
+			// makes it idle, and its GiveBack gives it back.
+			r.AcquiredBy, r.HandOut = by, handOut
 		}
 	case IntentVoid:
 		if r := m.insts[in.InstanceID]; r != nil && in.Acquire != "" && r.AcquiredBy == in.Acquire {

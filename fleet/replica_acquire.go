@@ -60,6 +60,7 @@ func (m *Manager) acquireStored(ctx context.Context, fleet string) (Instance, er
 			return Instance{}, err
 		}
 		id, token := inst.RequestID, NewRequestID()
+		inst.HandOut = token
 		local := intent{kind: intentBusy, name: id, token: token}
 		seq, _, err := m.storeIntent(ctx, Intent{Fleet: fleet, Kind: IntentBusy, InstanceID: id, Acquire: token, Call: token, At: m.clock.Now()})
 		if err != nil {
@@ -202,6 +203,8 @@ func (m *Manager) unpick(id string) {
 // in Seq order, leave the instance id released or busy, and whether they
 // delete its fleet. An Acquire's busy mark voided in that range is none:
 // every holder skips or undoes it before it comes to the mark at before.
+// So is a GiveBack's idle mark whose hand-out is not the one a busy mark
+// in that range began (the node was idle at after: none before counts).
 func takenBetween(ins []Intent, id string, after, before int64) (taken, deleted bool) {
 	in := func(x Intent) bool { return x.Seq > after && x.Seq < before }
 	voided := map[string]bool{}
@@ -211,6 +214,7 @@ func takenBetween(ins []Intent, id string, after, before int64) (taken, deleted 
 		}
 	}
 	var busy, released bool
+	handOut := "" // the hand-out the marks in range leave the node under
 	for _, x := range ins {
 		if !in(x) {
 			continue
@@ -222,9 +226,11 @@ func takenBetween(ins []Intent, id string, after, before int64) (taken, deleted 
 		case x.Kind == IntentRelease:
 			released = true
 		case x.Kind == IntentBusy:
-			busy = busy || !voided[x.Acquire] || x.Acquire == ""
-		case x.Kind == IntentIdle:
-			busy = false
+			if x.Acquire == "" || !voided[x.Acquire] {
+				busy, handOut = true, x.Acquire
+			}
+		case x.Kind == IntentIdle && (x.Acquire == "" || x.Acquire == handOut):
+			busy, handOut = false, ""
 		}
 	}
 	return busy || released, deleted

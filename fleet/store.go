@@ -165,7 +165,15 @@ type InstanceRecord struct {
 	// AcquiredBy is the Intent.Acquire token of the busy mark that made the
 	// node busy (replicas), "" when it is idle or was made busy otherwise:
 	// an IntentVoid with that token puts it back to idle.
-	AcquiredBy   string    `json:",omitempty"`
+	AcquiredBy string `json:",omitempty"`
+	// HandOut is the Instance.HandOut token of the Acquire whose hand-out
+	// the node is under, "" when it is not handed out by an Acquire (idle,
+	// or marked busy with MarkBusy): set when Acquire's busy mark is
+	// carried out, ended when any other mark of the node is (MarkBusy,
+	// MarkIdle, a GiveBack of this hand-out, an Acquire's void). Kept
+	// across a stop out of band (JobStopped), so that the holder can give
+	// the node back. GiveBack marks the node idle only for this token.
+	HandOut      string    `json:",omitempty"`
 	RunningSince time.Time // the provider first said running
 	// PendingSeen is the last listing before RunningSince that showed the
 	// instance not running yet, or its create time when no listing of this

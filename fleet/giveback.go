@@ -1,0 +1,268 @@
+package fleet
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+)
+
+// ErrHandedOutAgain is returned by GiveBack when the node is no longer
+// under the hand-out given back: another Acquire handed it out since, or a
+// MarkBusy marked it busy. Nothing was changed: the node stays with its
+// current job.
+var ErrHandedOutAgain = errors.New("gpufleet: node handed out again since")
+
+// GiveBack gives back a node that Acquire handed out, once its job ended:
+// inst is the Instance Acquire returned (its HandOut token names the
+// hand-out). It records the node idle as MarkIdle does (its idle clock
+// starts; Acquire may hand it out again at once) only while inst's
+// hand-out is still the node's current one, counting the marks recorded
+// and not yet carried out as Acquire does. Once the node was handed out
+// again by another Acquire, or marked busy with MarkBusy, it answers an
+// error answering ErrHandedOutAgain and changes nothing: a give-back
+// repeated late (a retry whose first call succeeded unseen, a queue that
+// delivered it twice) does not free the node under the next job, so that
+// Acquire does not hand it out a third time and the idle rules do not
+// release it while that job runs. Repeating GiveBack for a hand-out already
+// given back answers nil and changes nothing while the node is idle (its
+// idle clock runs on), ErrHandedOutAgain once it is taken again.
+//
+// MarkBusy and MarkIdle carry no hand-out: either, recorded after the
+// Acquire, ends its hand-out (a GiveBack after MarkIdle finds the node
+// idle and answers nil; after MarkBusy, ErrHandedOutAgain). Use GiveBack
+// for nodes Acquire hands out, MarkIdle for nodes placed otherwise. A node
+// whose job a stop out of band ended (InstanceRecord.JobStopped) stays
+// under its hand-out, and GiveBack gives it back as MarkIdle does.
+//
+// Errors: an error for an inst with no HandOut (not one Acquire returned:
+// use MarkIdle); ErrNotFound for an unknown or terminated rental
+// (inst.RequestID, else inst.ID); an error for a node that is not ready
+// (being released: its Release, or its fleet's Delete, recorded whether
+// carried out yet or not); ErrClosed after Close; ErrHandedOutAgain.
+//
+// With replicas, through any replica: the hand-out is checked against the
+// node's record and the fleet's stored intents before the idle mark is
+// stored, and those recorded before the mark are read again after it (an
+// Acquire of the node racing the call); the holder carries the mark out
+// only while the node's hand-out is inst's (InstanceRecord.HandOut, stored
+// with the node's record: a replica taking the fleet over checks it too),
+// and drops it otherwise. When that second read fails, or the holder
+// carried the racing marks out before it, GiveBack answers nil for a mark
+// the holder drops: it changes nothing either way. ErrNotRecorded or
+// ErrMaybeRecorded when the mark cannot be stored (see there; a repeated
+// GiveBack is safe), and ErrNotRecorded (wrapping the store's error) when
+// the shared store cannot be read: a failed read never answers ErrNotFound
+// or ErrHandedOutAgain.
+func (m *Manager) GiveBack(inst Instance) error {
+	if m.closed.Load() {
+		return ErrClosed
+	}
+	id := inst.RequestID
+	if id == "" {
+		id = inst.ID
+	}
+	if inst.HandOut == "" {
+		return fmt.Errorf("gpufleet: instance %s: GiveBack needs the Instance that Acquire returned (its HandOut is empty); give back a node placed otherwise with MarkIdle", id)
+	}
+	if m.rep != nil {
+		return m.giveBackStored(id, inst.HandOut)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed.Load() {
+		return ErrClosed
+	}
+	r := m.find(id)
+	if r == nil || r.Instance.Status == StatusTerminated {
+		return classed(ErrNotFound, "instance %q (gone or unknown)", id)
+	}
+	if err := markable(r, id); err != nil {
+		return err
+	}
+	if m.releaseQueued(r) {
+		return fmt.Errorf("gpufleet: instance %s is %s, not ready", id, StatusTerminating)
+	}
+	rid := r.Instance.RequestID
+	marks, handOuts, _ := foldMarks(m.pendingOps(r.Instance.Fleet, nil), r.Instance.Fleet, m.recordHandOut)
+	cur, busy := r.HandOut, heldByJob(r)
+	if h, ok := handOuts[rid]; ok {
+		cur = h
+	}
+	switch marks[rid] {
+	case markBusy:
+		busy = true
+	case markIdle:
+		busy = false
+	}
+	if cur != inst.HandOut {
+		return handOutVerdict(id, cur, busy)
+	}
+	m.intents.push(intent{kind: intentIdle, name: rid, token: inst.HandOut})
+	m.wake()
+	return nil
+}
+
+// markable refuses an idle mark of r (asked for by id) when r is not
+// ready: as MarkIdle, a node whose job a stop ended may be given back while
+// it boots again.
+func markable(r *InstanceRecord, id string) error {
+	if st := r.Instance.Status; st != StatusIdle && st != StatusBusy && !(r.JobStopped && st == StatusBooting) {
+		return fmt.Errorf("gpufleet: instance %s is %s, not ready", id, st)
+	}
+	return nil
+}
+
+// heldByJob reports whether r's record has it held by a job: busy, or its
+// job ended by a stop out of band until its holder gives it back.
+func heldByJob(r *InstanceRecord) bool {
+	return r.Busy || r.Instance.Status == StatusBusy || r.JobStopped
+}
+
+// handOutVerdict is GiveBack's answer for a node whose current hand-out
+// cur (busy: held by a job) is not the one given back: nil when the node
+// is idle, under no hand-out (given back already: nothing to do), else
+// ErrHandedOutAgain.
+func handOutVerdict(id, cur string, busy bool) error {
+	if !busy {
+		return nil
+	}
+	if cur == "" {
+		return classed(ErrHandedOutAgain, "instance %s (marked busy with MarkBusy since)", id)
+	}
+	return classed(ErrHandedOutAgain, "instance %s (handed out by another Acquire since)", id)
+}
+
+// giveBackStored is GiveBack on a replica: it reads the fleet's stored
+// intents, then the node's record (this replica's when it holds the fleet,
+// else the store's: a record read after the intents reflects at least
+// those acknowledged before, which the read missed), folds the first onto
+// the second, records the idle mark with its hand-out's token when that is
+// still the node's, and reads the intents recorded before the mark to see
+// whether an Acquire or MarkBusy of the node came between (handOutAfter).
+// Replica mode.
+func (m *Manager) giveBackStored(id, token string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), m.pol.CallTimeout)
+	defer cancel()
+	m.mu.Lock()
+	var fleet string
+	var after int64 // this replica's record reflects the intents up to it (0: the store's record is read)
+	if r := m.find(id); r != nil {
+		if _, held := m.rep.held[r.Instance.Fleet]; held {
+			fleet, after = r.Instance.Fleet, m.rep.applied[r.Instance.Fleet]
+		}
+	}
+	m.mu.Unlock()
+	if fleet == "" {
+		rec, err := m.storedInstance(ctx, id, IntentIdle)
+		if err != nil {
+			return err
+		}
+		fleet = rec.Instance.Fleet
+	}
+	ins, err := m.intentsAfter(ctx, fleet, after)
+	if err != nil {
+		return fmt.Errorf("gpufleet: instance %s: %s %w: reading its fleet's intents: %w", id, IntentIdle, unprefixed(ErrNotRecorded), err)
+	}
+	var rec InstanceRecord
+	var base int64 // the Seq up to which rec reflects the fleet's intents (0: not known, all are folded)
+	found := false
+	voided := map[string]bool{} // Acquires whose busy mark this replica knows void (its void perhaps not stored yet)
+	m.mu.Lock()
+	if r := m.find(id); r != nil && r.Instance.Fleet == fleet {
+		if _, held := m.rep.held[fleet]; held {
+			rec, found, base = cloneInstance(*r), true, m.rep.applied[fleet]
+			now := m.clock.Now()
+			for _, in := range ins {
+				if in.Kind == IntentBusy && m.isVoided(fleet, in.Acquire, now) {
+					voided[in.Acquire] = true
+				}
+			}
+		}
+	}
+	m.mu.Unlock()
+	if !found && after > 0 { // the lease was lost meanwhile: the store's record is read, with every intent
+		if ins, err = m.intentsAfter(ctx, fleet, 0); err != nil {
+			return fmt.Errorf("gpufleet: instance %s: %s %w: reading its fleet's intents: %w", id, IntentIdle, unprefixed(ErrNotRecorded), err)
+		}
+	}
+	if !found {
+		if rec, err = m.storedInstance(ctx, id, IntentIdle); err != nil {
+			return err
+		}
+	}
+	last := base // the last Seq read
+	for _, in := range ins {
+		last = max(last, in.Seq)
+	}
+	isVoid := func(in Intent) bool { return in.Kind == IntentBusy && voided[in.Acquire] }
+	ins = slices.DeleteFunc(ins, isVoid)
+	if err := markable(&rec, id); err != nil {
+		return err
+	}
+	rid := rec.Instance.RequestID
+	cur, busy, released := handOutAfter(rec, ins, base)
+	if released {
+		return fmt.Errorf("gpufleet: instance %s is %s, not ready (its release is recorded)", id, StatusTerminating)
+	}
+	if cur != token {
+		return handOutVerdict(id, cur, busy)
+	}
+	seq, err := m.recordIntent(ctx, Intent{Fleet: fleet, Kind: IntentIdle, InstanceID: rid, Acquire: token},
+		intent{kind: intentIdle, name: rid, token: token})
+	if err != nil {
+		return err
+	}
+	between, err := m.intentsAfter(ctx, fleet, last)
+	if err != nil {
+		return nil // the holder checks the hand-out when it carries the mark out
+	}
+	rec.HandOut, rec.Busy = token, true // as the first read left it
+	cur, busy, _ = handOutAfter(rec, slices.DeleteFunc(between, func(in Intent) bool { return in.Seq >= seq || isVoid(in) }), last)
+	if cur != token {
+		return handOutVerdict(id, cur, busy)
+	}
+	return nil
+}
+
+// handOutAfter folds the marks of rec's node among ins (a fleet's stored
+// intents) with a Seq after base, in Seq order, onto rec: the hand-out the node is under then (cur, "" for none),
+// whether a job holds it (busy), and whether its release or its fleet's
+// Delete is recorded. An Acquire's busy mark voided among them is none; a
+// GiveBack's idle mark counts only for the current hand-out, as the
+// holder carries them out.
+func handOutAfter(rec InstanceRecord, ins []Intent, base int64) (cur string, busy, released bool) {
+	id := rec.Instance.RequestID
+	cur, busy = rec.HandOut, heldByJob(&rec)
+	in := func(x Intent) bool { return x.Seq > base }
+	voided := map[string]bool{}
+	for _, x := range ins {
+		if in(x) && x.Kind == IntentVoid && x.Acquire != "" {
+			voided[x.Acquire] = true
+		}
+	}
+	ins = slices.Clone(ins)
+	slices.SortStableFunc(ins, func(a, b Intent) int { return cmp.Compare(a.Seq, b.Seq) })
+	for _, x := range ins {
+		if !in(x) {
+			continue
+		}
+		switch {
+		case x.Kind == IntentDelete:
+			released = true
+		case x.InstanceID != id:
+		case x.Kind == IntentRelease:
+			released = true
+		case x.Kind == IntentBusy:
+			if x.Acquire == "" || !voided[x.Acquire] {
+				cur, busy = x.Acquire, true
+			}
+		case x.Kind == IntentIdle && (x.Acquire == "" || x.Acquire == cur):
+			cur, busy = "", false
+		case x.Kind == IntentVoid && x.Acquire != "" && x.Acquire == cur:
+			cur, busy = "", false
+		}
+	}
+	return cur, busy, released
+}
