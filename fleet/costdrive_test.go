@@ -43,7 +43,7 @@ type machineSpan struct {
 // driveJobs plays an orchestrator on gpufleet over both sims: jobs queue in
 // arrival order; the head of the queue takes the best idle node with
 // Acquire, or the fleet grows to one node per job running or waiting; a
-// finished job gives its node back with MarkIdle. The fleet has an
+// finished job gives its node back with GiveBack. The fleet has an
 // IdleTimeout, so idle nodes are released by the Manager's cost rules. It
 // returns the sims' bill once everything is gone.
 func driveJobs(t *testing.T, req fleet.Requirements, jobs []workJob, pol fleet.Policy) driveResult {
@@ -181,7 +181,7 @@ func (d *driver) run(t *testing.T, i int, j workJob) {
 	d.mu.Unlock()
 	time.Sleep(j.Duration)
 	d.use.RLock()
-	require.NoError(t, d.m.MarkIdle(inst.ID))
+	require.NoError(t, d.m.GiveBack(inst))
 	d.use.RUnlock()
 	d.mu.Lock()
 	d.running--

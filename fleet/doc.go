@@ -18,9 +18,13 @@
 //     call it again by [Manager.NextPass]).
 //   - [Manager.Acquire] to place a job: it hands out the idle node whose use
 //     saves the most (the most paid time left) and marks it busy at once;
-//     [Manager.MarkIdle] gives it back when the job ends. Picking a node
+//     [Manager.GiveBack] gives it back when the job ends, only while that
+//     hand-out is the node's current one ([Instance.HandOut]: a give-back
+//     repeated after the node was handed out again changes nothing and
+//     answers [ErrHandedOutAgain]). Picking a node
 //     from [Manager.Instances] strands paid time (the oldest node often has
-//     the least left). [Manager.MarkBusy] marks a node you picked yourself.
+//     the least left). [Manager.MarkBusy] marks a node you picked
+//     yourself busy, [Manager.MarkIdle] idle again.
 //   - [Manager.Instances] and [Manager.Records] to read the fleet;
 //     [Manager.Release] for one instance; [Manager.Delete] for the fleet.
 //     Releases are carried out by the following passes: keep Run going until
@@ -38,7 +42,8 @@
 // # Which name holds which behaviour
 //
 // Intents and one writer. [Manager.Apply], [Manager.Delete],
-// [Manager.Release], [Manager.MarkBusy] and [Manager.MarkIdle] only record
+// [Manager.Release], [Manager.MarkBusy], [Manager.MarkIdle] and
+// [Manager.GiveBack] only record
 // what the caller wants; the loop ([Manager.Run], or each
 // [Manager.Reconcile]) is the only writer of records and applies every
 // provider answer against the intent as it is then. Provider calls run as
@@ -137,11 +142,11 @@
 //
 // Idle machines. [Spec.IdleTimeout] turns on the release of idle
 // instances, whose idle clock starts at [EventInstanceReady] or the last
-// [Manager.MarkIdle]; the fleet shrinks instead of replacing them, never
-// below [Spec.MinNodes]. An [Manager.Apply] that raises Nodes keeps the
-// fleet's idle instances until the growth is met and starts their idle
-// clock again then, so that the idle release does not undo the growth
-// (see [Spec.IdleTimeout]). A fleet that grows again first takes back instances
+// [Manager.GiveBack] or [Manager.MarkIdle]; the fleet shrinks instead of
+// replacing them, never below [Spec.MinNodes]. An [Manager.Apply] that
+// raises Nodes keeps the fleet's idle instances until the growth is met
+// and starts their idle clock again then, so that the idle release does not
+// undo the growth (see [Spec.IdleTimeout]). A fleet that grows again first takes back instances
 // whose release still waits ([EventReleaseCancelled]), the cheapest to keep
 // for the next hour first (a cheaper plan before a dearer one), before any
 // delete call of the pass starts; one whose refused retry is under way is

@@ -65,7 +65,8 @@ func ExampleNewManager() {
 	go m.Run(ctx) // passes whenever something falls due or a call is recorded (10 s at most apart) until ctx ends
 	// Place each job with m.Acquire(ctx, "train"): the idle node with the most paid time
 	// left (the cheaper on ties), marked busy at once (fleet.ErrNoIdle: none; grow the fleet with Apply); give
-	// it back with m.MarkIdle(node.ID) when the job ends, or m.Release(ctx, node.ID).
+	// it back with m.GiveBack(node) when the job ends (a retried give-back that comes after the node was
+	// handed out again answers fleet.ErrHandedOutAgain and changes nothing), or m.Release(ctx, node.ID).
 	if err := m.Delete(ctx, "train"); err != nil {
 		log.Fatal(err)
 	}

@@ -38,16 +38,17 @@ func runBatch(ctx context.Context, m *fleet.Manager, spec fleet.Spec, work time.
 			}
 		}
 	}
+	nodes := make([]fleet.Instance, len(ids))
 	for i := range ids { // the job takes every node; Acquire hands out the most paid time left first
 		inst, err := m.Acquire(ctx, spec.Name)
 		if err != nil {
 			return err
 		}
-		ids[i] = inst.ID
+		nodes[i] = inst
 	}
 	time.Sleep(work)
-	for _, id := range ids {
-		if err := m.MarkIdle(id); err != nil {
+	for _, inst := range nodes { // GiveBack: only while the hand-out is still the node's
+		if err := m.GiveBack(inst); err != nil {
 			return err
 		}
 	}

@@ -39,14 +39,14 @@ func (d *driver) runJob(ctx context.Context, j job) {
 		return
 	}
 	began := d.w.clock.Now()
-	var busy []string
+	var busy []fleet.Instance
 	for range ids { // the job takes every node: Acquire hands out each, the most paid time left first
 		inst, err := d.m.Acquire(ctx, name)
 		if err != nil {
 			d.fail("fleet %s: acquire: %v", name, err)
 			break
 		}
-		busy = append(busy, inst.ID)
+		busy = append(busy, inst)
 		d.mu.Lock()
 		d.workStart[inst.ID] = began
 		d.mu.Unlock()
@@ -54,10 +54,10 @@ func (d *driver) runJob(ctx context.Context, j job) {
 	d.poke()
 	_ = d.w.clock.Sleep(ctx, j.work) // cut short by Ctrl+C
 	now := d.w.clock.Now()
-	for _, id := range busy {
-		_ = d.m.MarkIdle(id) // fails only for a node released meanwhile
+	for _, inst := range busy {
+		_ = d.m.GiveBack(inst) // fails only for a node released meanwhile
 		d.mu.Lock()
-		d.workEnd[id] = now
+		d.workEnd[inst.ID] = now
 		d.mu.Unlock()
 	}
 	d.poke()

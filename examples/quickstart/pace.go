@@ -5,7 +5,7 @@ import "context"
 // pacer times the driver's passes: the next one is due at the Manager's
 // NextPass (a release deadline, a retry, a timeout), at most -interval
 // after the last, or at once when a job recorded an intent (Apply,
-// Acquire, MarkIdle, Delete). A fixed -interval missed releases whose last
+// Acquire, GiveBack, Delete). A fixed -interval missed releases whose last
 // safe moment fell between two passes (issue 17). Jobs wait for the passes
 // that change the records (afterPass) instead of polling them.
 type pacer struct {
