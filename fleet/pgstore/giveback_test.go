@@ -1,0 +1,69 @@
+package pgstore_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/gpufleet/gpufleet/fleet"
+	"github.com/gpufleet/gpufleet/fleet/pgstore"
+	"github.com/gpufleet/gpufleet/internal/pgtest"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// As fleet's TestReplicasHolderDropsAGiveBackOfAnEndedHandOut, on
+// PostgreSQL: job 1's give-back, repeated after the node was handed out
+// again to job 2 and the holder died, is refused by the replica that took
+// the fleet over (the hand-out is on the stored record), and an idle mark
+// of job 1's hand-out stored anyway is dropped: the node stays busy with
+// job 2 past its IdleTimeout. Job 2's give-back frees it.
+func TestGiveBackOfAnEndedHandOutAcrossATakeover(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	schema := pgtest.Schema(t, dsn)
+	w := newWorld(t, 10)
+	var ms []*fleet.Manager
+	var stores []*pgstore.Store
+	for _, id := range []string{"a", "b"} {
+		s, err := pgstore.Open(t.Context(), dsn, pgstore.WithSchema(schema))
+		require.NoError(t, err)
+		t.Cleanup(s.Close)
+		m, err := fleet.NewManager(fleet.Config{Providers: w.providers, Clock: w.clock, Store: s, Owner: "tgb",
+			ReplicaID: id, Policy: fleet.Policy{Release: fleet.ReleaseNow, LeaseTTL: time.Second}})
+		require.NoError(t, err)
+		t.Cleanup(m.Close)
+		ms, stores = append(ms, m), append(stores, s)
+	}
+	a, b := ms[0], ms[1]
+	name := fleetFor("a", []string{"a", "b"})
+	require.True(t, until(t, w, 5*time.Second, func() bool {
+		ls, _ := stores[0].Leases(t.Context())
+		return len(ls) >= 2
+	}, a, b))
+	require.NoError(t, a.Apply(t.Context(), fleet.Spec{Name: name, Nodes: 1, Requirements: hotVMs(), IdleTimeout: 5 * time.Minute}))
+	require.True(t, until(t, w, 30*time.Second, func() bool { return all(a, name, 1, fleet.StatusIdle) }, a, b), "not converged")
+	job1, err := a.Acquire(t.Context(), name)
+	require.NoError(t, err)
+	until(t, w, time.Second, func() bool { return false }, a, b)
+	require.NoError(t, b.GiveBack(job1))
+	job2, err := a.Acquire(t.Context(), name)
+	require.NoError(t, err)
+	require.Equal(t, job1.ID, job2.ID)
+	require.True(t, until(t, w, 5*time.Second, func() bool { return all(a, name, 1, fleet.StatusBusy) }, a, b))
+	a.Close() // dies
+	require.True(t, until(t, w, 10*time.Second, func() bool { return holdsLease(t, stores[1], name, "b") && all(b, name, 1, fleet.StatusBusy) }, b), "b took over")
+	assert.ErrorIs(t, b.GiveBack(job1), fleet.ErrHandedOutAgain, "job 1's give-back, late")
+	_, err = stores[1].PutIntent(t.Context(), fleet.Intent{Fleet: name, Kind: fleet.IntentIdle, InstanceID: job1.RequestID,
+		Acquire: job1.HandOut, At: w.clock.Now()})
+	require.NoError(t, err)
+	for range 180 { // 30 minutes of cloud time: 6 IdleTimeouts
+		_ = b.Reconcile(t.Context())
+		w.clock.Advance(10 * time.Second)
+	}
+	assert.True(t, all(b, name, 1, fleet.StatusBusy), "job 2's node: %v", b.Instances(name))
+	_, err = b.Acquire(t.Context(), name)
+	assert.ErrorIs(t, err, fleet.ErrNoIdle)
+	require.NoError(t, b.GiveBack(job2))
+	assert.True(t, until(t, w, 5*time.Second, func() bool { return all(b, name, 1, fleet.StatusIdle) }, b), "given back by job 2")
+	require.NoError(t, b.Delete(t.Context(), name))
+	until(t, w, 10*time.Second, func() bool { return len(b.Fleets()) == 0 }, b)
+}
