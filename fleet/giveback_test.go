@@ -129,3 +129,41 @@ func TestGiveBackAfterARestart(t *testing.T) {
 		assert.Equal(t, fleet.StatusIdle, e.only("f").Status)
 	})
 }
+
+// A node whose job a stop out of band ended (Policy.OnStoppedRestart,
+// InstanceRecord.JobStopped) stays under its hand-out: the holder gives it
+// back with GiveBack, and Acquire hands it out to job B then; job A's
+// give-back repeated after that is refused and job B keeps the node.
+func TestGiveBackOfANodeWhoseJobAStopEnded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t, fleet.Policy{OnStopped: fleet.OnStoppedRestart})
+		e.idleFleet("f", 1, 10*time.Minute, vultrType("vcg-a100-12c-120g-80vram"))
+		stop := e.running()
+		defer stop()
+		a, err := e.m.Acquire(t.Context(), "f")
+		require.NoError(t, err)
+		time.Sleep(5 * time.Minute) // job A runs
+		require.NoError(t, e.vultr.HaltOutOfBand(a.ID))
+		var rec fleet.InstanceRecord
+		for deadline := time.Now().Add(30 * time.Minute); time.Now().Before(deadline); time.Sleep(10 * time.Second) {
+			if rec = recordOf(e.m, a.ID); len(e.eventsOf(fleet.EventInstanceStopped)) > 0 && rec.Instance.Status == fleet.StatusIdle {
+				break
+			}
+		}
+		require.Equal(t, fleet.StatusIdle, rec.Instance.Status, "started again and ready")
+		require.True(t, rec.JobStopped)
+		assert.Equal(t, a.HandOut, rec.HandOut, "still job A's hand-out")
+		_, err = e.m.Acquire(t.Context(), "f")
+		require.ErrorIs(t, err, fleet.ErrNoIdle, "job A's holder has not given it back")
+		require.NoError(t, e.m.GiveBack(a))
+		b, err := e.m.Acquire(t.Context(), "f")
+		require.NoError(t, err, "given back: handed out again")
+		require.Equal(t, a.ID, b.ID)
+		time.Sleep(time.Minute)
+		assert.ErrorIs(t, e.m.GiveBack(a), fleet.ErrHandedOutAgain, "job A's give-back, repeated")
+		c, err := e.m.Acquire(t.Context(), "f")
+		assert.ErrorIs(t, err, fleet.ErrNoIdle, "handed out %s, on which job B runs", c.ID)
+		assert.False(t, recordOf(e.m, a.ID).JobStopped)
+		require.NoError(t, e.m.GiveBack(b))
+	})
+}

@@ -435,7 +435,9 @@ func (m *Manager) storedPolicy(ctx context.Context, name string) (ReleasePolicy,
 // replicas, ErrNotRecorded or ErrMaybeRecorded when the mark's intent
 // cannot be stored (see there), and ErrNotRecorded (wrapping the store's
 // error) when the shared store cannot be read to find an instance this
-// replica has no record of: a failed read never answers ErrNotFound.
+// replica has no record of: a failed read never answers ErrNotFound. A
+// MarkBusy ends the node's current hand-out by Acquire: a GiveBack of it
+// answers ErrHandedOutAgain after it.
 func (m *Manager) MarkBusy(instanceID string) error { return m.mark(instanceID, intentBusy) }
 
 // MarkIdle records that a busy instance is idle; its idle clock starts
@@ -519,7 +521,6 @@ func (m *Manager) applyIntents(now time.Time) {
 		case intentRelease:
 			m.releaseInstance(op.name, op.policy, now)
 		case intentBusy, intentIdle:
-			delete(m.acquired, op.name)
 			m.applyMark(op.name, op.kind == intentBusy, op.token, now)
 		}
 	}
@@ -598,6 +599,7 @@ func (m *Manager) applyMark(reqID string, busy bool, token string, now time.Time
 	if !busy && token != "" && (r == nil || r.HandOut != token) {
 		return // the hand-out given back had ended (GiveBack checked it when called)
 	}
+	delete(m.acquired, reqID)
 	m.markBusy(reqID, busy, now)
 	if busy && token != "" && r != nil && r.Termination == nil && r.Busy {
 		r.HandOut = token

@@ -509,13 +509,13 @@ func (m *Manager) applyStored(in Intent, now time.Time) {
 	case IntentRelease:
 		m.releaseInstance(in.InstanceID, in.Policy, now)
 	case IntentBusy, IntentIdle:
-		delete(m.acquired, in.InstanceID)
-		if in.Kind == IntentBusy && m.isVoided(in.Fleet, in.Acquire, now) {
-			return // its Acquire answered an error: nobody uses the node
-		}
 		r := m.insts[in.InstanceID]
 		if in.Kind == IntentIdle && in.Acquire != "" && (r == nil || r.HandOut != in.Acquire) {
 			return // a GiveBack of a hand-out that ended (the node handed out again, or marked since): changes nothing
+		}
+		delete(m.acquired, in.InstanceID)
+		if in.Kind == IntentBusy && m.isVoided(in.Fleet, in.Acquire, now) {
+			return // its Acquire answered an error: nobody uses the node
 		}
 		if in.Kind == IntentBusy && r != nil && r.Termination != nil && r.Instance.Status == StatusTerminating && !m.takeBackForMark(r, now) {
 			return
