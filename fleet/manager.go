@@ -242,6 +242,12 @@ func NewManager(cfg Config) (*Manager, error) {
 	if isNil(cfg.Agent) {
 		cfg.Agent = nil // a nil *shim.Starter means no agent, like a nil interface
 	}
+	if cfg.Store != nil && isNil(cfg.Store) {
+		return nil, invalidConfig(fmt.Errorf("gpufleet: Config.Store is a nil %T (leave it nil for a MemoryStore)", cfg.Store))
+	}
+	if cfg.Clock != nil && isNil(cfg.Clock) {
+		return nil, invalidConfig(fmt.Errorf("gpufleet: Config.Clock is a nil %T (leave it nil for the process clock)", cfg.Clock))
+	}
 	if err := cfg.Policy.validate(); err != nil {
 		return nil, invalidConfig(err)
 	}

@@ -94,11 +94,14 @@ func (m *Manager) troubled(r *InstanceRecord, now time.Time) bool {
 // call failed within unsettledFor, or r's delete was refused) the longer
 // of it and Policy.HourlyReleaseMargin (10 min), so that a delete refused
 // by the same trouble is retried inside the minimum, which is charged
-// whole either way. Not after a start alone: a fresh Hot Aisle VM would
-// lose 9 of its 30 paid minutes. m.mu held.
+// whole either way; at most 15 minutes (maxMinuteMargin, half the shortest
+// minimum: an HourlyReleaseMargin of 25 min released a 30-minute VM at 5
+// min, and the next job bought a second minimum). Not after a start
+// alone: a fresh Hot Aisle VM would lose 9 of its 30 paid minutes. m.mu
+// held.
 func (m *Manager) minuteMargin(r *InstanceRecord, now time.Time) time.Duration {
 	if m.troubled(r, now) && m.pol.HourlyReleaseMargin > m.pol.CalmHourlyReleaseMargin {
-		return max(m.pol.MinuteReleaseMargin, m.pol.HourlyReleaseMargin)
+		return max(m.pol.MinuteReleaseMargin, min(m.pol.HourlyReleaseMargin, maxMinuteMargin))
 	}
 	return m.pol.MinuteReleaseMargin
 }
