@@ -169,21 +169,31 @@ func (m *Manager) releaseIdle(now time.Time) {
 }
 
 // idleReleaseDue is when releaseIdle releases r (see idleReleaseAt; with
-// the ReleaseNow policy once idle for IdleTimeout), zero when it does not:
-// not idle (nor booting again after a restart, see restartBooting), busy,
-// handed out by Acquire (its busy mark not carried out yet), no
-// IdleTimeout, or its fleet at its minimum size. keep and hold are the
-// re-buy hold's (see held). m.mu held.
+// the ReleaseNow policy once idle for IdleTimeout), zero when it does not
+// (see idleReleasable). keep and hold are the re-buy hold's (see held).
+// m.mu held.
 func (m *Manager) idleReleaseDue(r *InstanceRecord, keep map[*InstanceRecord]bool, hold map[*InstanceRecord]time.Duration, now time.Time) time.Time {
-	f := m.fleets[r.Instance.Fleet]
-	if (r.Instance.Status != StatusIdle && !restartBooting(r)) || r.Busy || m.acquired[r.Instance.RequestID] || r.Termination != nil || f == nil || f.Spec.IdleTimeout <= 0 || f.Spec.Nodes <= f.Spec.MinNodes ||
-		f.growing() && idleAtGrowth(r, f) { // wanted by the growth an Apply asked for (see growth.go)
+	if !m.idleReleasable(r) {
 		return time.Time{}
 	}
+	f := m.fleets[r.Instance.Fleet]
 	if m.policyFor(f) == ReleaseNow {
 		return m.idleFrom(r).Add(f.Spec.IdleTimeout)
 	}
 	return m.idleReleaseAt(r, f.Spec.IdleTimeout, keep[r], hold[r], now)
+}
+
+// idleReleasable reports whether releaseIdle may release r as things are
+// now: it is idle (or boots again after a restart, see restartBooting),
+// not busy, not handed out by Acquire (its busy mark not carried out yet),
+// not released already, not wanted by the growth an Apply asked for (see
+// growth.go), and its fleet has an IdleTimeout and more nodes than its
+// MinNodes. A node it may not release is kept whatever its re-buy hold
+// says. m.mu held.
+func (m *Manager) idleReleasable(r *InstanceRecord) bool {
+	f := m.fleets[r.Instance.Fleet]
+	return (r.Instance.Status == StatusIdle || restartBooting(r)) && !r.Busy && !m.acquired[r.Instance.RequestID] && r.Termination == nil &&
+		f != nil && f.Spec.IdleTimeout > 0 && f.Spec.Nodes > f.Spec.MinNodes && !(f.growing() && idleAtGrowth(r, f))
 }
 
 // restartBooting reports whether r boots again after a restart out of

@@ -48,7 +48,11 @@ type yieldTo struct {
 // offers, as many of the nodes kept on them (keep, hold; see held) as it
 // lacks, less the nodes that yielded to it already: a fleet refused two
 // offers it matches lacks its nodes once, not once per offer. A node never
-// yields to its own fleet (its idle nodes are its members already). Nodes
+// yields to its own fleet (its idle nodes are its members already). Only
+// nodes the idle release may take yield (idleReleasable; of a fleet, no
+// more than its nodes above its MinNodes): a node its fleet's MinNodes or
+// an IdleTimeout of 0 keeps is no hold, and counting it would leave the
+// refused fleet waiting for a release that never comes. Nodes
 // past their minimum go first: releaseIdle releases them at once; the
 // other ones go at their minimum's end (paid anyway, and not released
 // unforced before it). A node released for a fleet counts against it until
@@ -100,9 +104,12 @@ func (m *Manager) yieldHolds(keep map[*InstanceRecord]bool, hold map[*InstanceRe
 		return
 	}
 	var kept []*InstanceRecord
+	spare := map[string]int{} // fleet → how many of its idle nodes releaseIdle may take (Nodes less MinNodes)
 	for r := range keep {
-		if len(refused[r.Instance.Offer.Key()]) > 0 {
+		if len(refused[r.Instance.Offer.Key()]) > 0 && m.idleReleasable(r) {
 			kept = append(kept, r)
+			f := m.fleets[r.Instance.Fleet]
+			spare[f.Spec.Name] = f.Spec.Nodes - f.Spec.MinNodes
 		}
 	}
 	past := func(r *InstanceRecord) bool {
@@ -124,11 +131,15 @@ func (m *Manager) yieldHolds(keep map[*InstanceRecord]bool, hold map[*InstanceRe
 		return cmp.Compare(a.Instance.RequestID, b.Instance.RequestID)
 	})
 	for _, r := range kept {
+		if spare[r.Instance.Fleet] <= 0 {
+			continue // the rest of its fleet's idle nodes are kept by its MinNodes
+		}
 		for _, to := range refused[r.Instance.Offer.Key()] {
 			if to == r.Instance.Fleet || need[to] <= 0 {
 				continue
 			}
 			need[to]--
+			spare[r.Instance.Fleet]--
 			delete(keep, r)
 			delete(hold, r)
 			if m.yielded == nil {

@@ -471,7 +471,9 @@ type Policy struct {
 	// being held — those past their minimum are released at once, the
 	// others at their minimum's end (paid anyway; not released unforced
 	// before it) — with an EventReleaseRequested that names the refused
-	// fleet. This holds for RebuySpares too.
+	// fleet. Only nodes the idle release may take count: a node its fleet's
+	// MinNodes or an IdleTimeout of 0 keeps is not a hold and never yields.
+	// This holds for RebuySpares too.
 	RebuyHoldOff bool
 	// RebuySpares and RebuyHold set the re-buy hold instead of choosing it
 	// from the fleet's jobs: up to RebuySpares idle instances of each fleet,
