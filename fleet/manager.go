@@ -173,11 +173,11 @@ type Manager struct {
 	deletedVPCs    map[string]time.Time // deleted by a fleet; ignored while lists still show them
 	fleetRetry     map[string]time.Time // no create attempt for the fleet before
 	fleetFails     map[string]int
-	avoid          map[string]avoidance            // fleet|offer key → skip the offer until, and why
-	soldOut        map[string]map[string]time.Time // offer key → fleet refused it as sold out → until when that counts (see yieldHolds)
-	yields         map[string][]*InstanceRecord    // refused fleet → nodes released because a hold yielded to it (see yieldHolds)
-	yielded        map[*InstanceRecord]yieldTo     // idle nodes whose hold yields now → to whom and why (set by held)
-	offersGen      int                             // counts invalidations of the catalog by the Manager (see yieldGone)
+	avoid          map[string]avoidance                   // fleet|offer key → skip the offer until, and why
+	refused        map[string]map[string]time.Time        // stock key (offer key, limitKey) → fleet refused it → until when that counts (see yieldHolds)
+	yields         map[string]map[*InstanceRecord]yieldTo // refused fleet → nodes released to give way to it (see yieldHolds)
+	yielded        map[*InstanceRecord]yieldTo            // nodes that give way now → to whom and why (set by held)
+	offersGen      int                                    // counts invalidations of the catalog by the Manager (see yieldGone)
 	agentNext      map[string]time.Time
 	agentPathDown  map[string]time.Time          // request id → when its last agent start failed with ErrAgentPathDown
 	agentCancel    map[string]context.CancelFunc // agent starts under way, by request id

@@ -694,6 +694,11 @@ func (m *Manager) createResult(reqID string, inst Instance, vpcID string, err er
 		switch {
 		case accountRefusal(err):
 			m.holdProvider(provider, err, now)
+			if errors.Is(err, ErrQuotaExceeded) {
+				// The account's instance limit: nodes of the provider and
+				// kind kept with no job give way (see yieldHolds).
+				m.noteLimitRefused(fleet, r.Instance.Offer, maxTime(m.providerHold[provider], now.Add(soldOutPenalty)))
+			}
 		case !errors.Is(err, ErrRateLimited) && !errors.Is(err, ErrNotSent): // neither says anything of the offer
 			m.avoidOffer(fleet, r.Instance.Offer, now.Add(soldOutPenalty), refusalReason(err))
 			if errors.Is(err, ErrNoCapacity) {

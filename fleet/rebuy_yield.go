@@ -7,20 +7,64 @@ import (
 	"time"
 )
 
+// A fleet of this Manager refused a create for want of stock — its offer
+// sold out, or the account's instance limit for its kind reached — waits
+// for nodes that other fleets keep on that stock with no job for them:
+// those give way to it (yieldHolds). Stock is named by a key: the offer's
+// (Offer.Key) for a sold-out refusal, limitKey for a refusal for the
+// limit.
+
+// limitKey names the stock an account's instance limit counts for offers
+// of o's kind on o's provider: Hot Aisle's team limits are one for virtual
+// machines (maximum_virtual_machines) and one for bare-metal servers
+// (maximum_bare_metal_servers).
+func limitKey(o Offer) string {
+	return "limit|" + o.Provider + "|" + kindOf(o.BareMetal).String()
+}
+
+// stockKeys names the stock an instance of o takes: its offer, and its
+// provider's instance limit for its kind.
+func stockKeys(o Offer) [2]string {
+	return [2]string{o.Key(), limitKey(o)}
+}
+
+// refusedWhy says in words why a fleet was refused the stock key an
+// instance of o takes.
+func refusedWhy(key string, o Offer) string {
+	if key == limitKey(o) {
+		return fmt.Sprintf("refused a create on %s for the account's instance limit on %s (quota exceeded)", o.Provider, kindOf(o.BareMetal))
+	}
+	return fmt.Sprintf("refused %s as sold out", o)
+}
+
+// noteRefused records that fleet was refused the stock named key now, and
+// that the refusal counts until until: while it does and the fleet is
+// short of members, the nodes that keep that stock with no job for them
+// give way to it (see yieldHolds). m.mu held.
+func (m *Manager) noteRefused(fleet, key string, until time.Time) {
+	if m.refused == nil {
+		m.refused = map[string]map[string]time.Time{}
+	}
+	if m.refused[key] == nil {
+		m.refused[key] = map[string]time.Time{}
+	}
+	m.refused[key][fleet] = maxTime(m.refused[key][fleet], until)
+}
+
 // noteSoldOut records that fleet was refused offer o as sold out now (a
 // create answered ErrNoCapacity, or the catalog lists the offers the fleet
-// matches as sold out), and that the refusal counts until until: while it
-// does and the fleet is short of members, the re-buy holds on o yield to it
-// (see yieldHolds). m.mu held.
+// matches as sold out), until until (see noteRefused). m.mu held.
 func (m *Manager) noteSoldOut(fleet string, o Offer, until time.Time) {
-	if m.soldOut == nil {
-		m.soldOut = map[string]map[string]time.Time{}
-	}
-	k := o.Key()
-	if m.soldOut[k] == nil {
-		m.soldOut[k] = map[string]time.Time{}
-	}
-	m.soldOut[k][fleet] = maxTime(m.soldOut[k][fleet], until)
+	m.noteRefused(fleet, o.Key(), until)
+}
+
+// noteLimitRefused records that a create of o for fleet was refused for
+// the account's instance limit (ErrQuotaExceeded: Hot Aisle's 401 "Maximum
+// VMs already provisioned for this team", 403 "tenant limit exceeded"),
+// until until (see noteRefused): any node of o's provider and kind frees
+// a place under it. m.mu held.
+func (m *Manager) noteLimitRefused(fleet string, o Offer, until time.Time) {
+	m.noteRefused(fleet, limitKey(o), until)
 }
 
 // noteCatalogSoldOut records, for a fleet that no offer of the catalog can
@@ -36,31 +80,34 @@ func (m *Manager) noteCatalogSoldOut(fleet string, req Requirements, until time.
 	}
 }
 
-// yieldTo is to which refused fleet an idle node's re-buy hold yields,
-// and why, in words.
+// yieldTo is to which refused fleet a node gives way, why in words, and
+// whether for the account's instance limit (else for a sold-out offer).
 type yieldTo struct {
 	fleet, why string
+	limit      bool
 }
 
-// yieldHolds ends the re-buy hold of idle nodes that keep the stock another
-// fleet of this Manager is refused for. Each fleet short of members that
-// was refused some offers as sold out (noteSoldOut) gets, across all those
-// offers, as many of the nodes kept on them (keep, hold; see held) as it
-// lacks, less the nodes that yielded to it already: a fleet refused two
-// offers it matches lacks its nodes once, not once per offer. A node never
-// yields to its own fleet (its idle nodes are its members already). Only
-// nodes the idle release may take yield (idleReleasable; of a fleet, no
-// more than its nodes above its MinNodes): a node its fleet's MinNodes or
+// yieldHolds picks the nodes that give way to another fleet of this
+// Manager refused the stock they keep (noteRefused: their offer sold out,
+// or their provider's instance limit for their kind reached) — nodes kept
+// with no job for them: idle nodes held by the re-buy hold (keep, hold;
+// see held) that the idle release may take (idleReleasable; of a fleet, no
+// more than its nodes above its MinNodes: a node its fleet's MinNodes or
 // an IdleTimeout of 0 keeps is no hold, and counting it would leave the
-// refused fleet waiting for a release that never comes. Nodes
-// past their minimum go first: releaseIdle releases them at once; the
-// other ones go at their minimum's end (paid anyway, and not released
-// unforced before it). A node released for a fleet counts against it until
-// that fleet is no longer short (a create of it accepted, not merely
-// under way; or shrunk) or is deleted, however
-// long its wait for the stock takes (see yieldGone), so that no second
-// node is released for the same need. The nodes that yield are in
-// m.yielded, with to whom and why. m.mu held.
+// refused fleet waiting for a release that never comes). Those past their
+// minimum go first, released at once by releaseIdle; the other ones go at
+// their minimum's end (paid anyway, and not released unforced before it);
+// then the least paid time left first. Each fleet short of members that
+// was refused some stock gets, across all of it, as many of those nodes as
+// it lacks, less the nodes that gave way to it already: a fleet refused
+// two offers it matches lacks its nodes once, not once per offer. A node
+// never gives way to its own fleet (its idle nodes are its members
+// already). A node that gave way to a fleet counts against it until that
+// fleet is no longer short (a create of it accepted, not merely under way;
+// or shrunk) or is deleted, however long its wait for the stock takes
+// (see yieldGone), so that no second node is released for the same need.
+// The nodes that give way are in m.yielded, with to whom and why. m.mu
+// held.
 func (m *Manager) yieldHolds(keep map[*InstanceRecord]bool, hold map[*InstanceRecord]time.Duration, now time.Time) {
 	m.yielded = nil
 	lacks := func(name string) int {
@@ -70,18 +117,18 @@ func (m *Manager) yieldHolds(keep map[*InstanceRecord]bool, hold map[*InstanceRe
 		}
 		return f.Spec.Nodes - m.memberCount(name)
 	}
-	need := map[string]int{} // refused fleet → members it lacks, less the nodes yielded to it
+	need := map[string]int{} // refused fleet → members it lacks, less the nodes that gave way to it
 	for name, rs := range m.yields {
 		if f := m.fleets[name]; f == nil || f.Deleting || f.Spec.Nodes <= m.createdCount(name) {
 			// Served (a create accepted; a pending one may still be
-			// refused as sold out), shrunk or deleted.
+			// refused), shrunk or deleted.
 			delete(m.yields, name)
 			continue
 		}
 		need[name] = lacks(name) - len(rs)
 	}
-	refused := map[string][]string{} // offer key → the fleets refused it that still need nodes, by name
-	for key, fleets := range m.soldOut {
+	refused := map[string][]string{} // stock key → the fleets refused it that still need nodes, by name
+	for key, fleets := range m.refused {
 		for name, until := range fleets {
 			f := m.fleets[name]
 			if !now.Before(until) || f == nil || f.Deleting {
@@ -96,31 +143,39 @@ func (m *Manager) yieldHolds(keep map[*InstanceRecord]bool, hold map[*InstanceRe
 			}
 		}
 		if len(fleets) == 0 {
-			delete(m.soldOut, key)
+			delete(m.refused, key)
 		}
 		slices.Sort(refused[key])
 	}
 	if len(refused) == 0 {
 		return
 	}
-	var kept []*InstanceRecord
+	wanted := func(r *InstanceRecord) bool {
+		for _, k := range stockKeys(r.Instance.Offer) {
+			if len(refused[k]) > 0 {
+				return true
+			}
+		}
+		return false
+	}
+	var cands []*InstanceRecord
 	spare := map[string]int{} // fleet → how many of its idle nodes releaseIdle may take (Nodes less MinNodes)
 	for r := range keep {
-		if len(refused[r.Instance.Offer.Key()]) > 0 && m.idleReleasable(r) {
-			kept = append(kept, r)
+		if wanted(r) && m.idleReleasable(r) {
+			cands = append(cands, r)
 			f := m.fleets[r.Instance.Fleet]
 			spare[f.Spec.Name] = f.Spec.Nodes - f.Spec.MinNodes
 		}
 	}
-	past := func(r *InstanceRecord) bool {
-		return !now.Before(r.Instance.Created.Add(r.Instance.Offer.MinimumReservation))
+	rank := func(r *InstanceRecord) int {
+		if !now.Before(r.Instance.Created.Add(r.Instance.Offer.MinimumReservation)) {
+			return 0 // past its minimum: released at once
+		}
+		return 1 // inside its minimum: released at its end
 	}
-	slices.SortFunc(kept, func(a, b *InstanceRecord) int {
-		if pa, pb := past(a), past(b); pa != pb {
-			if pa {
-				return -1
-			}
-			return 1
+	slices.SortFunc(cands, func(a, b *InstanceRecord) int {
+		if x := cmp.Compare(rank(a), rank(b)); x != 0 {
+			return x
 		}
 		if x := m.paidUntil(a, now).Compare(m.paidUntil(b, now)); x != 0 {
 			return x
@@ -130,25 +185,39 @@ func (m *Manager) yieldHolds(keep map[*InstanceRecord]bool, hold map[*InstanceRe
 		}
 		return cmp.Compare(a.Instance.RequestID, b.Instance.RequestID)
 	})
-	for _, r := range kept {
+	for _, r := range cands {
 		if spare[r.Instance.Fleet] <= 0 {
 			continue // the rest of its fleet's idle nodes are kept by its MinNodes
 		}
-		for _, to := range refused[r.Instance.Offer.Key()] {
+		if y, ok := m.giveWay(r, refused, need); ok {
+			spare[r.Instance.Fleet]--
+			delete(keep, r)
+			delete(hold, r)
+			y.why = fmt.Sprintf("idle; its re-buy hold yields to fleet %s, %s", y.fleet, y.why)
+			if m.yielded == nil {
+				m.yielded = map[*InstanceRecord]yieldTo{}
+			}
+			m.yielded[r] = y
+		}
+	}
+}
+
+// giveWay picks the refused fleet r gives way to, if any: the first, by
+// name, refused r's offer and still in need, else the first refused for
+// its provider's limit on its kind; never r's own fleet. It counts r
+// against that fleet's need. m.mu held.
+func (m *Manager) giveWay(r *InstanceRecord, refused map[string][]string, need map[string]int) (yieldTo, bool) {
+	o := r.Instance.Offer
+	for _, key := range stockKeys(o) {
+		for _, to := range refused[key] {
 			if to == r.Instance.Fleet || need[to] <= 0 {
 				continue
 			}
 			need[to]--
-			spare[r.Instance.Fleet]--
-			delete(keep, r)
-			delete(hold, r)
-			if m.yielded == nil {
-				m.yielded = map[*InstanceRecord]yieldTo{}
-			}
-			m.yielded[r] = yieldTo{fleet: to, why: fmt.Sprintf("idle; its re-buy hold yields to fleet %s, refused %s as sold out", to, r.Instance.Offer)}
-			break
+			return yieldTo{fleet: to, why: refusedWhy(key, o), limit: key == limitKey(o)}, true
 		}
 	}
+	return yieldTo{}, false
 }
 
 // createdCount is how many members of fleet the provider accepted the
@@ -170,29 +239,49 @@ func (m *Manager) yieldRelease(r *InstanceRecord, y yieldTo, policy ReleasePolic
 	at := m.requestRelease(r, "idle", policy, now, false)
 	inst := &r.Instance
 	m.event(Event{Type: EventReleaseRequested, Fleet: inst.Fleet, Provider: inst.Provider, InstanceID: idOf(r), Message: y.why, At: at})
-	if m.yields == nil {
-		m.yields = map[string][]*InstanceRecord{}
-	}
-	m.yields[y.fleet] = append(m.yields[y.fleet], r)
+	m.countYield(r, y)
 }
 
-// yieldGone is told that r is confirmed gone. When r was released because
-// a hold yielded to a fleet still waiting for its stock, the stock is back:
-// r's provider's offers are looked up afresh (the cached catalog, up to
-// its TTL old, still lists the offer sold out), the waiting fleet no
-// longer skips r's offer as sold out, and its next try is due at once, not
-// after its backoff. m.mu held.
+// countYield counts r, released for y.fleet, against that fleet's need
+// (see yieldHolds). m.mu held.
+func (m *Manager) countYield(r *InstanceRecord, y yieldTo) {
+	if m.yields == nil {
+		m.yields = map[string]map[*InstanceRecord]yieldTo{}
+	}
+	if m.yields[y.fleet] == nil {
+		m.yields[y.fleet] = map[*InstanceRecord]yieldTo{}
+	}
+	m.yields[y.fleet][r] = y
+}
+
+// yieldGone is told that r is confirmed gone. When r was released to give
+// way to a fleet still waiting for its stock, the stock is back and the
+// waiting fleet's next try is due at once, not after its backoff. For a
+// sold-out offer r's provider's offers are looked up afresh (the cached
+// catalog, up to its TTL old, still lists the offer sold out) and the
+// waiting fleet no longer skips r's offer as sold out; for the account's
+// instance limit, the hold of the provider's creates that the refusal
+// began (holdProvider, 10 minutes to an hour) is lifted, unless a refused
+// listing holds them too (a key's access). m.mu held.
 func (m *Manager) yieldGone(r *InstanceRecord, now time.Time) {
 	for to, rs := range m.yields {
-		if !slices.Contains(rs, r) {
+		y, ok := rs[r]
+		if !ok {
 			continue
 		}
-		m.catalog.invalidate(r.Instance.Provider)
-		m.offersGen++
-		m.offersAt = time.Time{}
-		k := to + "|" + r.Instance.Offer.Key()
-		if a, ok := m.avoid[k]; ok && a.why == refusalReason(ErrNoCapacity) {
-			delete(m.avoid, k)
+		p := r.Instance.Provider
+		if y.limit {
+			if m.listRefused[p].none() {
+				delete(m.providerHold, p)
+			}
+		} else {
+			m.catalog.invalidate(p)
+			m.offersGen++
+			m.offersAt = time.Time{}
+			k := to + "|" + r.Instance.Offer.Key()
+			if a, ok := m.avoid[k]; ok && a.why == refusalReason(ErrNoCapacity) {
+				delete(m.avoid, k)
+			}
 		}
 		if now.Before(m.fleetRetry[to]) {
 			m.fleetRetry[to] = now

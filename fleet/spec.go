@@ -463,16 +463,28 @@ type Policy struct {
 	// holds each of its idle nodes for its own offer. Nodes whose start is
 	// unknown (adopted) are not held.
 	//
-	// A hold never keeps stock another fleet of the Manager is refused for:
-	// when a create of an offer is refused as sold out (ErrNoCapacity), or
-	// the catalog lists the offers a fleet matches as sold out, while that
-	// fleet is short of members, as many idle nodes held on that offer
-	// (provider, region, instance type) by other fleets as it lacks stop
-	// being held — those past their minimum are released at once, the
-	// others at their minimum's end (paid anyway; not released unforced
-	// before it) — with an EventReleaseRequested that names the refused
-	// fleet. Only nodes the idle release may take count: a node its fleet's
-	// MinNodes or an IdleTimeout of 0 keeps is not a hold and never yields.
+	// A hold never keeps stock another fleet of the Manager is refused for.
+	// A fleet is refused
+	// stock when a create of an offer is refused as sold out
+	// (ErrNoCapacity), or the catalog lists the offers it matches as sold
+	// out — the stock is that offer (provider, region, instance type) — or
+	// when a create is refused for the account's instance limit
+	// (ErrQuotaExceeded: Hot Aisle's team limits, maximum_virtual_machines
+	// and maximum_bare_metal_servers) — the stock is then every instance of
+	// that provider and kind (VMs, bare metal). While such a fleet is short
+	// of members, as many of the nodes other fleets keep on that stock with
+	// no job for them as it lacks give way to it, with an
+	// EventReleaseRequested that names it: first idle nodes held past
+	// their minimum, released at once; then held nodes
+	// still inside it, released at its end (not released unforced before
+	// it). Only nodes the idle release may take are held nodes that give
+	// way: one its fleet's MinNodes or an IdleTimeout of 0 keeps is no hold.
+	// Nodes released for a fleet count against its need until a create of
+	// it is accepted, it shrinks or is deleted. Once such a node is
+	// confirmed gone the fleet's next create is tried at once: for a
+	// sold-out offer with the provider's offers looked up afresh; for the
+	// instance limit with the hold of the provider's creates that the
+	// refusal began (10 minutes to an hour, EventCreatesRefused) lifted.
 	// This holds for RebuySpares too.
 	RebuyHoldOff bool
 	// RebuySpares and RebuyHold set the re-buy hold instead of choosing it

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/gpufleet/gpufleet/fleet"
+	"github.com/gpufleet/gpufleet/sim"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -62,4 +63,113 @@ func TestHoldYieldPicksOnlyReleasableNodes(t *testing.T) {
 			})
 		})
 	}
+}
+
+// A re-buy hold yields to a fleet refused for the team's instance limit as
+// to one refused as sold out: a Hot Aisle team's maximum_bare_metal_servers
+// and maximum_virtual_machines (403 "tenant limit exceeded", 401 "Maximum
+// VMs already provisioned for this team": ErrQuotaExceeded) are the same
+// stock seen from the account. Hot Aisle bare metal, team limit 1 server:
+// a's job runs to 8:30 after its server's billing start, the default hold
+// keeps the server; at 9:00 fleet b applies 1 node: served within about
+// one install (30 min). The same with VMs (team limit 2, fleet a ran 2
+// jobs to 35:00, b applies at 40:00): within 10 min. Once the yielded node
+// is confirmed gone, the provider's create hold is lifted: b's create is
+// tried at once.
+//
+// (tester AY: before the fix, the refusal for the limit did not make the
+// hold yield, and it stopped all of Hot Aisle's creates for 10 min to 1 h:
+// b waited until a's hold ended and ~50 min more.)
+func TestHoldYieldsToAFleetRefusedForTheTeamLimit(t *testing.T) {
+	for _, c := range []struct {
+		typ             string
+		vms, bms, nodes int
+		until, apply    time.Duration
+		wait            time.Duration
+	}{
+		{"bm-mi300x-8", 10, 1, 1, 8*time.Hour + 30*time.Minute, 9 * time.Hour, 30 * time.Minute},
+		{"vm-mi300x-1", 2, 5, 2, 35 * time.Minute, 40 * time.Minute, 10 * time.Minute},
+	} {
+		t.Run(c.typ, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				e := newEnv(t, fleet.Policy{}, sim.WithHotAisleLimits(c.vms, c.bms))
+				e.idleFleet("a", c.nodes, 5*time.Minute, hotType(c.typ))
+				stop := e.running()
+				defer stop()
+				names := []string{}
+				for range c.nodes {
+					names = append(names, "a")
+				}
+				from := jobsUntil(t, e, c.until, names...)
+				time.Sleep(time.Until(from.Add(c.apply)))
+				s := spec("b", 1, hotType(c.typ))
+				s.IdleTimeout = 5 * time.Minute
+				require.NoError(t, e.m.Apply(t.Context(), s))
+				asked := time.Now()
+				y := acquireWithin(t, e, "b", 20*time.Hour)
+				wait := time.Since(asked)
+				require.NoError(t, e.m.MarkIdle(y.ID))
+				var held time.Duration
+				usd := 0.0
+				for _, ch := range servers(e.hot.Ledger().Charges) {
+					if ch.From.Before(asked) {
+						t.Logf("a's %s billed %v by then (%s)", ch.ResourceID, ch.To.Sub(ch.From), ch.Description)
+						if end := ch.To; end.After(asked) {
+							held += end.Sub(asked)
+							usd += end.Sub(asked).Hours() * ch.RateUSD
+						}
+					}
+				}
+				t.Logf("b waited %v; a's idle holds billed %v ($%.2f) past b's Apply", wait, held, usd)
+				for _, ev := range e.eventsOf(fleet.EventCreatesRefused) {
+					t.Logf("event %s: %s (%s)", ev.Type, ev.Message, ev.Err)
+				}
+				assert.LessOrEqual(t, wait, c.wait, "fleet b waited %v while fleet a's held idle nodes filled the team's limit", wait)
+				assert.Len(t, yieldedTo(e, "b", asked), 1, "b lacks one node")
+			})
+		})
+	}
+}
+
+// hotCharge is the Hot Aisle ledger charge of server id.
+func hotCharge(t *testing.T, e *env, id string) sim.Charge {
+	t.Helper()
+	for _, c := range e.hot.Ledger().Charges {
+		if c.ResourceID == id {
+			return c
+		}
+	}
+	t.Fatalf("no charge for %s", id)
+	return sim.Charge{}
+}
+
+// A refusal for the account's instance limit counts for the limit's kind
+// only (Hot Aisle's team limits are one for VMs, one for bare-metal
+// servers): fleet "a" holds an idle VM past its minimum (a fixed hold of
+// one spare for 10 hours, job to 35:00), fleet "c" has the team's one
+// bare-metal server (no job yet). Fleet "b", applied at 40:00 with one
+// bare-metal node, is refused for the limit: a's VM frees no place under
+// it and stays.
+func TestHoldYieldsToTheLimitOfItsOwnKindOnly(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t, fleet.Policy{RebuySpares: 1, RebuyHold: 10 * time.Hour}, sim.WithHotAisleLimits(10, 1))
+		e.idleFleet("c", 1, 5*time.Minute, hotType("bm-mi300x-8"))
+		e.idleFleet("a", 1, 5*time.Minute, hotType("vm-mi300x-1"))
+		stop := e.running()
+		defer stop()
+		x, err := e.m.Acquire(t.Context(), "a")
+		require.NoError(t, err)
+		from := hotCharge(t, e, x.ID).From
+		time.Sleep(time.Until(from.Add(35 * time.Minute)))
+		require.NoError(t, e.m.MarkIdle(x.ID))
+		time.Sleep(time.Until(from.Add(40 * time.Minute)))
+		s := spec("b", 1, hotType("bm-mi300x-8"))
+		s.IdleTimeout = 5 * time.Minute
+		require.NoError(t, e.m.Apply(t.Context(), s))
+		asked := time.Now()
+		time.Sleep(30 * time.Minute)
+		require.NotEmpty(t, e.eventsOf(fleet.EventCreatesRefused), "b's create refused for the limit")
+		assert.True(t, hotCharge(t, e, x.ID).Live, "a's held VM released for a bare-metal limit")
+		assert.Empty(t, yieldedTo(e, "b", asked))
+	})
 }
