@@ -114,7 +114,10 @@
 // [Policy.HourlyReleaseMargin], while the provider's calls fail) before the next
 // billed hour; that of a per-minute offer with a minimum reservation (Hot
 // Aisle) ends [Policy.MinuteReleaseMargin] (1 minute) before the minimum
-// does, and that release is forced so no extra minute is billed. A release is
+// does, and that release is forced so no extra minute is billed; one that
+// waits for that end with no job on it goes at once, forced (the minimum is
+// charged whole either way), when another fleet of the Manager is refused
+// the stock it keeps ([Policy.RebuyHoldOff]). A release is
 // retried with backoff between [Policy.TerminationMinBackoff] and
 // [Policy.TerminationMaxBackoff] ([EventTerminationRetry]) until the
 // provider confirms the instance gone ([EventInstanceTerminated]). Before

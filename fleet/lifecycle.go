@@ -128,10 +128,17 @@ func (m *Manager) checkDeadlines(now time.Time) {
 // releaseIdle releases idle instances of fleets with an IdleTimeout when
 // keeping them would start costing money (see idleReleaseAt), and keeps
 // ReservedUntil current. With the ReleaseNow policy an instance idle for
-// IdleTimeout is released at once, whatever it has paid for. m.mu held.
+// IdleTimeout is released at once, whatever it has paid for. Nodes that
+// give way to a fleet refused their stock (see yieldHolds) are released
+// too. m.mu held.
 func (m *Manager) releaseIdle(now time.Time) {
 	m.settleGrowth(now)
 	keep, hold := m.held(now)
+	for r, y := range m.yielded {
+		if r.Termination != nil {
+			m.yieldWaiting(r, y, now) // a release waiting for its minimum's end gives way to a refused fleet
+		}
+	}
 	for _, r := range m.insts {
 		if !r.Instance.Status.Active() || r.Instance.Status == StatusTerminating {
 			continue

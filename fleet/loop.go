@@ -339,6 +339,11 @@ func (m *Manager) nextDueAt() (now, next time.Time) {
 		}
 	}
 	keep, hold := m.held(now)
+	for r := range m.yielded {
+		if r.Termination != nil {
+			early(now) // a release waiting for its minimum gives way to a refused fleet (see yieldHolds)
+		}
+	}
 	for _, r := range m.insts {
 		early(m.idleReleaseDue(r, keep, hold, now))
 		if r.Orphan && r.Termination == nil && r.Instance.Status != StatusTerminated {

@@ -90,13 +90,22 @@ type yieldTo struct {
 // yieldHolds picks the nodes that give way to another fleet of this
 // Manager refused the stock they keep (noteRefused: their offer sold out,
 // or their provider's instance limit for their kind reached) — nodes kept
-// with no job for them: idle nodes held by the re-buy hold (keep, hold;
-// see held) that the idle release may take (idleReleasable; of a fleet, no
-// more than its nodes above its MinNodes: a node its fleet's MinNodes or
-// an IdleTimeout of 0 keeps is no hold, and counting it would leave the
-// refused fleet waiting for a release that never comes). Those past their
-// minimum go first, released at once by releaseIdle; the other ones go at
-// their minimum's end (paid anyway, and not released unforced before it);
+// with no job for them:
+//
+//   - releases waiting only for their minimum's end (waitsForMinimum: a
+//     deleted or shrunk fleet's nodes, idle ones, ones its caller
+//     released; paid anyway): released at once with force, which costs
+//     nothing more (the minimum is charged whole either way);
+//   - idle nodes held by the re-buy hold (keep, hold; see held) that the
+//     idle release may take (idleReleasable; of a fleet, no more than its
+//     nodes above its MinNodes: a node its fleet's MinNodes or an
+//     IdleTimeout of 0 keeps is no hold, and counting it would leave the
+//     refused fleet waiting for a release that never comes): those past
+//     their minimum are released at once by releaseIdle, the other ones at
+//     their minimum's end (paid anyway, and not released unforced before
+//     it).
+//
+// in that order (the waiting releases cost nothing and end nobody's hold),
 // then the least paid time left first. Each fleet short of members that
 // was refused some stock gets, across all of it, as many of those nodes as
 // it lacks, less the nodes that gave way to it already: a fleet refused
@@ -167,11 +176,19 @@ func (m *Manager) yieldHolds(keep map[*InstanceRecord]bool, hold map[*InstanceRe
 			spare[f.Spec.Name] = f.Spec.Nodes - f.Spec.MinNodes
 		}
 	}
-	rank := func(r *InstanceRecord) int {
-		if !now.Before(r.Instance.Created.Add(r.Instance.Offer.MinimumReservation)) {
-			return 0 // past its minimum: released at once
+	for _, r := range m.insts {
+		if m.waitsForMinimum(r, now) && wanted(r) {
+			cands = append(cands, r)
 		}
-		return 1 // inside its minimum: released at its end
+	}
+	rank := func(r *InstanceRecord) int {
+		switch {
+		case r.Termination != nil:
+			return 0 // released anyway: giving way costs nothing
+		case !now.Before(r.Instance.Created.Add(r.Instance.Offer.MinimumReservation)):
+			return 1 // past its minimum: released at once
+		}
+		return 2 // inside its minimum: released at its end
 	}
 	slices.SortFunc(cands, func(a, b *InstanceRecord) int {
 		if x := cmp.Compare(rank(a), rank(b)); x != 0 {
@@ -186,14 +203,20 @@ func (m *Manager) yieldHolds(keep map[*InstanceRecord]bool, hold map[*InstanceRe
 		return cmp.Compare(a.Instance.RequestID, b.Instance.RequestID)
 	})
 	for _, r := range cands {
-		if spare[r.Instance.Fleet] <= 0 {
+		waiting := r.Termination != nil
+		if !waiting && spare[r.Instance.Fleet] <= 0 {
 			continue // the rest of its fleet's idle nodes are kept by its MinNodes
 		}
 		if y, ok := m.giveWay(r, refused, need); ok {
-			spare[r.Instance.Fleet]--
-			delete(keep, r)
-			delete(hold, r)
-			y.why = fmt.Sprintf("idle; its re-buy hold yields to fleet %s, %s", y.fleet, y.why)
+			if !waiting {
+				spare[r.Instance.Fleet]--
+				delete(keep, r)
+				delete(hold, r)
+				y.why = fmt.Sprintf("idle; its re-buy hold yields to fleet %s, %s", y.fleet, y.why)
+			} else {
+				y.why = fmt.Sprintf("%s; its release, waiting for the minimum's end (paid anyway), yields to fleet %s, %s: released now with force (the minimum is charged whole either way: nothing more is paid)",
+					r.Termination.Reason, y.fleet, y.why)
+			}
 			if m.yielded == nil {
 				m.yielded = map[*InstanceRecord]yieldTo{}
 			}
@@ -220,6 +243,27 @@ func (m *Manager) giveWay(r *InstanceRecord, refused map[string][]string, need m
 	return yieldTo{}, false
 }
 
+// waitsForMinimum reports whether r's release is decided and waits only
+// for the end of its minimum reservation, paid anyway, with no job on it:
+// released for idleness, a scale-down, its fleet's deletion or by its
+// caller, by the default policy (ReleaseAtReservationEnd), not attempted
+// yet, billed per minute with a known start (a forced release before the
+// minimum's end costs nothing more), and no job ran on it when its release
+// was decided (Termination.Busy; for a release stored without it, a busy
+// mark after its last idle one). m.mu held.
+func (m *Manager) waitsForMinimum(r *InstanceRecord, now time.Time) bool {
+	t, o := r.Termination, r.Instance.Offer
+	if t == nil || t.Busy || r.BusySince.After(r.IdleSince) || r.Orphan || r.Instance.Status != StatusTerminating || r.Instance.ID == "" || t.Attempts > 0 || !t.Accepted.IsZero() ||
+		!now.Before(t.NotBefore) || o.BillingGranularity >= time.Hour || o.MinimumReservation <= 0 || startUnsure(r) {
+		return false
+	}
+	switch t.Reason {
+	case "idle", "scale down", "fleet deleted", "released":
+		return true
+	}
+	return false
+}
+
 // createdCount is how many members of fleet the provider accepted the
 // create of (their records have an instance id). m.mu held.
 func (m *Manager) createdCount(fleet string) int {
@@ -239,6 +283,23 @@ func (m *Manager) yieldRelease(r *InstanceRecord, y yieldTo, policy ReleasePolic
 	at := m.requestRelease(r, "idle", policy, now, false)
 	inst := &r.Instance
 	m.event(Event{Type: EventReleaseRequested, Fleet: inst.Fleet, Provider: inst.Provider, InstanceID: idOf(r), Message: y.why, At: at})
+	m.countYield(r, y)
+}
+
+// yieldWaiting releases r, whose release waited for its minimum's end and
+// gives way to a refused fleet (see yieldHolds), at once with force,
+// saying so, and counts it against that fleet. Not while a busy mark of
+// its fleet recorded through another replica may be waiting (marksRead:
+// such a mark takes the waiting release back). m.mu held.
+func (m *Manager) yieldWaiting(r *InstanceRecord, y yieldTo, now time.Time) {
+	if !m.waitsForMinimum(r, now) || !m.marksRead(r.Instance.Fleet, now) {
+		return
+	}
+	t, inst := r.Termination, &r.Instance
+	t.NotBefore = time.Time{}
+	t.Force = now.Before(inst.Created.Add(inst.Offer.MinimumReservation))
+	m.dirtyI[inst.RequestID] = true
+	m.event(Event{Type: EventReleaseRequested, Fleet: inst.Fleet, Provider: inst.Provider, InstanceID: idOf(r), Message: y.why, At: now})
 	m.countYield(r, y)
 }
 

@@ -44,7 +44,7 @@ func (m *Manager) requestRelease(r *InstanceRecord, reason string, policy Releas
 		}
 		return maxTime(now, t.NotBefore)
 	}
-	t := &Termination{Requested: now, Reason: reason}
+	t := &Termination{Requested: now, Reason: reason, Busy: r.Busy || m.acquired[r.Instance.RequestID] || r.HandOut != "" || r.JobStopped}
 	inst := &r.Instance
 	rt := m.reservedUntil(r, now)
 	forceable := inst.Offer.BillingGranularity < time.Hour && inst.Offer.MinimumReservation > 0

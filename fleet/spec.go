@@ -32,7 +32,11 @@ type ReleasePolicy string
 const (
 	// ReleaseAtReservationEnd (the default) releases an idle or released
 	// instance only once its reservation window ends: the minimum is paid
-	// anyway, so the machine stays usable until then.
+	// anyway, so the machine stays usable until then. Except when another
+	// fleet of the Manager is refused the stock it keeps (see
+	// Policy.RebuyHoldOff): a release waiting for a per-minute minimum's end
+	// (Hot Aisle) with no job on it then goes at once, forced (the minimum
+	// is charged whole either way).
 	ReleaseAtReservationEnd ReleasePolicy = "reservation-end"
 	// ReleaseNow releases at once; on Hot Aisle this forces the release
 	// (?force=true) and the unused minimum is charged, not refunded.
@@ -463,29 +467,31 @@ type Policy struct {
 	// holds each of its idle nodes for its own offer. Nodes whose start is
 	// unknown (adopted) are not held.
 	//
-	// A hold never keeps stock another fleet of the Manager is refused for.
-	// A fleet is refused
-	// stock when a create of an offer is refused as sold out
-	// (ErrNoCapacity), or the catalog lists the offers it matches as sold
-	// out — the stock is that offer (provider, region, instance type) — or
-	// when a create is refused for the account's instance limit
-	// (ErrQuotaExceeded: Hot Aisle's team limits, maximum_virtual_machines
-	// and maximum_bare_metal_servers) — the stock is then every instance of
-	// that provider and kind (VMs, bare metal). While such a fleet is short
-	// of members, as many of the nodes other fleets keep on that stock with
-	// no job for them as it lacks give way to it, with an
-	// EventReleaseRequested that names it: first idle nodes held past
-	// their minimum, released at once; then held nodes
-	// still inside it, released at its end (not released unforced before
-	// it). Only nodes the idle release may take are held nodes that give
-	// way: one its fleet's MinNodes or an IdleTimeout of 0 keeps is no hold.
-	// Nodes released for a fleet count against its need until a create of
-	// it is accepted, it shrinks or is deleted. Once such a node is
-	// confirmed gone the fleet's next create is tried at once: for a
-	// sold-out offer with the provider's offers looked up afresh; for the
-	// instance limit with the hold of the provider's creates that the
-	// refusal began (10 minutes to an hour, EventCreatesRefused) lifted.
-	// This holds for RebuySpares too.
+	// A hold never keeps stock another fleet of the Manager is refused for,
+	// nor does a release waiting for a minimum's end. A fleet is refused stock
+	// when a create of an offer is refused as sold out (ErrNoCapacity), or the
+	// catalog lists the offers it matches as sold out — the stock is that
+	// offer (provider, region, instance type) — or when a create is refused
+	// for the account's instance limit (ErrQuotaExceeded: Hot Aisle's team
+	// limits, maximum_virtual_machines and maximum_bare_metal_servers) — the
+	// stock is then every instance of that provider and kind (VMs, bare
+	// metal). While such a fleet is short of members, as many of the nodes
+	// other fleets keep on that stock with no job for them as it lacks give
+	// way to it, with an EventReleaseRequested that names it: first releases
+	// that wait only for a per-minute minimum's end (paid anyway; a deleted or
+	// shrunk fleet's nodes, idle ones, released ones, never one a job ran on
+	// when its release was decided), released at once with force, which costs
+	// nothing more (the minimum is charged whole either way); then idle nodes
+	// held past their minimum, released at once; then held nodes still inside
+	// it, released at its end (not released unforced before it). A held node
+	// gives way only if the idle release may take it: one its fleet's
+	// MinNodes or an IdleTimeout of 0 keeps is no hold. Nodes released for a
+	// fleet count against its need until a create of it is accepted, it
+	// shrinks or is deleted. Once such a node is confirmed gone the fleet's
+	// next create is tried at once: for a sold-out offer with the provider's
+	// offers looked up afresh; for the instance limit with the hold of the
+	// provider's creates that the refusal began (10 minutes to an hour,
+	// EventCreatesRefused) lifted. This holds for RebuySpares too.
 	RebuyHoldOff bool
 	// RebuySpares and RebuyHold set the re-buy hold instead of choosing it
 	// from the fleet's jobs: up to RebuySpares idle instances of each fleet,

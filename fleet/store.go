@@ -117,6 +117,13 @@ type Termination struct {
 	// (another refusal: taken back; accepted: replaced), and a retry falling
 	// due in the pass that carries the growth out is not started.
 	MinRefused int
+	// Busy: a job ran on the instance when its release was decided (its
+	// fleet deleted, or its caller's Release): marked busy, or handed out
+	// by Acquire and not given back yet (HandOut; JobStopped, its job
+	// ended by a stop). The job may run on until the release is attempted,
+	// so the release never gives way early to a fleet refused its stock
+	// (see Policy.RebuyHoldOff).
+	Busy bool `json:",omitempty"`
 }
 
 // InstanceRecord is what the Manager keeps about an instance.

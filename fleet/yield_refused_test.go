@@ -131,16 +131,90 @@ func TestHoldYieldsToAFleetRefusedForTheTeamLimit(t *testing.T) {
 	}
 }
 
-// hotCharge is the Hot Aisle ledger charge of server id.
-func hotCharge(t *testing.T, e *env, id string) sim.Charge {
-	t.Helper()
-	for _, c := range e.hot.Ledger().Charges {
-		if c.ResourceID == id {
-			return c
-		}
+// A deleted (or scaled-down to 0) fleet's Hot Aisle servers whose release
+// waits for their minimum's end (paid anyway) give way to another fleet of
+// the Manager refused that stock as sold out: such a release goes at once,
+// forced (the minimum is charged whole either way, so it costs nothing
+// more), counted like a hold's yield. Hot Aisle bare metal, a pool of 2:
+// fleet "a" runs 2 jobs to 1:00 after its servers' billing start and is
+// deleted (or applied with 0 nodes) then; at 1:30 fleet "b" applies 1
+// node: served within about one install (30 min); one of a's servers
+// only goes early, the other waits for its minimum's end.
+//
+// (tester AY: before the fix, a's servers waited to their minimum's end:
+// b waited 6h41m.)
+func TestWaitingReleaseGivesWayToARefusedFleet(t *testing.T) {
+	for _, how := range []string{"delete", "shrink"} {
+		t.Run(how, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				e := newEnv(t, fleet.Policy{})
+				e.idleFleet("a", 2, 5*time.Minute, hotType("bm-mi300x-8"))
+				stop := e.running()
+				defer stop()
+				from := jobsUntil(t, e, time.Hour, "a", "a")
+				if how == "delete" {
+					require.NoError(t, e.m.Delete(t.Context(), "a"))
+				} else { // Apply Nodes 0: the scale-down waits for the minimum's end too
+					s := spec("a", 0, hotType("bm-mi300x-8"))
+					s.IdleTimeout = 5 * time.Minute
+					require.NoError(t, e.m.Apply(t.Context(), s))
+				}
+				time.Sleep(time.Until(from.Add(90 * time.Minute)))
+				s := spec("b", 1, hotType("bm-mi300x-8"))
+				s.IdleTimeout = 5 * time.Minute
+				require.NoError(t, e.m.Apply(t.Context(), s))
+				asked := time.Now()
+				y := acquireWithin(t, e, "b", 20*time.Hour)
+				wait := time.Since(asked)
+				require.NoError(t, e.m.MarkIdle(y.ID))
+				early := 0
+				for _, ch := range servers(e.hot.Ledger().Charges) {
+					t.Logf("%s billed %v, live %v, to +%v (%s)", ch.ResourceID, ch.Billed, ch.Live, ch.To.Sub(from).Round(time.Second), ch.Description)
+					if ch.From.Before(asked) && !ch.Live && ch.To.Before(from.Add(7*time.Hour)) {
+						early++
+					}
+				}
+				t.Logf("%s: b waited %v for a server while fleet a's two servers sat idle to their minimum's end", how, wait)
+				assert.LessOrEqual(t, wait, 30*time.Minute, "%s: fleet b waited %v for stock held by fleet a's released idle servers", how, wait)
+				assert.Equal(t, 1, early, "%s: b lacks one server; a's servers released early for it", how)
+				assert.Len(t, yieldedTo(e, "b", asked), 1, "%s: the early release says it gives way to b", how)
+			})
+		})
 	}
-	t.Fatalf("no charge for %s", id)
-	return sim.Charge{}
+}
+
+// A release that waits for its minimum's end gives way only with no job
+// on the node: fleet "a" is deleted at 1:00 while both its Hot Aisle
+// bare-metal servers (the pool) run jobs, so their releases wait for the
+// minimum's end and the jobs may run on until then. Fleet "b", applied at
+// 1:30, is refused as sold out: neither server is released early for it.
+func TestWaitingReleaseOfABusyNodeDoesNotGiveWay(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t, fleet.Policy{})
+		e.idleFleet("a", 2, 5*time.Minute, hotType("bm-mi300x-8"))
+		stop := e.running()
+		defer stop()
+		var jobs []fleet.Instance
+		for range 2 {
+			x, err := e.m.Acquire(t.Context(), "a")
+			require.NoError(t, err)
+			jobs = append(jobs, x)
+		}
+		from := serverCharge(e, jobs[0].ID).From
+		time.Sleep(time.Until(from.Add(time.Hour)))
+		require.NoError(t, e.m.Delete(t.Context(), "a"))
+		time.Sleep(time.Until(from.Add(90 * time.Minute)))
+		s := spec("b", 1, hotType("bm-mi300x-8"))
+		s.IdleTimeout = 5 * time.Minute
+		require.NoError(t, e.m.Apply(t.Context(), s))
+		asked := time.Now()
+		time.Sleep(2 * time.Hour)
+		for _, x := range jobs {
+			c := serverCharge(e, x.ID)
+			assert.True(t, c.Live, "%s released under its job (%s)", x.ID, c.Description)
+		}
+		assert.Empty(t, yieldedTo(e, "b", asked))
+	})
 }
 
 // A refusal for the account's instance limit counts for the limit's kind
@@ -159,7 +233,7 @@ func TestHoldYieldsToTheLimitOfItsOwnKindOnly(t *testing.T) {
 		defer stop()
 		x, err := e.m.Acquire(t.Context(), "a")
 		require.NoError(t, err)
-		from := hotCharge(t, e, x.ID).From
+		from := serverCharge(e, x.ID).From
 		time.Sleep(time.Until(from.Add(35 * time.Minute)))
 		require.NoError(t, e.m.MarkIdle(x.ID))
 		time.Sleep(time.Until(from.Add(40 * time.Minute)))
@@ -169,7 +243,7 @@ func TestHoldYieldsToTheLimitOfItsOwnKindOnly(t *testing.T) {
 		asked := time.Now()
 		time.Sleep(30 * time.Minute)
 		require.NotEmpty(t, e.eventsOf(fleet.EventCreatesRefused), "b's create refused for the limit")
-		assert.True(t, hotCharge(t, e, x.ID).Live, "a's held VM released for a bare-metal limit")
+		assert.True(t, serverCharge(e, x.ID).Live, "a's held VM released for a bare-metal limit")
 		assert.Empty(t, yieldedTo(e, "b", asked))
 	})
 }
