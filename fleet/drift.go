@@ -23,9 +23,10 @@ const (
 	OnStoppedReplace OnStopped = "replace"
 	// OnStoppedRestart powers it on again (providers that implement
 	// Restarter; others are replaced) and starts its agent again. The node
-	// keeps its idle facts (Instance.Ready, InstanceRecord.IdleSince): an
-	// idle node is released when it would have been without the stop (its
-	// minimum's end, an hour's last safe moment), even while still booting.
+	// keeps its idle facts (Instance.Ready, InstanceRecord.IdleSince) and,
+	// idle at the stop, its re-buy hold: an idle node is released when it
+	// would have been without the stop (its minimum's end, an hour's last
+	// safe moment, the end of its hold), even while still booting.
 	OnStoppedRestart OnStopped = "restart"
 )
 
@@ -105,6 +106,27 @@ func (m *Manager) restarted(reqID string, err error, now time.Time) {
 	if m.agentFor(r.Instance.Fleet) == nil {
 		m.markReady(r, now)
 	}
+}
+
+// restartingIdle reports whether r, idle when it was powered off out of
+// band, is on its way back under OnStoppedRestart: still stopped (its
+// power-on under way, or refused for now and tried again) on a provider
+// that can start it, or booting again after the power-on (restartBooting).
+// Not one busy, nor one whose job the stop ended (JobStopped: kept for
+// that job's holder). Such a node keeps its standing while it comes back —
+// its re-buy hold and its idle clock: it goes when it would have without
+// the stop, and counts as the spare it will be once ready (see held).
+// m.mu held.
+func (m *Manager) restartingIdle(r *InstanceRecord) bool {
+	if r.Busy || r.JobStopped || r.Termination != nil || r.Orphan || r.Instance.ID == "" {
+		return false
+	}
+	if restartBooting(r) {
+		return true
+	}
+	_, canRestart := m.providers[r.Instance.Provider].(Restarter)
+	return r.Instance.Status == StatusIdle && (r.Instance.Stopped || m.busy("start/"+r.Instance.RequestID)) &&
+		m.pol.OnStopped == OnStoppedRestart && canRestart
 }
 
 // checkAgents checks the agent of every ready instance each

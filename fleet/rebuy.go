@@ -209,9 +209,12 @@ func (m *Manager) rebuyHold(fleet string, o Offer, now time.Time) rebuyChoice {
 // Policy.RebuySpares, which counts a fleet's spares), the idle per-minute
 // nodes the re-buy hold keeps — the first ones in Acquire's order (most
 // paid time left, then oldest), as many as the hold for their offer says —
-// and how long each is held past its minimum. Nodes whose start is unknown
-// are not among them (their minimum's end, which the hold counts from, is
-// not known). m.mu held.
+// and how long each is held past its minimum. A spare is a node Acquire
+// can hand out (spareable), or one on its way back to that after a stop
+// out of band while idle (restartingIdle): it keeps its standing while it
+// boots again, ranked after the spares that can serve a job now. Nodes
+// whose start is unknown are not among them (their minimum's end, which
+// the hold counts from, is not known). m.mu held.
 func (m *Manager) held(now time.Time) (map[*InstanceRecord]bool, map[*InstanceRecord]time.Duration) {
 	type group struct {
 		fleet string
@@ -220,9 +223,11 @@ func (m *Manager) held(now time.Time) (map[*InstanceRecord]bool, map[*InstanceRe
 	idle := map[group][]*InstanceRecord{}
 	for _, r := range m.insts {
 		o := r.Instance.Offer
-		if r.Instance.Status != StatusIdle || r.Busy || r.Termination != nil || r.CreatedUnknown || o.BillingGranularity >= time.Hour || o.MinimumReservation <= 0 ||
-			!m.spareable(r, now) { // a spare no job can be given is no spare (tester AR)
+		if r.Busy || r.Termination != nil || r.CreatedUnknown || o.BillingGranularity >= time.Hour || o.MinimumReservation <= 0 {
 			continue
+		}
+		if !m.restartingIdle(r) && (r.Instance.Status != StatusIdle || !m.spareable(r, now)) {
+			continue // a spare no job can be given is no spare (tester AR), but for one coming back from a stop (tester AY)
 		}
 		g := group{r.Instance.Fleet, rebuyKeyOf(o)}
 		if m.pol.RebuySpares > 0 {
@@ -242,6 +247,12 @@ func (m *Manager) held(now time.Time) (map[*InstanceRecord]bool, map[*InstanceRe
 			continue
 		}
 		slices.SortFunc(rs, func(a, b *InstanceRecord) int {
+			if ba, bb := m.restartingIdle(a), m.restartingIdle(b); ba != bb {
+				if bb {
+					return -1 // a node that can serve a job now first
+				}
+				return 1
+			}
 			if x := m.paidUntil(b, now).Compare(m.paidUntil(a, now)); x != 0 {
 				return x
 			}

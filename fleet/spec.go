@@ -121,7 +121,10 @@ type Spec struct {
 	// A node powered on again after a stop out of band (Policy.OnStopped)
 	// keeps when it went idle and whether a job ended on it (a job under way
 	// at the stop ended then): it goes when it would have without the stop,
-	// also while it is still booting again.
+	// also while it is still booting again. One idle at the stop keeps its
+	// re-buy hold too: while it is powered on and boots again it counts as
+	// the spare it will be once ready (after the spares Acquire can hand out
+	// now), and goes when the hold ends.
 	//
 	// With the ReleaseNow policy an instance goes once idle IdleTimeout,
 	// whatever it has paid for (forced inside a Hot Aisle minimum). An idle
