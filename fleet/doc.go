@@ -75,7 +75,11 @@
 // Manager, a console user or another owner), and a record being released
 // takes such a server as the end of its rental instead of deleting it.
 //
-// Drift. A machine stopped out of band ([Instance.Stopped],
+// Drift. A machine deleted out of band ([EventInstanceVanished]) is
+// replaced, unless it was idle in a fleet whose idle nodes go
+// ([Spec.IdleTimeout], above [Spec.MinNodes]): the fleet's Nodes is
+// lowered by one instead, as an idle release lowers it. A machine stopped
+// out of band ([Instance.Stopped],
 // [EventInstanceStopped]) is handled by [Policy.OnStopped]: Vultr's lists
 // show the power state; Hot Aisle's do not, so without an Agent each of its
 // ready instances gets one power read per [Policy.DriftCheckInterval]

@@ -59,8 +59,7 @@ func (m *Manager) stoppedOutOfBand(r *InstanceRecord, now time.Time) {
 // node grows it again (tester AS). m.mu held.
 func (m *Manager) releaseStopped(r *InstanceRecord, what string, err error, now time.Time) {
 	f := m.fleets[r.Instance.Fleet]
-	idle := r.Instance.Status == StatusIdle && !r.Busy && !r.JobStopped && !m.acquired[r.Instance.RequestID] &&
-		f != nil && f.Spec.IdleTimeout > 0 && f.Spec.Nodes > f.Spec.MinNodes
+	idle := m.idleGoes(r)
 	ev := Event{Type: EventInstanceStopped, Fleet: r.Instance.Fleet, Provider: r.Instance.Provider, InstanceID: r.Instance.ID,
 		Message: what + "; released and replaced"}
 	if err != nil {
@@ -73,6 +72,20 @@ func (m *Manager) releaseStopped(r *InstanceRecord, what string, err error, now 
 	}
 	m.event(ev)
 	m.requestRelease(r, "stopped out of band", m.policyFor(f), now, true)
+}
+
+// idleGoes reports whether r, stopped or gone out of band, is a node no
+// job had in a fleet whose idle nodes go: idle (or idle at an earlier stop
+// and coming back from it, restartingIdle), not busy, not handed out by
+// Acquire, not kept for the holder of a job a stop ended (JobStopped), in
+// a fleet with an IdleTimeout above its MinNodes. Such a node would have
+// been released for idleness: the fleet shrinks by one rather than buy a
+// replacement (a new billing unit) no job asked for (tester AS: stopped;
+// tester AY: destroyed). m.mu held.
+func (m *Manager) idleGoes(r *InstanceRecord) bool {
+	f := m.fleets[r.Instance.Fleet]
+	return (r.Instance.Status == StatusIdle || m.restartingIdle(r)) && !r.Busy && !r.JobStopped && !m.acquired[r.Instance.RequestID] &&
+		f != nil && f.Spec.IdleTimeout > 0 && f.Spec.Nodes > f.Spec.MinNodes
 }
 
 // restarted applies a power-on's answer: the agent is started again. The

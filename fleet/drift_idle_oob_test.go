@@ -104,6 +104,62 @@ func TestHeldNodeStoppedAndRestartedKeepsItsHold(t *testing.T) {
 	}
 }
 
+// An idle node destroyed out of band (a console delete, a provider's
+// reclaim) in a fleet whose idle nodes go: as for an idle node stopped out
+// of band (OnStoppedReplace), it would have been released for idleness,
+// and a replacement only buys a new billing unit no job asked for. Hot
+// Aisle bare metal held by the default re-buy hold after a job to 8:30,
+// destroyed at 9:00; Hot Aisle VM (fixed hold) after a job to 35:00,
+// destroyed at 40:00; Vultr VM idle since its job ended at 10:00,
+// destroyed at 20:00. No job comes for 9 hours: expected no new server.
+//
+// (tester AY: before the fix, each was replaced: bare metal $216.96, Hot
+// Aisle VM $2.99, Vultr VM a new hour $2.40.)
+func TestIdleNodeDestroyedOutOfBandIsNotReplaced(t *testing.T) {
+	for _, c := range []struct {
+		name, cloud string
+		req         fleet.Requirements
+		pol         fleet.Policy
+		jobEnd, oob time.Duration
+	}{
+		{"hotaisle-bm", "hotaisle", hotType("bm-mi300x-8"), fleet.Policy{}, 8*time.Hour + 30*time.Minute, 9 * time.Hour},
+		{"hotaisle-vm", "hotaisle", hotType("vm-mi300x-1"), fleet.Policy{RebuySpares: 1, RebuyHold: 30 * time.Minute}, 35 * time.Minute, 40 * time.Minute},
+		{"vultr-vm", "vultr", vultrType("vcg-a100-12c-120g-80vram"), fleet.Policy{}, 10 * time.Minute, 20 * time.Minute},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				e := newEnv(t, c.pol)
+				e.idleFleet("a", 1, 5*time.Minute, c.req)
+				stop := e.running()
+				defer stop()
+				x, err := e.m.Acquire(t.Context(), "a")
+				require.NoError(t, err)
+				from := oobCharge(e, x.ID).From
+				time.Sleep(time.Until(from.Add(c.jobEnd)))
+				require.NoError(t, e.m.MarkIdle(x.ID))
+				time.Sleep(time.Until(from.Add(c.oob)))
+				require.True(t, oobCharge(e, x.ID).Live, "released before the destroy")
+				if c.cloud == "vultr" {
+					require.NoError(t, e.vultr.DestroyOutOfBand(x.ID))
+				} else {
+					require.NoError(t, e.hot.DestroyOutOfBand(x.ID))
+				}
+				time.Sleep(9 * time.Hour)
+				var extra []string
+				usd := 0.0
+				for i, ch := range servers(append(e.vultr.Ledger().Charges, e.hot.Ledger().Charges...)) {
+					if i > 0 {
+						extra = append(extra, ch.ResourceID+" billed "+ch.Billed.String()+" ("+ch.Description+")")
+						usd += ch.USD
+					}
+				}
+				t.Logf("fleet a now wants %d nodes; servers bought after the destroy: %v", e.m.Fleets()[0].Nodes, extra)
+				assert.Empty(t, extra, "a replacement bought for an idle node destroyed out of band, no job asked: $%.2f", usd)
+			})
+		})
+	}
+}
+
 // The held node of TestHeldNodeStoppedAndRestartedKeepsItsHold with no job
 // after the restart, and its agent unreachable until after the hold's end
 // (the machine slow to boot again): it still goes when the hold ends, as
@@ -137,5 +193,88 @@ func TestHeldNodeBootingAgainGoesWhenItsHoldEnds(t *testing.T) {
 		assert.False(t, c.Live)
 		assert.Equal(t, 65*time.Minute, c.Billed, "a held node restarted after a stop out of band goes when its hold ends")
 		assert.Len(t, servers(e.hot.Ledger().Charges), 1, "no other server bought")
+	})
+}
+
+// A node destroyed out of band that a job, or the fleet's floor, still
+// wants is replaced (DESIGN: drift is handled by release and replace): one
+// busy (handed out, no MarkIdle), one idle in a fleet at its MinNodes, one
+// idle in a fleet whose idle nodes never go (IdleTimeout 0). Hot Aisle VM,
+// destroyed 10 minutes after its billing start. An idle one in a fleet
+// whose idle nodes go is not, and InstanceVanished says so.
+func TestNodeDestroyedOutOfBandReplacedWhenWanted(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		busy     bool
+		idle     time.Duration
+		minNodes int
+		replaced bool
+	}{
+		{"busy", true, 5 * time.Minute, 0, true},
+		{"MinNodes", false, 5 * time.Minute, 1, true},
+		{"IdleTimeout0", false, 0, 0, true},
+		{"idle", false, 5 * time.Minute, 0, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				e := newEnv(t, fleet.Policy{})
+				s := spec("a", 1, hotType("vm-mi300x-1"))
+				s.IdleTimeout, s.MinNodes = c.idle, c.minNodes
+				require.NoError(t, e.m.Apply(t.Context(), s))
+				stop := e.running()
+				defer stop()
+				x := oobAcquire(t, e, "a", time.Hour)
+				if !c.busy {
+					require.NoError(t, e.m.MarkIdle(x.ID))
+				}
+				from := oobCharge(e, x.ID).From
+				time.Sleep(time.Until(from.Add(10 * time.Minute)))
+				require.NoError(t, e.hot.DestroyOutOfBand(x.ID))
+				time.Sleep(time.Hour)
+				vanished := e.eventsOf(fleet.EventInstanceVanished)
+				require.Len(t, vanished, 1)
+				t.Logf("%s: %s; servers %d", c.name, vanished[0].Message, len(servers(e.hot.Ledger().Charges)))
+				if c.replaced {
+					assert.Len(t, servers(e.hot.Ledger().Charges), 2, "not replaced")
+					assert.NotContains(t, vanished[0].Message, "not replaced")
+					return
+				}
+				assert.Len(t, servers(e.hot.Ledger().Charges), 1, "replaced")
+				assert.Contains(t, vanished[0].Message, "not replaced: it was idle")
+				assert.Equal(t, 0, e.m.Fleets()[0].Nodes)
+			})
+		})
+	}
+}
+
+// TestIdleNodeDestroyedOutOfBandIsNotReplaced with replicas sharing a
+// store: the holder of the fleet sees the node vanish and lowers the
+// fleet's Nodes in the store, so neither it nor the replica that takes the
+// fleet over later buys a replacement. Hot Aisle VM (fixed hold), a job
+// handed out by the holder to 35:00 (its MarkIdle recorded through the
+// other replica), destroyed at 40:00.
+func TestIdleNodeDestroyedOutOfBandOnReplicasIsNotReplaced(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		o := oneNodeOnReplicas(t, "a", hotType("vm-mi300x-1"), fleet.Policy{RebuySpares: 1, RebuyHold: 30 * time.Minute}, 5*time.Minute)
+		e, rs, from := o.e, o.rs, o.from
+		other := rs.ms[1-o.h]
+		x, err := rs.ms[o.h].Acquire(t.Context(), "a")
+		require.NoError(t, err)
+		time.Sleep(time.Until(from.Add(35 * time.Minute)))
+		require.NoError(t, other.MarkIdle(x.ID))
+		time.Sleep(time.Until(from.Add(40 * time.Minute)))
+		require.True(t, oobCharge(e, x.ID).Live, "released before the destroy")
+		require.NoError(t, e.hot.DestroyOutOfBand(x.ID))
+		time.Sleep(3 * time.Hour)
+		fs, err := other.ListFleets(t.Context())
+		require.NoError(t, err)
+		rs.stopAll()
+		apDump(t, e, from)
+		for _, f := range fs {
+			t.Logf("fleet %s wants %d nodes", f.Name, f.Nodes)
+		}
+		assert.Len(t, servers(e.hot.Ledger().Charges), 1, "a replacement bought for an idle node destroyed out of band")
+		require.Len(t, e.eventsOf(fleet.EventInstanceVanished), 1)
+		assert.Contains(t, e.eventsOf(fleet.EventInstanceVanished)[0].Message, "not replaced")
 	})
 }

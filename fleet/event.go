@@ -36,7 +36,7 @@ const (
 	EventTerminationRetry    EventType = "TerminationRetry"      // a release attempt failed and will be retried (Event.At)
 	EventTerminationStuck    EventType = "TerminationStuck"      // alert: releasing has failed for TerminationAlertAfter, or past a billed hour's end; still retrying
 	EventInstanceTerminated  EventType = "InstanceTerminated"    // the provider confirmed the instance gone
-	EventInstanceVanished    EventType = "InstanceVanished"      // warning: gone without our release (deleted out of band)
+	EventInstanceVanished    EventType = "InstanceVanished"      // warning: gone without our release (deleted out of band); replaced, or (idle, in a fleet whose idle nodes go) not replaced: the fleet's Nodes lowered by one
 	EventManualCleanup       EventType = "ManualCleanupRequired" // alert: untracked while it may still bill (ReleaseCompat)
 	EventVPCCreated          EventType = "VPCCreated"
 	EventVPCAttached         EventType = "VPCAttached"    // confirmed by listing the instance's VPCs
