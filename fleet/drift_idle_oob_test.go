@@ -278,3 +278,49 @@ func TestIdleNodeDestroyedOutOfBandOnReplicasIsNotReplaced(t *testing.T) {
 		assert.Contains(t, e.eventsOf(fleet.EventInstanceVanished)[0].Message, "not replaced")
 	})
 }
+
+// The re-buy hold keeps a node coming back from a stop out of band only
+// after the spares Acquire can hand out now. Two Hot Aisle VMs, one spare
+// held 30 min (RebuySpares 1), IdleTimeout 5 min: B, then A created minutes
+// later (A's minimum ends later: first in Acquire's order). Both jobs end
+// at 20:00 after B's billing start, inside the minimums; A is halted out
+// of band at 25:00 and boots again slowly (its agent unreachable until
+// 90:00). At B's minimum's end the spare kept is B, which a job at 35:00
+// gets at once; A, not held, goes at its own minimum's end while it boots
+// again. Ranked by paid time alone, A would be kept and B released: the
+// job would find no node.
+func TestHeldSpareReadyNowBeforeOneBootingAgain(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t, fleet.Policy{RebuySpares: 1, RebuyHold: 30 * time.Minute, OnStopped: fleet.OnStoppedRestart, AgentTimeout: time.Hour})
+		agent := &powerAgent{down: map[string]bool{}}
+		e.m = e.managerWith(fleet.Config{Providers: []fleet.Provider{e.vp, e.hp}, Owner: testOwner, Agent: agent})
+		e.idleFleet("a", 1, 5*time.Minute, hotType("vm-mi300x-1"))
+		stop := e.running()
+		defer stop()
+		b, err := e.m.Acquire(t.Context(), "a")
+		require.NoError(t, err)
+		time.Sleep(3 * time.Minute)
+		s := spec("a", 2, hotType("vm-mi300x-1"))
+		s.IdleTimeout = 5 * time.Minute
+		require.NoError(t, e.m.Apply(t.Context(), s))
+		a := oobAcquire(t, e, "a", 20*time.Minute)
+		from := oobCharge(e, b.ID).From
+		require.True(t, oobCharge(e, a.ID).From.After(from.Add(time.Minute)), "A created after B")
+		time.Sleep(time.Until(from.Add(20 * time.Minute)))
+		require.NoError(t, e.m.MarkIdle(a.ID))
+		require.NoError(t, e.m.MarkIdle(b.ID))
+		time.Sleep(time.Until(from.Add(25 * time.Minute)))
+		agent.set(a.ID, true)
+		require.NoError(t, e.hot.HaltOutOfBand(a.ID))
+		time.Sleep(time.Until(from.Add(35 * time.Minute)))
+		got, err := e.m.Acquire(t.Context(), "a")
+		ca, cb := oobCharge(e, a.ID), oobCharge(e, b.ID)
+		t.Logf("at 35:00: A live %v (billed %v, from +%v), B live %v; Acquire %q %v", ca.Live, ca.Billed, ca.From.Sub(from), cb.Live, got.ID, err)
+		require.NoError(t, err, "the spare that could serve the next job was not kept")
+		assert.Equal(t, b.ID, got.ID)
+		assert.False(t, ca.Live, "A, not held, is released while it boots again")
+		assert.Equal(t, 30*time.Minute, ca.Billed, "A goes at its minimum's end")
+		assert.Len(t, servers(e.hot.Ledger().Charges), 2, "no other server bought")
+		require.NoError(t, e.m.MarkIdle(got.ID))
+	})
+}
