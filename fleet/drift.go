@@ -78,14 +78,15 @@ func (m *Manager) releaseStopped(r *InstanceRecord, what string, err error, now 
 // job had in a fleet whose idle nodes go: idle (or idle at an earlier stop
 // and coming back from it, restartingIdle), not busy, not handed out by
 // Acquire, not kept for the holder of a job a stop ended (JobStopped), in
-// a fleet with an IdleTimeout above its MinNodes. Such a node would have
+// a fleet with an IdleTimeout above its MinNodes, and not wanted by a
+// growth under way (idleAtGrowth, see growth.go). Such a node would have
 // been released for idleness: the fleet shrinks by one rather than buy a
 // replacement (a new billing unit) no job asked for (tester AS: stopped;
 // tester AY: destroyed). m.mu held.
 func (m *Manager) idleGoes(r *InstanceRecord) bool {
 	f := m.fleets[r.Instance.Fleet]
 	return (r.Instance.Status == StatusIdle || m.restartingIdle(r)) && !r.Busy && !r.JobStopped && !m.acquired[r.Instance.RequestID] &&
-		f != nil && f.Spec.IdleTimeout > 0 && f.Spec.Nodes > f.Spec.MinNodes
+		f != nil && f.Spec.IdleTimeout > 0 && f.Spec.Nodes > f.Spec.MinNodes && !(f.growing() && idleAtGrowth(r, f))
 }
 
 // restarted applies a power-on's answer: the agent is started again. The

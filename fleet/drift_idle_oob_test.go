@@ -199,9 +199,11 @@ func TestHeldNodeBootingAgainGoesWhenItsHoldEnds(t *testing.T) {
 // A node destroyed out of band that a job, or the fleet's floor, still
 // wants is replaced (DESIGN: drift is handled by release and replace): one
 // busy (handed out, no MarkIdle), one idle in a fleet at its MinNodes, one
-// idle in a fleet whose idle nodes never go (IdleTimeout 0). Hot Aisle VM,
-// destroyed 10 minutes after its billing start. An idle one in a fleet
-// whose idle nodes go is not, and InstanceVanished says so.
+// idle in a fleet whose idle nodes never go (IdleTimeout 0), one idle when
+// an Apply raised Nodes to 2 (wanted by that growth: the Apply comes just
+// before the destroy, its new node's create answers 30 minutes later). Hot Aisle VM, destroyed
+// 10 minutes after its billing start. An idle one in a fleet whose idle
+// nodes go is not, and InstanceVanished says so.
 func TestNodeDestroyedOutOfBandReplacedWhenWanted(t *testing.T) {
 	for _, c := range []struct {
 		name     string
@@ -213,6 +215,7 @@ func TestNodeDestroyedOutOfBandReplacedWhenWanted(t *testing.T) {
 		{"busy", true, 5 * time.Minute, 0, true},
 		{"MinNodes", false, 5 * time.Minute, 1, true},
 		{"IdleTimeout0", false, 0, 0, true},
+		{"growth", false, 5 * time.Minute, 0, true},
 		{"idle", false, 5 * time.Minute, 0, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -228,15 +231,28 @@ func TestNodeDestroyedOutOfBandReplacedWhenWanted(t *testing.T) {
 					require.NoError(t, e.m.MarkIdle(x.ID))
 				}
 				from := oobCharge(e, x.ID).From
+				if c.name == "growth" {
+					time.Sleep(time.Until(from.Add(10*time.Minute - 2*time.Second)))
+					s.Nodes = 2
+					e.slowCreates("hotaisle", 30*time.Minute, 1) // the growth's node comes after the destroy is seen
+					require.NoError(t, e.m.Apply(t.Context(), s))
+				}
 				time.Sleep(time.Until(from.Add(10 * time.Minute)))
 				require.NoError(t, e.hot.DestroyOutOfBand(x.ID))
+				for end := time.Now().Add(time.Hour); e.count(fleet.EventInstanceVanished) == 0; time.Sleep(time.Second) {
+					require.True(t, time.Now().Before(end), "the destroy was not seen")
+				}
+				nodes := e.m.Fleets()[0].Nodes
 				time.Sleep(time.Hour)
 				vanished := e.eventsOf(fleet.EventInstanceVanished)
 				require.Len(t, vanished, 1)
-				t.Logf("%s: %s; servers %d", c.name, vanished[0].Message, len(servers(e.hot.Ledger().Charges)))
+				t.Logf("%s: %s; fleet wanted %d nodes then; servers %d", c.name, vanished[0].Message, nodes, len(servers(e.hot.Ledger().Charges)))
 				if c.replaced {
-					assert.Len(t, servers(e.hot.Ledger().Charges), 2, "not replaced")
+					assert.Equal(t, s.Nodes, nodes, "the fleet lowered")
 					assert.NotContains(t, vanished[0].Message, "not replaced")
+					if c.name != "growth" { // the slow create's retries buy more
+						assert.Len(t, servers(e.hot.Ledger().Charges), 2, "not replaced")
+					}
 					return
 				}
 				assert.Len(t, servers(e.hot.Ledger().Charges), 1, "replaced")

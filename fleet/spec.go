@@ -131,7 +131,8 @@ type Spec struct {
 	// release lowers the fleet's Nodes by one (never below MinNodes), so the
 	// node is not replaced; Apply again to grow the fleet (it first takes
 	// back instances whose release still waits). So does an idle node (not
-	// busy, not handed out) of a fleet with an IdleTimeout, above MinNodes,
+	// busy, not handed out, not kept for a growth as below) of a fleet with
+	// an IdleTimeout, above MinNodes,
 	// that is powered off (Policy.OnStopped = OnStoppedReplace) or
 	// destroyed out of band (EventInstanceVanished): it would have gone for
 	// idleness, and no replacement is bought for it. A busy one is replaced.
