@@ -132,10 +132,10 @@ type Spec struct {
 	// node is not replaced; Apply again to grow the fleet (it first takes
 	// back instances whose release still waits). So does an idle node (not
 	// busy, not handed out, not kept for a growth as below) of a fleet with
-	// an IdleTimeout, above MinNodes,
-	// that is powered off (Policy.OnStopped = OnStoppedReplace) or
-	// destroyed out of band (EventInstanceVanished): it would have gone for
-	// idleness, and no replacement is bought for it. A busy one is replaced.
+	// an IdleTimeout, above MinNodes, that is powered off (Policy.OnStopped
+	// = OnStoppedReplace) or destroyed out of band (EventInstanceVanished):
+	// it would have gone for idleness, and no replacement is bought for it.
+	// A busy one is replaced.
 	//
 	// An Apply that raises Nodes wants the fleet's idle nodes too: a node
 	// idle at that Apply is not released as idle until the growth is met (as
