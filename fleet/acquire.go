@@ -115,12 +115,13 @@ func (m *Manager) Acquire(ctx context.Context, fleet string) (Instance, error) {
 }
 
 // recordHandOut is the hand-out instance id is under by its record
-// (InstanceRecord.HandOut), "" for none. m.mu held.
-func (m *Manager) recordHandOut(id string) string {
+// (InstanceRecord.HandOut, "" for none) and whether a job holds it by its
+// record (heldByJob), for foldMarks. m.mu held.
+func (m *Manager) recordHandOut(id string) (handOut string, held bool) {
 	if r := m.insts[id]; r != nil {
-		return r.HandOut
+		return r.HandOut, heldByJob(r)
 	}
-	return ""
+	return "", false
 }
 
 // pickIdle chooses the idle instance of fleet Acquire hands out (none in

@@ -9,8 +9,9 @@ import (
 )
 
 // ErrHandedOutAgain is returned by GiveBack when the node is no longer
-// under the hand-out given back: another Acquire handed it out since, or a
-// MarkBusy marked it busy. Nothing was changed: the node stays with its
+// under the hand-out given back: another Acquire handed it out since, or,
+// after it was given back (GiveBack, MarkIdle), a MarkBusy marked it busy
+// for a job placed otherwise. Nothing was changed: the node stays with its
 // current job.
 var ErrHandedOutAgain = errors.New("gpufleet: node handed out again since")
 
@@ -20,8 +21,9 @@ var ErrHandedOutAgain = errors.New("gpufleet: node handed out again since")
 // starts; Acquire may hand it out again at once) only while inst's
 // hand-out is still the node's current one, counting the marks recorded
 // and not yet carried out as Acquire does. Once the node was handed out
-// again by another Acquire, or marked busy with MarkBusy, it answers an
-// error answering ErrHandedOutAgain and changes nothing: a give-back
+// again by another Acquire, or given back and then marked busy with
+// MarkBusy, it answers an error answering ErrHandedOutAgain and changes
+// nothing: a give-back
 // repeated late (a retry whose first call succeeded unseen, a queue that
 // delivered it twice) does not free the node under the next job, so that
 // Acquire does not hand it out a third time and the idle rules do not
@@ -29,10 +31,17 @@ var ErrHandedOutAgain = errors.New("gpufleet: node handed out again since")
 // given back answers nil and changes nothing while the node is idle (its
 // idle clock runs on), ErrHandedOutAgain once it is taken again.
 //
-// MarkBusy and MarkIdle carry no hand-out: either, recorded after the
-// Acquire, ends its hand-out (a GiveBack after MarkIdle finds the node
-// idle and answers nil; after MarkBusy, ErrHandedOutAgain). Use GiveBack
-// for nodes Acquire hands out, MarkIdle for nodes placed otherwise. A node
+// MarkBusy and MarkIdle carry no hand-out. A MarkIdle recorded after the
+// Acquire ends its hand-out (a GiveBack after it finds the node idle and
+// answers nil), and so does a MarkBusy of the node once idle (a job placed
+// otherwise: a GiveBack after it answers ErrHandedOutAgain). A MarkBusy of
+// the node while it is still busy under the hand-out — by its record and
+// the marks recorded and not yet carried out, as GiveBack counts them — is
+// the job's own (a heartbeat, or its orchestrator re-asserting its
+// placements after a restart: another job gets the node only after a
+// give-back or MarkIdle) and keeps the hand-out: the job's GiveBack still
+// frees the node. Use GiveBack for nodes Acquire hands out, MarkIdle for
+// nodes placed otherwise. A node
 // whose job a stop out of band ended (InstanceRecord.JobStopped) stays
 // under its hand-out, and GiveBack gives it back as MarkIdle does.
 //
@@ -140,7 +149,8 @@ func handOutVerdict(id, cur string, busy bool) error {
 // those acknowledged before, which the read missed), folds the first onto
 // the second, records the idle mark with its hand-out's token when that is
 // still the node's, and reads the intents recorded before the mark to see
-// whether an Acquire or MarkBusy of the node came between (handOutAfter).
+// whether an Acquire, or a MarkBusy of the node once idle, came between
+// (handOutAfter).
 // Replica mode.
 func (m *Manager) giveBackStored(id, token string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), m.pol.CallTimeout)
@@ -230,8 +240,9 @@ func (m *Manager) giveBackStored(id, token string) error {
 // intents) with a Seq after base, in Seq order, onto rec: the hand-out the node is under then (cur, "" for none),
 // whether a job holds it (busy), and whether its release or its fleet's
 // Delete is recorded. An Acquire's busy mark voided among them is none; a
-// GiveBack's idle mark counts only for the current hand-out, as the
-// holder carries them out.
+// MarkBusy (no token) keeps the hand-out of a node busy then and starts a
+// job with none on an idle one; a GiveBack's idle mark counts only for the
+// current hand-out, as the holder carries them out.
 func handOutAfter(rec InstanceRecord, ins []Intent, base int64) (cur string, busy, released bool) {
 	id := rec.Instance.RequestID
 	cur, busy = rec.HandOut, heldByJob(&rec)
@@ -254,8 +265,13 @@ func handOutAfter(rec InstanceRecord, ins []Intent, base int64) (cur string, bus
 		case x.InstanceID != id:
 		case x.Kind == IntentRelease:
 			released = true
+		case x.Kind == IntentBusy && x.Acquire == "":
+			if !busy {
+				cur = "" // a MarkBusy of an idle node: a job with no hand-out
+			}
+			busy = true // of a held one: the job's own mark, its hand-out goes on
 		case x.Kind == IntentBusy:
-			if x.Acquire == "" || !voided[x.Acquire] {
+			if !voided[x.Acquire] {
 				cur, busy = x.Acquire, true
 			}
 		case x.Kind == IntentIdle && (x.Acquire == "" || x.Acquire == cur):

@@ -68,24 +68,31 @@ func TestGiveBackOfAnEndedHandOutIsRefused(t *testing.T) {
 	}
 }
 
-// A MarkBusy or MarkIdle (no hand-out) ends the current hand-out: a
-// GiveBack after MarkBusy is refused (the node is held otherwise), one
-// after MarkIdle finds it idle and answers nil; neither frees the node
-// under a later holder. GiveBack of an Instance not from Acquire (no
-// HandOut) is an error, of an unknown rental ErrNotFound.
+// A MarkIdle (no hand-out) ends the current hand-out, and so does a
+// MarkBusy of the node once idle (a job placed otherwise, with none): a
+// GiveBack after MarkIdle finds the node idle and answers nil, one after
+// that MarkBusy is refused (the node is held otherwise); neither frees the
+// node under a later holder. (The job's own MarkBusy, of its node still
+// busy, keeps the hand-out: TestGiveBackAfterTheJobsOwnMarkBusy.) GiveBack
+// of an Instance not from Acquire (no HandOut) is an error, of an unknown
+// rental ErrNotFound.
 func TestGiveBackAfterAMarkWithoutHandOut(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newEnv(t, fleet.Policy{RebuyHoldOff: true})
 		insts := e.idleFleet("f", 1, 5*time.Minute, hotType("vm-mi300x-1"))
 		job1, err := e.m.Acquire(t.Context(), "f")
 		require.NoError(t, err)
-		require.NoError(t, e.m.MarkBusy(job1.ID))
+		e.run(time.Minute)
+		require.NoError(t, e.m.MarkIdle(job1.ID))
+		assert.NoError(t, e.m.GiveBack(job1), "idle already (queued): nothing to do")
+		require.NoError(t, e.m.MarkBusy(job1.ID), "a job placed otherwise")
 		assert.ErrorIs(t, e.m.GiveBack(job1), fleet.ErrHandedOutAgain, "marked busy since (queued)")
 		e.run(time.Minute)
 		assert.ErrorIs(t, e.m.GiveBack(job1), fleet.ErrHandedOutAgain, "marked busy since (carried out)")
 		assert.Equal(t, fleet.StatusBusy, e.only("f").Status)
 
 		require.NoError(t, e.m.MarkIdle(job1.ID))
+		e.run(time.Minute)
 		assert.NoError(t, e.m.GiveBack(job1), "idle already: nothing to do")
 		job2, err := e.m.Acquire(t.Context(), "f")
 		require.NoError(t, err)

@@ -110,12 +110,16 @@ const (
 // foldMarks folds ops (in call order, stored ones by Seq) into each
 // instance's markState and current hand-out (handOuts: the Acquire token
 // the node is under after them, "" for none; only instances the ops
-// mark), and reports whether one deletes fleet. handOut gives an
-// instance's hand-out as its record has it (InstanceRecord.HandOut; nil:
-// none): a GiveBack's idle mark (one with a token) counts only while its
-// token is the instance's hand-out as folded so far; an Acquire's busy
-// mark starts its hand-out, and any other mark ends it.
-func foldMarks(ops []intent, fleet string, handOut func(id string) string) (marks map[string]markState, handOuts map[string]string, deleted bool) {
+// mark), and reports whether one deletes fleet. record gives an
+// instance's hand-out and whether a job holds it as its record has them
+// (InstanceRecord.HandOut, heldByJob; nil: none, not held): a GiveBack's
+// idle mark (one with a token) counts only while its token is the
+// instance's hand-out as folded so far; an Acquire's busy mark starts its
+// hand-out; a MarkBusy (a busy mark with no token) of an instance held as
+// folded so far keeps its hand-out (the job's own mark: another job gets
+// the node only after a give-back or MarkIdle), of one not held starts a
+// job with none; an idle mark ends it.
+func foldMarks(ops []intent, fleet string, record func(id string) (handOut string, held bool)) (marks map[string]markState, handOuts map[string]string, deleted bool) {
 	ops = slices.Clone(ops)
 	slices.SortStableFunc(ops, func(a, b intent) int { return cmp.Compare(a.seq, b.seq) }) // unstored ones (seq 0) keep their order
 	marks, handOuts = map[string]markState{}, map[string]string{}
@@ -130,8 +134,9 @@ func foldMarks(ops []intent, fleet string, handOut func(id string) string) (mark
 				continue
 			}
 			cur, ok := handOuts[op.name]
-			if !ok && handOut != nil {
-				cur = handOut(op.name)
+			held := marks[op.name] == markBusy
+			if !ok && record != nil {
+				cur, held = record(op.name)
 			}
 			if op.kind == intentIdle && op.token != "" && op.token != cur {
 				continue // a GiveBack of a hand-out that ended: changes nothing
@@ -141,6 +146,9 @@ func foldMarks(ops []intent, fleet string, handOut func(id string) string) (mark
 			if op.kind == intentBusy {
 				marks[op.name] = markBusy
 				handOuts[op.name] = op.token
+				if op.token == "" && held {
+					handOuts[op.name] = cur // the job's own MarkBusy: its hand-out goes on
+				}
 			}
 		}
 	}
@@ -435,9 +443,16 @@ func (m *Manager) storedPolicy(ctx context.Context, name string) (ReleasePolicy,
 // replicas, ErrNotRecorded or ErrMaybeRecorded when the mark's intent
 // cannot be stored (see there), and ErrNotRecorded (wrapping the store's
 // error) when the shared store cannot be read to find an instance this
-// replica has no record of: a failed read never answers ErrNotFound. A
-// MarkBusy ends the node's current hand-out by Acquire: a GiveBack of it
-// answers ErrHandedOutAgain after it.
+// replica has no record of: a failed read never answers ErrNotFound.
+//
+// MarkBusy carries no hand-out. Of a node busy under a hand-out by Acquire
+// (by its record and the marks recorded and not yet carried out, as
+// GiveBack counts them), it is the job's own mark (a heartbeat, or its
+// orchestrator re-asserting its placements after a restart: another job
+// gets the node only after a give-back or MarkIdle, which end the
+// hand-out) and keeps the hand-out: the job's GiveBack still frees the
+// node; BusySince stays. Of an idle node, it starts a job with no hand-out:
+// a GiveBack of an earlier hand-out answers ErrHandedOutAgain after it.
 func (m *Manager) MarkBusy(instanceID string) error { return m.mark(instanceID, intentBusy) }
 
 // MarkIdle records that a busy instance is idle; its idle clock starts
@@ -461,8 +476,9 @@ func (m *Manager) MarkBusy(instanceID string) error { return m.mark(instanceID, 
 // arrives after the node was handed out again frees it under the next job:
 // give back what Acquire hands out with GiveBack, which checks the
 // hand-out, and keep MarkIdle for nodes placed otherwise (MarkBusy). A
-// MarkIdle or MarkBusy ends the node's current hand-out (a GiveBack of it
-// then changes nothing).
+// MarkIdle ends the node's current hand-out (a GiveBack of it then changes
+// nothing); so does a MarkBusy of the node once idle, not one of the node
+// still busy under it (see MarkBusy).
 func (m *Manager) MarkIdle(instanceID string) error { return m.mark(instanceID, intentIdle) }
 
 func (m *Manager) mark(instanceID string, kind intentKind) error {
@@ -600,22 +616,26 @@ func (m *Manager) applyMark(reqID string, busy bool, token string, now time.Time
 		return // the hand-out given back had ended (GiveBack checked it when called)
 	}
 	delete(m.acquired, reqID)
-	m.markBusy(reqID, busy, now)
+	m.markBusy(reqID, busy, token, now)
 	if busy && token != "" && r != nil && r.Termination == nil && r.Busy {
 		r.HandOut = token
 		m.dirtyI[reqID] = true
 	}
 }
 
-// markBusy carries out a busy or idle mark of reqID; it ends the node's
-// hand-out (HandOut: the caller sets it again for an Acquire's mark).
-// m.mu held.
-func (m *Manager) markBusy(reqID string, busy bool, now time.Time) {
+// markBusy carries out a busy or idle mark of reqID, token the mark's
+// hand-out token ("" for MarkBusy, MarkIdle, a void). It ends the node's
+// hand-out (HandOut: the caller sets it again for an Acquire's mark),
+// except for a MarkBusy of a node a job holds (heldByJob): that is the
+// job's own mark (another job gets the node only after a give-back or
+// MarkIdle, which end the hand-out), and its GiveBack must still free the
+// node. m.mu held.
+func (m *Manager) markBusy(reqID string, busy bool, token string, now time.Time) {
 	r := m.insts[reqID]
 	if r == nil || r.Termination != nil {
 		return
 	}
-	if r.HandOut != "" {
+	if r.HandOut != "" && !(busy && token == "" && heldByJob(r)) {
 		r.HandOut = ""
 		m.dirtyI[reqID] = true
 	}

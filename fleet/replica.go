@@ -525,7 +525,7 @@ func (m *Manager) applyStored(in Intent, now time.Time) {
 		if r != nil {
 			by, handOut = r.AcquiredBy, r.HandOut
 		}
-		m.markBusy(in.InstanceID, in.Kind == IntentBusy, markAt(r, in.At, now))
+		m.markBusy(in.InstanceID, in.Kind == IntentBusy, in.Acquire, markAt(r, in.At, now))
 		switch {
 		case r == nil || in.Kind != IntentBusy || in.Acquire == "" || !r.Busy:
 		case !was:
@@ -539,7 +539,7 @@ func (m *Manager) applyStored(in Intent, now time.Time) {
 		}
 	case IntentVoid:
 		if r := m.insts[in.InstanceID]; r != nil && in.Acquire != "" && r.AcquiredBy == in.Acquire {
-			m.markBusy(in.InstanceID, false, markAt(r, in.At, now)) // its Acquire answered an error: nobody uses the node
+			m.markBusy(in.InstanceID, false, "", markAt(r, in.At, now)) // its Acquire answered an error: nobody uses the node
 			return
 		}
 		m.noteVoided(in.Fleet, in.Acquire, now) // its mark may come yet: skipped then

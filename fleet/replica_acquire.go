@@ -204,7 +204,8 @@ func (m *Manager) unpick(id string) {
 // delete its fleet. An Acquire's busy mark voided in that range is none:
 // every holder skips or undoes it before it comes to the mark at before.
 // So is a GiveBack's idle mark whose hand-out is not the one a busy mark
-// in that range began (the node was idle at after: none before counts).
+// in that range began (the node was idle at after: none before counts); a
+// MarkBusy of the node while busy keeps its hand-out (the job's own mark).
 func takenBetween(ins []Intent, id string, after, before int64) (taken, deleted bool) {
 	in := func(x Intent) bool { return x.Seq > after && x.Seq < before }
 	voided := map[string]bool{}
@@ -225,8 +226,13 @@ func takenBetween(ins []Intent, id string, after, before int64) (taken, deleted 
 		case x.InstanceID != id:
 		case x.Kind == IntentRelease:
 			released = true
+		case x.Kind == IntentBusy && x.Acquire == "":
+			if !busy {
+				handOut = "" // a MarkBusy of an idle node: a job with no hand-out
+			}
+			busy = true // of a held one: the job's own mark, its hand-out goes on
 		case x.Kind == IntentBusy:
-			if x.Acquire == "" || !voided[x.Acquire] {
+			if !voided[x.Acquire] {
 				busy, handOut = true, x.Acquire
 			}
 		case x.Kind == IntentIdle && (x.Acquire == "" || x.Acquire == handOut):

@@ -175,9 +175,11 @@ type InstanceRecord struct {
 	AcquiredBy string `json:",omitempty"`
 	// HandOut is the Instance.HandOut token of the Acquire whose hand-out
 	// the node is under, "" when it is not handed out by an Acquire (idle,
-	// or marked busy with MarkBusy): set when Acquire's busy mark is
-	// carried out, ended when any other mark of the node is (MarkBusy,
-	// MarkIdle, a GiveBack of this hand-out, an Acquire's void). Kept
+	// or marked busy with MarkBusy while idle): set when Acquire's busy
+	// mark is carried out (replacing any other), ended when another mark of
+	// the node is (MarkIdle, a GiveBack of this hand-out, an Acquire's void,
+	// a MarkBusy of the node idle), kept by a MarkBusy of the node while a
+	// job holds it (the job's own mark). Kept
 	// across a stop out of band (JobStopped), so that the holder can give
 	// the node back. GiveBack marks the node idle only for this token.
 	HandOut      string    `json:",omitempty"`
