@@ -22,9 +22,11 @@ type handOutLog struct {
 	holder     map[string]string // node ID → job holding it
 	twice      []string          // a node handed out while a job held it
 	underJob   []string          // a job's own give-back refused (its node released or taken under it)
+	beatFailed []string          // a job's heartbeat (MarkBusy of its node) refused
 	acquired   int
 	givenBack  int
 	lateRepeat int
+	beats      int
 }
 
 func (l *handOutLog) take(job string, in fleet.Instance) {
@@ -60,10 +62,12 @@ func (l *handOutLog) giveBack(gb func(fleet.Instance) error, job string, in flee
 // fleet (growing the fleet back to nodes with Apply when none is idle, as
 // an orchestrator does), holds it 1 to 20 minutes, gives it back, and
 // sometimes repeats the give-back at once (a retry) or up to 15 minutes
-// later (a queue that delivered it twice). acquire and giveBack may go
-// through different replicas.
+// later (a queue that delivered it twice). With heartbeat, each job also
+// marks its node busy (MarkBusy) halfway through its hold. acquire,
+// giveBack and heartbeat may go through different replicas.
 func hammerJobs(t *testing.T, seed uint64, jobs int, d time.Duration, s fleet.Spec, log *handOutLog,
-	acquire func() (fleet.Instance, error), giveBack func(fleet.Instance) error, apply func(fleet.Spec) error) {
+	acquire func() (fleet.Instance, error), giveBack func(fleet.Instance) error, apply func(fleet.Spec) error,
+	heartbeat func(fleet.Instance) error) {
 	var wg sync.WaitGroup
 	end := time.Now().Add(d)
 	for j := range jobs {
@@ -83,7 +87,19 @@ func hammerJobs(t *testing.T, seed uint64, jobs int, d time.Duration, s fleet.Sp
 					continue
 				}
 				log.take(job, in)
-				time.Sleep(time.Duration(1+rng.IntN(20)) * time.Minute)
+				hold := time.Duration(1+rng.IntN(20)) * time.Minute
+				if heartbeat != nil {
+					time.Sleep(hold / 2)
+					err := heartbeat(in)
+					log.mu.Lock()
+					log.beats++
+					if err != nil {
+						log.beatFailed = append(log.beatFailed, fmt.Sprintf("%s: job %s's heartbeat: %v", in.ID, job, err))
+					}
+					log.mu.Unlock()
+					hold -= hold / 2
+				}
+				time.Sleep(hold)
 				if log.giveBack(giveBack, job, in) != nil {
 					continue
 				}
@@ -115,10 +131,16 @@ func hammerJobs(t *testing.T, seed uint64, jobs int, d time.Duration, s fleet.Sp
 // (the orchestrator applying Nodes 3 again when Acquire finds none idle).
 // No node is handed to two jobs, no job's own give-back is refused, and
 // once all jobs have ended no node stays busy (billing with no job).
-// (tester AZ: a guard, passing before the fix too.)
+// With heartbeats (each job's MarkBusy of its node), the same.
+// (tester AZ: a guard, passing before the fix too; with heartbeats, before
+// the fix, jobs' own give-backs refused and nodes left busy with no job.)
 func TestGiveBackHammer(t *testing.T) {
-	for _, seed := range []uint64{1, 2, 3} {
-		t.Run(fmt.Sprint("seed ", seed), func(t *testing.T) {
+	for _, c := range []struct {
+		seed uint64
+		beat bool
+	}{{1, false}, {2, false}, {3, false}, {1, true}, {2, true}} {
+		seed := c.seed
+		t.Run(fmt.Sprintf("seed %d, heartbeats %v", seed, c.beat), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				e := newEnv(t, fleet.Policy{})
 				stop := e.running()
@@ -127,9 +149,13 @@ func TestGiveBackHammer(t *testing.T) {
 				s.IdleTimeout = 5 * time.Minute
 				require.NoError(t, e.m.Apply(t.Context(), s))
 				log := &handOutLog{holder: map[string]string{}}
+				var beat func(fleet.Instance) error
+				if c.beat {
+					beat = func(in fleet.Instance) error { return e.m.MarkBusy(in.ID) }
+				}
 				hammerJobs(t, seed, 6, 5*time.Hour, s, log,
 					func() (fleet.Instance, error) { return e.m.Acquire(t.Context(), "f") }, e.m.GiveBack,
-					func(s fleet.Spec) error { return e.m.Apply(t.Context(), s) })
+					func(s fleet.Spec) error { return e.m.Apply(t.Context(), s) }, beat)
 				time.Sleep(time.Minute)
 				var busy []string
 				for _, in := range e.m.Instances("f") {
@@ -137,8 +163,9 @@ func TestGiveBackHammer(t *testing.T) {
 						busy = append(busy, in.ID)
 					}
 				}
-				t.Logf("acquired %d, given back %d, late repeats %d", log.acquired, log.givenBack, log.lateRepeat)
+				t.Logf("acquired %d, given back %d, late repeats %d, heartbeats %d", log.acquired, log.givenBack, log.lateRepeat, log.beats)
 				assert.Empty(t, log.twice, "nodes handed to two jobs")
+				assert.Empty(t, log.beatFailed, "jobs' heartbeats refused")
 				assert.Empty(t, log.underJob, "jobs' own give-backs refused")
 				assert.Empty(t, busy, "nodes busy with every job ended")
 			})
@@ -151,11 +178,17 @@ func TestGiveBackHammer(t *testing.T) {
 // each give-back (and its repeats) through a random live replica, and the
 // holder killed at 1 h and at 2.5 h (failover). No node is handed to two
 // jobs, no job's own give-back is refused, and once all jobs ended no node
-// is busy by the store.
-// (tester AZ: a guard, passing before the fix too.)
+// is busy by the store. With heartbeats (each job's MarkBusy of its node,
+// through a random live replica), the same.
+// (tester AZ: a guard, passing before the fix too; with heartbeats, before
+// the fix, jobs' own give-backs refused and nodes left busy with no job.)
 func TestReplicasGiveBackHammer(t *testing.T) {
-	for _, seed := range []uint64{1, 2} {
-		t.Run(fmt.Sprint("seed ", seed), func(t *testing.T) {
+	for _, c := range []struct {
+		seed uint64
+		beat bool
+	}{{1, false}, {2, false}, {1, true}} {
+		seed := c.seed
+		t.Run(fmt.Sprintf("seed %d, heartbeats %v", seed, c.beat), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				e := newEnv(t, fleet.Policy{})
 				rs := apReplicas(t, e, fleet.Policy{}, 3)
@@ -202,6 +235,19 @@ func TestReplicasGiveBackHammer(t *testing.T) {
 					}
 					return err
 				}
+				var beat func(fleet.Instance) error
+				if c.beat {
+					beat = func(in fleet.Instance) error {
+						var err error
+						for range 5 {
+							if err = pick().MarkBusy(in.ID); !errors.Is(err, fleet.ErrNotRecorded) && !errors.Is(err, fleet.ErrMaybeRecorded) && !errors.Is(err, fleet.ErrClosed) {
+								return err
+							}
+							time.Sleep(5 * time.Second)
+						}
+						return err
+					}
+				}
 				go func() {
 					for _, at := range []time.Duration{time.Hour, 150 * time.Minute} {
 						time.Sleep(at)
@@ -219,7 +265,7 @@ func TestReplicasGiveBackHammer(t *testing.T) {
 				}()
 				log := &handOutLog{holder: map[string]string{}}
 				hammerJobs(t, seed, 6, 5*time.Hour, s, log, acquire, giveBack,
-					func(s fleet.Spec) error { return pick().Apply(t.Context(), s) })
+					func(s fleet.Spec) error { return pick().Apply(t.Context(), s) }, beat)
 				time.Sleep(2 * time.Minute)
 				recs, err := rs.store.Instances(t.Context())
 				require.NoError(t, err)
@@ -230,9 +276,10 @@ func TestReplicasGiveBackHammer(t *testing.T) {
 					}
 				}
 				mu.Lock()
-				t.Logf("acquired %d, given back %d, late repeats %d, holders killed %d", log.acquired, log.givenBack, log.lateRepeat, kills)
+				t.Logf("acquired %d, given back %d, late repeats %d, heartbeats %d, holders killed %d", log.acquired, log.givenBack, log.lateRepeat, log.beats, kills)
 				mu.Unlock()
 				assert.Empty(t, log.twice, "nodes handed to two jobs")
+				assert.Empty(t, log.beatFailed, "jobs' heartbeats refused")
 				assert.Empty(t, log.underJob, "jobs' own give-backs refused")
 				assert.Empty(t, busy, "nodes busy by the store with every job ended")
 				for i := range rs.ms {
