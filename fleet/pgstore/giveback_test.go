@@ -67,3 +67,68 @@ func TestGiveBackOfAnEndedHandOutAcrossATakeover(t *testing.T) {
 	require.NoError(t, b.Delete(t.Context(), name))
 	until(t, w, 10*time.Second, func() bool { return len(b.Fleets()) == 0 }, b)
 }
+
+// As fleet's TestReplicasGiveBackAfterTheJobsOwnMarkBusy, on PostgreSQL:
+// the job's own MarkBusy (a heartbeat), recorded through the replica that
+// does not hold the fleet and carried out by the holder, keeps its
+// hand-out on the stored record; after the holder's death the replica
+// that took the fleet over takes the job's GiveBack, and the node is idle.
+// (tester AZ: before the fix, that GiveBack answered ErrHandedOutAgain and
+// the node stayed busy with no job.)
+func TestGiveBackAfterTheJobsOwnMarkBusyAcrossATakeover(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	schema := pgtest.Schema(t, dsn)
+	w := newWorld(t, 10)
+	var ms []*fleet.Manager
+	var stores []*pgstore.Store
+	for _, id := range []string{"a", "b"} {
+		s, err := pgstore.Open(t.Context(), dsn, pgstore.WithSchema(schema))
+		require.NoError(t, err)
+		t.Cleanup(s.Close)
+		m, err := fleet.NewManager(fleet.Config{Providers: w.providers, Clock: w.clock, Store: s, Owner: "tgm",
+			ReplicaID: id, Policy: fleet.Policy{Release: fleet.ReleaseNow, LeaseTTL: time.Second}})
+		require.NoError(t, err)
+		t.Cleanup(m.Close)
+		ms, stores = append(ms, m), append(stores, s)
+	}
+	a, b := ms[0], ms[1]
+	name := fleetFor("a", []string{"a", "b"})
+	require.True(t, until(t, w, 5*time.Second, func() bool {
+		ls, _ := stores[0].Leases(t.Context())
+		return len(ls) >= 2
+	}, a, b))
+	require.NoError(t, a.Apply(t.Context(), fleet.Spec{Name: name, Nodes: 1, Requirements: hotVMs(), IdleTimeout: 5 * time.Minute}))
+	require.True(t, until(t, w, 30*time.Second, func() bool { return all(a, name, 1, fleet.StatusIdle) }, a, b), "not converged")
+	job, err := a.Acquire(t.Context(), name)
+	require.NoError(t, err)
+	require.True(t, until(t, w, 5*time.Second, func() bool { return all(a, name, 1, fleet.StatusBusy) }, a, b))
+	require.NoError(t, b.MarkBusy(job.ID), "the job's heartbeat, through the other replica")
+	stored := func() fleet.InstanceRecord {
+		recs, err := stores[1].Instances(t.Context())
+		require.NoError(t, err)
+		for _, r := range recs {
+			if r.Instance.Fleet == name && r.Instance.Status.Active() {
+				return r
+			}
+		}
+		return fleet.InstanceRecord{}
+	}
+	marked := func() bool {
+		ins, err := stores[1].Intents(t.Context(), name)
+		require.NoError(t, err)
+		for _, in := range ins {
+			if in.Kind == fleet.IntentBusy && in.Acquire == "" {
+				return false // not carried out (acknowledged) yet
+			}
+		}
+		return true
+	}
+	require.True(t, until(t, w, 10*time.Second, marked, a, b), "the holder carries the MarkBusy out")
+	assert.Equal(t, job.HandOut, stored().HandOut, "the job's own MarkBusy keeps its hand-out")
+	a.Close() // dies
+	require.True(t, until(t, w, 10*time.Second, func() bool { return holdsLease(t, stores[1], name, "b") && all(b, name, 1, fleet.StatusBusy) }, b), "b took over")
+	require.NoError(t, b.GiveBack(job), "the job's own give-back")
+	assert.True(t, until(t, w, 5*time.Second, func() bool { return all(b, name, 1, fleet.StatusIdle) }, b), "given back: %v", b.Instances(name))
+	require.NoError(t, b.Delete(t.Context(), name))
+	until(t, w, 10*time.Second, func() bool { return len(b.Fleets()) == 0 }, b)
+}
