@@ -156,8 +156,7 @@ func (m *Manager) releaseIdle(now time.Time) {
 		}
 		m.noteIdled(r, now)
 		f := m.fleets[r.Instance.Fleet]
-		f.Spec.Nodes--
-		m.dirtyF[f.Spec.Name] = true
+		m.shrinkForIdle(f, r)
 		// The moment is chosen (idleReleaseDue): the release is due now. By
 		// default it is decided as at the reservation's end, which forces
 		// it only inside a known minimum's last margin and never for an
@@ -173,6 +172,22 @@ func (m *Manager) releaseIdle(now time.Time) {
 		}
 		m.requestRelease(r, "idle", policy, now, true)
 	}
+}
+
+// shrinkForIdle lowers fleet f's Nodes for the idle release of r, before
+// it: by one, and to the members the fleet keeps (creates under way
+// counted) when that is fewer, never below MinNodes. A fleet may want more
+// members than it has (a growth given up when the offer sold out, a create
+// that failed): lowered by one only, it would still be short once r is
+// gone and would buy a new node, with a new minimum, in place of the one
+// it released for want of a job. m.mu held.
+func (m *Manager) shrinkForIdle(f *FleetRecord, r *InstanceRecord) {
+	left := m.memberCount(f.Spec.Name)
+	if isMember(r) {
+		left--
+	}
+	f.Spec.Nodes = max(f.Spec.MinNodes, min(f.Spec.Nodes-1, left))
+	m.dirtyF[f.Spec.Name] = true
 }
 
 // idleReleaseDue is when releaseIdle releases r (see idleReleaseAt; with
@@ -194,13 +209,16 @@ func (m *Manager) idleReleaseDue(r *InstanceRecord, keep map[*InstanceRecord]boo
 // now: it is idle (or boots again after a restart, see restartBooting),
 // not busy, not handed out by Acquire (its busy mark not carried out yet),
 // not released already, not wanted by the growth an Apply asked for (see
-// growth.go), and its fleet has an IdleTimeout and more nodes than its
-// MinNodes. A node it may not release is kept whatever its re-buy hold
-// says. m.mu held.
+// growth.go), and its fleet has an IdleTimeout and more nodes, and more
+// members (creates under way counted), than its MinNodes: a release that
+// left fewer members than MinNodes would buy a new node in its place. A
+// node it may not release is kept whatever its re-buy hold says. m.mu
+// held.
 func (m *Manager) idleReleasable(r *InstanceRecord) bool {
 	f := m.fleets[r.Instance.Fleet]
 	return (r.Instance.Status == StatusIdle || restartBooting(r)) && !r.Busy && !m.acquired[r.Instance.RequestID] && r.Termination == nil &&
-		f != nil && f.Spec.IdleTimeout > 0 && f.Spec.Nodes > f.Spec.MinNodes && !(f.growing() && idleAtGrowth(r, f))
+		f != nil && f.Spec.IdleTimeout > 0 && f.Spec.Nodes > f.Spec.MinNodes && m.memberCount(f.Spec.Name) > f.Spec.MinNodes &&
+		!(f.growing() && idleAtGrowth(r, f))
 }
 
 // restartBooting reports whether r boots again after a restart out of

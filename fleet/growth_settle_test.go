@@ -1,0 +1,74 @@
+package fleet_test
+
+import (
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gpufleet/gpufleet/fleet"
+)
+
+// A growth that cannot be met (the offer sold out) is given up and the
+// node it kept, A, is released as idle. Spec.IdleTimeout says an idle
+// release lowers Nodes by one "so the node is not replaced". But the
+// growth had raised Nodes to 2 while the fleet had one member: the idle
+// release lowers Nodes to 1 with no member left, and as soon as A's
+// release frees the stock the fleet buys B, a new node with a whole new
+// minimum, for no job (nobody acquired anything after the Apply). Expected:
+// A is the only server bought (the orchestrator never got the node it
+// asked for and never ran a job after; whatever the fleet then keeps, it
+// does not pay a new minimum to replace the node it just released).
+// (tester AZ: before the fix, A's idle release lowered Nodes 2 -> 1 with
+// no member left and a node B was bought for no job: HA VM $6.53 where
+// $3.54, bare metal $653 where $328.)
+func TestGrowthGivenUpDoesNotReplaceTheNodeItKept(t *testing.T) {
+	for _, c := range []struct {
+		name, plan string
+		job, grow  time.Duration // after A's billing start
+		idle, hold time.Duration
+		watch      time.Duration
+		minNodes   int
+	}{
+		{"Hot Aisle VM", "vm-mi300x-1", 10 * time.Minute, 36 * time.Minute, 2 * time.Minute, 30 * time.Minute, 4 * time.Hour, 0},
+		{"Hot Aisle bare metal", "bm-mi300x-8", time.Hour, 8*time.Hour + 6*time.Minute, time.Hour, 4 * time.Hour, 24 * time.Hour, 0},
+		// MinNodes 1: A is the fleet's last member, kept (not released and bought again).
+		{"Hot Aisle VM, MinNodes 1", "vm-mi300x-1", 10 * time.Minute, 36 * time.Minute, 2 * time.Minute, 30 * time.Minute, 4 * time.Hour, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				e := newEnv(t, fleet.Policy{RebuySpares: 1, RebuyHold: c.hold})
+				stop := e.running()
+				s := spec("f", 1, hotType(c.plan))
+				s.IdleTimeout = c.idle
+				s.MinNodes = c.minNodes
+				require.NoError(t, e.m.Apply(t.Context(), s))
+				var a fleet.Instance
+				for limit := time.Now().Add(2 * time.Hour); a.ID == ""; time.Sleep(5 * time.Second) {
+					require.True(t, time.Now().Before(limit), "A not ready")
+					a, _ = e.m.Acquire(t.Context(), "f")
+				}
+				time.Sleep(time.Until(a.Created.Add(c.job)))
+				require.NoError(t, e.m.GiveBack(a))
+				require.NoError(t, e.hot.SetQuantity(c.plan, 0))
+				time.Sleep(time.Until(a.Created.Add(c.grow)))
+				s.Nodes = 2
+				require.NoError(t, e.m.Apply(t.Context(), s))
+				time.Sleep(c.watch)
+				stop()
+				time.Sleep(time.Minute)
+				var usd float64
+				var bought []string
+				for _, ch := range servers(e.hot.Ledger().Charges) {
+					bought = append(bought, ch.ResourceID)
+					usd += ch.USD
+					t.Logf("%s: billed %v ($%.2f), live %v, from A's start +%v", ch.ResourceID, ch.Billed, ch.USD, ch.Live, ch.From.Sub(a.Created).Round(time.Second))
+				}
+				t.Logf("Nodes now %d; servers bought %d, $%.2f in all", e.m.Fleets()[0].Nodes, len(bought), usd)
+				assert.Equal(t, []string{a.ID}, bought, "a node bought, with its minimum, to replace the idle node the given-up growth released")
+			})
+		})
+	}
+}
