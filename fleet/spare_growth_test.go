@@ -204,9 +204,10 @@ func TestGrowthKeepsTheSpareAcrossFailover(t *testing.T) {
 // growth waits and released once it is given up (Policy.ProvisionTimeout
 // plus AgentTimeout, 35 min, after the Apply), with its hold counted from
 // the Apply (36 + 30 min), not held on from there: billed 71 min. (A
-// guard on the fix: without it A went at its hold's end, 60 min. Either
-// way the idle release lowers Nodes by one only, so the fleet still wants
-// one node and rents it once A's release frees the stock.)
+// guard on the fix: without it A went at its hold's end, 60 min. A's idle
+// release leaves the fleet wanting no more than the members it keeps, so
+// no node is rented in A's place: see
+// TestGrowthGivenUpDoesNotReplaceTheNodeItKept.)
 func TestGrowthNeverMetIsGivenUp(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := growthCases()[0]
