@@ -17,8 +17,10 @@ import "time"
 // that raises Nodes is not released as idle until that growth is settled
 // — met, when the fleet has as many members ready to run a job (runnable,
 // busy ones counted) as Nodes asks for; or given up, when Nodes is
-// lowered again, the fleet is deleted or stalls, or it is still short
-// after the time a create may take (growthWait) — and from then on its
+// lowered again to no more than it was before the growth (GrowFrom; a
+// lowering that still asks for more goes on with the growth, met at the
+// new Nodes), the fleet is deleted or stalls, or it is still short after
+// the time a create may take (growthWait) — and from then on its
 // idle clock (IdleTimeout, the re-buy hold) counts from the moment the
 // growth was met, or from the Apply when it was given up. If no job comes,
 // the nodes go later by the usual rules. Nodes that go idle after the
@@ -37,9 +39,16 @@ const growthNotice = 5 * time.Minute
 func (m *Manager) noteGrowth(f *FleetRecord, old int, now time.Time) {
 	switch {
 	case f.Spec.Nodes > old:
+		if !f.growing() {
+			f.GrowFrom = old // a raise while growing goes on from the same size
+		}
 		f.GrowApplied, f.GrowMet = now, time.Time{}
+	case f.Spec.Nodes < old && f.growing() && f.Spec.Nodes <= f.GrowFrom:
+		f.GrowMet = f.GrowApplied // the caller wants no more than before: given up
 	case f.Spec.Nodes < old && f.growing():
-		f.GrowMet = f.GrowApplied // the caller wants fewer: given up
+		// Fewer than asked for, still more than before: the growth goes on,
+		// met when as many members are ready as the new Nodes.
+		return
 	default:
 		return
 	}

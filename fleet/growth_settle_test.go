@@ -72,3 +72,62 @@ func TestGrowthGivenUpDoesNotReplaceTheNodeItKept(t *testing.T) {
 		})
 	}
 }
+
+// Raise, then lower to a size still above the old one, before the growth
+// is met: a Hot Aisle bare-metal fleet, Nodes 1 → 3 at 8h06 (a 2-node job
+// and a 3-node one queued), then 3 → 2 a minute later (the 3-node job
+// cancelled). The caller still wants one more node than before, but
+// noteGrowth takes any lowering as the growth given up (GrowMet =
+// GrowApplied), so A — idle since 1 h, past its 8-hour minimum and its
+// IdleTimeout, kept as the spare — loses its keep:
+// once B is ready B takes the spare slot and A is released in the same
+// pass, the idle release lowering Nodes to 1. The "growth steals the
+// spare" fault (fixed on main for a plain raise) comes back. Expected: two
+// nodes acquirable once B is ready, Nodes still 2.
+// (tester AZ: before the fix, A was released in the pass that saw B ready,
+// one node acquirable, Nodes 1.)
+func TestGrowthPartlyLoweredKeepsTheSpare(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := growthCases()[2] // Hot Aisle bare metal (8-hour minimum, boots ~10 min), RebuySpares 1, RebuyHold 4 h, IdleTimeout 2 min, job to 1 h, grow at 8h06
+		e := newEnv(t, fleet.Policy{RebuySpares: 1, RebuyHold: c.hold})
+		stop := e.running()
+		defer func() { stop(); time.Sleep(time.Minute) }()
+		s := spec("f", 1, c.req)
+		s.IdleTimeout = c.idle
+		require.NoError(t, e.m.Apply(t.Context(), s))
+		var a fleet.Instance
+		for limit := time.Now().Add(time.Hour); a.ID == ""; time.Sleep(5 * time.Second) {
+			require.True(t, time.Now().Before(limit), "A not ready")
+			a, _ = e.m.Acquire(t.Context(), "f")
+		}
+		time.Sleep(time.Until(a.Created.Add(c.job)))
+		require.NoError(t, e.m.GiveBack(a))
+		time.Sleep(time.Until(a.Created.Add(c.grow)))
+		require.Equal(t, fleet.StatusIdle, recordOf(e.m, a.ID).Instance.Status, "A kept as the spare")
+		s.Nodes = 3
+		require.NoError(t, e.m.Apply(t.Context(), s))
+		time.Sleep(time.Minute)
+		s.Nodes = 2
+		require.NoError(t, e.m.Apply(t.Context(), s))
+		var b fleet.Instance
+		for limit := time.Now().Add(2 * time.Hour); b.ID == ""; time.Sleep(5 * time.Second) {
+			require.True(t, time.Now().Before(limit), "B never ready")
+			for _, in := range e.m.Instances("f") {
+				if in.ID != a.ID && !in.Ready.IsZero() && in.Status.Active() && in.Status != fleet.StatusTerminating {
+					b = in
+				}
+			}
+		}
+		x, errX := e.m.Acquire(t.Context(), "f")
+		y, errY := e.m.Acquire(t.Context(), "f")
+		ra := recordOf(e.m, a.ID)
+		for _, ev := range e.eventsOf(fleet.EventReleaseRequested) {
+			t.Logf("%v after A's start: release requested %s (%s)", ev.Time.Sub(a.Created).Round(time.Second), ev.InstanceID, ev.Message)
+		}
+		t.Logf("B ready %v after A's start; A %s; Acquire %q %v, %q %v; Nodes %d", b.Ready.Sub(a.Created).Round(time.Second),
+			ra.Instance.Status, x.ID, errX, y.ID, errY, e.m.Fleets()[0].Nodes)
+		assert.NoError(t, errX, "the 2-node job's first node")
+		assert.NoError(t, errY, "the 2-node job's second node")
+		assert.Equal(t, 2, e.m.Fleets()[0].Nodes, "the idle release undid the growth the caller still asks for")
+	})
+}

@@ -36,16 +36,20 @@ type FleetRecord struct {
 	Voided map[string]time.Time `json:",omitempty"`
 	// GrowApplied is when an Apply last raised the fleet's Nodes, and
 	// GrowMet when that growth was met (as many members ready as Nodes
-	// asked for) or given up (then GrowApplied: the fleet lowered again,
-	// deleted or stalled, or the growth still short after the time a
-	// create may take, Policy.ProvisionTimeout or BareMetalProvisionTimeout
-	// plus AgentTimeout); GrowMet is zero while the growth waits. A node
-	// idle at that Apply is not released as idle while its growth waits,
-	// and counts as idle from GrowMet once it is settled (see
-	// Spec.IdleTimeout). Stored, so a restarted Manager or a replica that
-	// takes the fleet over keeps both.
+	// asked for) or given up (then GrowApplied: the fleet lowered again to
+	// GrowFrom or below, deleted or stalled, or the growth still short
+	// after the time a create may take, Policy.ProvisionTimeout or
+	// BareMetalProvisionTimeout plus AgentTimeout); GrowMet is zero while
+	// the growth waits. GrowFrom is the fleet's Nodes before the growth (a
+	// raise while it waits keeps it): a lowering to more than GrowFrom
+	// leaves the growth waiting, met at the new Nodes. A node idle at that
+	// Apply is not released as idle while its growth waits, and counts as
+	// idle from GrowMet once it is settled (see Spec.IdleTimeout). Stored,
+	// so a restarted Manager or a replica that takes the fleet over keeps
+	// them.
 	GrowApplied time.Time `json:",omitzero"`
 	GrowMet     time.Time `json:",omitzero"`
+	GrowFrom    int       `json:",omitzero"`
 	Version     int64     // writes since the record was created: set by the Store on read, checked on write (0: new)
 }
 
