@@ -39,6 +39,9 @@ func TestHotAisleDeletesDueAtTheMinimumDoNotQueueBehindParallelism(t *testing.T)
 		t.Run(fmt.Sprintf("%d VMs, Parallelism %d, MaxConcurrentCreates %d", c.nodes, c.parallelism, c.creates), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				h := sim.NewHotAisle(sim.WithHotAisleLimits(c.nodes, 1), sim.WithHotAisleBalance(1<<40))
+				// Stock for all of them at once (the default is 8): an idle
+				// release does not replace a node the fleet never got.
+				require.NoError(t, h.SetQuantity("vm-mi300x-1", int64(c.nodes)))
 				hp := hotaisle.NewProvider(hotaisle.New(sim.DefaultAPIKey, sim.DefaultTeam, hotaisle.WithHTTPClient(h.Client())))
 				m, err := fleet.NewManager(fleet.Config{Providers: []fleet.Provider{hp}, Store: fleet.NewMemoryStore(), Owner: "q",
 					Policy: fleet.Policy{Parallelism: c.parallelism, MaxConcurrentCreates: c.creates}})
