@@ -31,7 +31,10 @@ import "time"
 // kept after the growth was settled for its caller to take it (IdleTimeout
 // when shorter; see idleReleaseAt): released at once when its hour's last
 // safe moment has passed, it would be gone in the pass that saw the last
-// new node ready, and IdleTimeout, often hours, would buy hours.
+// new node ready, and IdleTimeout, often hours, would buy hours. A node
+// billed per minute whose job ended inside its minimum, the growth met
+// inside it too, is kept as long at least (past the minimum's last safe
+// moment when that comes first).
 const growthNotice = 5 * time.Minute
 
 // noteGrowth records an Apply that changed fleet f's Nodes from old to

@@ -131,3 +131,80 @@ func TestGrowthPartlyLoweredKeepsTheSpare(t *testing.T) {
 		assert.Equal(t, 2, e.m.Fleets()[0].Nodes, "the idle release undid the growth the caller still asks for")
 	})
 }
+
+// Growth met inside the kept node's minimum, the per-minute path: a Hot
+// Aisle VM A (30-minute minimum) whose job ended at 10 min would go at its
+// minimum's last safe moment (29:00). The orchestrator applies Nodes 2 at
+// 28:30 for a 2-node job. Spec.IdleTimeout promises that, per minute, "the
+// old one goes IdleTimeout after the growth was met, not in the pass that
+// saw the new node ready" (IdleTimeout 10 min). But idleReleaseAt's
+// "job ended inside the minimum" branch ignores the growth: A is released
+// at 29:00 whatever, 30 s after B is ready (B ready at once), and the idle
+// release lowers Nodes back to 1; when B is ready after 29:00 (its create
+// slow), A goes in the very pass that sees B ready. Expected: both nodes
+// acquirable 20 s after B is ready (or after 29:00), Nodes still 2.
+// (tester AZ: before the fix, A was released at 29:00 or in the pass that
+// saw B ready: one node acquirable, Nodes 1.)
+func TestGrowthMetInsideTheMinimumKeepsTheNode(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		pol   fleet.Policy
+		apply time.Duration // after A's start
+		slow  time.Duration // B's create call takes this long
+	}{
+		{"RebuyHoldOff", fleet.Policy{RebuyHoldOff: true}, 28*time.Minute + 30*time.Second, 0},
+		{"RebuySpares 1, RebuyHold 30m", fleet.Policy{RebuySpares: 1, RebuyHold: 30 * time.Minute}, 28*time.Minute + 30*time.Second, 0},
+		{"B's create slow, ready at ~29:30", fleet.Policy{RebuyHoldOff: true}, 27*time.Minute + 30*time.Second, 2 * time.Minute},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				e := newEnv(t, c.pol)
+				stop := e.running()
+				defer func() { stop(); time.Sleep(time.Minute) }()
+				s := spec("f", 1, hotType("vm-mi300x-1"))
+				s.IdleTimeout = 10 * time.Minute
+				require.NoError(t, e.m.Apply(t.Context(), s))
+				var a fleet.Instance
+				for limit := time.Now().Add(time.Hour); a.ID == ""; time.Sleep(5 * time.Second) {
+					require.True(t, time.Now().Before(limit), "A not ready")
+					a, _ = e.m.Acquire(t.Context(), "f")
+				}
+				time.Sleep(time.Until(a.Created.Add(10 * time.Minute)))
+				require.NoError(t, e.m.GiveBack(a))
+				if c.slow > 0 {
+					e.slowCreates("hotaisle", c.slow, 1)
+				}
+				time.Sleep(time.Until(a.Created.Add(c.apply)))
+				s.Nodes = 2
+				require.NoError(t, e.m.Apply(t.Context(), s))
+				var b fleet.Instance
+				for limit := time.Now().Add(time.Hour); b.ID == ""; time.Sleep(5 * time.Second) {
+					require.True(t, time.Now().Before(limit), "B never ready")
+					for _, in := range e.m.Instances("f") {
+						if in.ID != a.ID && !in.Ready.IsZero() {
+							b = in
+						}
+					}
+				}
+				time.Sleep(time.Until(maxT(b.Ready, a.Created.Add(29*time.Minute)).Add(20 * time.Second)))
+				x, errX := e.m.Acquire(t.Context(), "f")
+				y, errY := e.m.Acquire(t.Context(), "f")
+				for _, ev := range e.eventsOf(fleet.EventReleaseRequested) {
+					t.Logf("%v after A's start: release requested %s (%s)", ev.Time.Sub(a.Created).Round(time.Second), ev.InstanceID, ev.Message)
+				}
+				t.Logf("B ready %v after A's start; asked at %v: Acquire %q %v, %q %v; Nodes %d", b.Ready.Sub(a.Created).Round(time.Second),
+					time.Since(a.Created).Round(time.Second), x.ID, errX, y.ID, errY, e.m.Fleets()[0].Nodes)
+				assert.NoError(t, errX, "the 2-node job's first node")
+				assert.NoError(t, errY, "the 2-node job's second node")
+				assert.Equal(t, 2, e.m.Fleets()[0].Nodes, "the idle release undid the growth")
+			})
+		})
+	}
+}
+
+func maxT(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}

@@ -256,8 +256,11 @@ func restartBooting(r *InstanceRecord) bool {
 //   - per-minute billing with a minimum (Hot Aisle): an instance whose job
 //     ended before its minimum ends is released when it ends (less
 //     Policy.MinuteReleaseMargin; paid anyway) — IdleTimeout does not carry
-//     it past; one idle after that, or never used yet, is released
-//     IdleTimeout after it went idle, not before the minimum ends (less
+//     it past, except for a growth met inside the minimum (the node was
+//     idle at the Apply): then it is kept growthNotice (IdleTimeout when
+//     shorter) after the growth was met at least; one idle after that, or
+//     never used yet, is released IdleTimeout after it went idle, not
+//     before the minimum ends (less
 //     the margin); each idle minute past the minimum costs. The re-buy
 //     hold (see held and bestRebuy) keeps the first few idle nodes in
 //     Acquire's order for a while past their minimum, as many and as long
@@ -322,6 +325,14 @@ func (m *Manager) idleReleaseAt(r *InstanceRecord, idleTimeout time.Duration, sp
 	inside := r.IdleSince.Before(minEnd) && r.IdleSince.After(r.Instance.Ready) && idle.Before(minEnd)
 	if m.pol.RebuyHoldOff || !spare {
 		safe := minEnd.Add(-min(m.minuteMargin(r, now), o.MinimumReservation))
+		if inside && idle.After(r.IdleSince) {
+			// Kept for a growth met inside the minimum: the caller has
+			// growthNotice (IdleTimeout when shorter) from then to take the
+			// node it asked for, past the minimum's last safe moment when
+			// that comes first (not gone in the pass that saw the new node
+			// ready).
+			return m.beforeMinuteBoundary(r, maxTime(maxTime(now, safe), idle.Add(min(idleTimeout, growthNotice))))
+		}
 		if inside {
 			return maxTime(now, safe)
 		}

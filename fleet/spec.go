@@ -82,7 +82,8 @@ type Spec struct {
 	Requirements Requirements
 	// Placement is PlacementAny (default) or PlacementCluster.
 	Placement Placement
-	// MinNodes is the size below which idle instances are not released.
+	// MinNodes is the size below which idle instances are not released
+	// (nor Nodes lowered by an idle release; see IdleTimeout).
 	MinNodes int
 	// IdleTimeout turns on the release of idle instances (0: never by
 	// idleness). The idle clock starts when the instance is ready, or at its
@@ -128,26 +129,33 @@ type Spec struct {
 	//
 	// With the ReleaseNow policy an instance goes once idle IdleTimeout,
 	// whatever it has paid for (forced inside a Hot Aisle minimum). An idle
-	// release lowers the fleet's Nodes by one (never below MinNodes), so the
-	// node is not replaced; Apply again to grow the fleet (it first takes
-	// back instances whose release still waits). So does an idle node (not
-	// busy, not handed out, not kept for a growth as below) of a fleet with
-	// an IdleTimeout, above MinNodes, that is powered off (Policy.OnStopped
-	// = OnStoppedReplace) or destroyed out of band (EventInstanceVanished):
-	// it would have gone for idleness, and no replacement is bought for it.
-	// A busy one is replaced.
+	// release lowers the fleet's Nodes by one, and to the members the fleet
+	// keeps (creates under way counted) when that is fewer (a growth given
+	// up, a create that failed), never below MinNodes, so the node is not
+	// replaced; a fleet's last MinNodes members are not released as idle.
+	// Apply again to grow the fleet (it first takes back instances whose
+	// release still waits). So does an idle node (not busy, not handed out,
+	// not kept for a growth as below) of a fleet with an IdleTimeout, above
+	// MinNodes, that is powered off (Policy.OnStopped = OnStoppedReplace) or
+	// destroyed out of band (EventInstanceVanished): it would have gone for
+	// idleness, and no replacement is bought for it. A busy one is replaced.
 	//
 	// An Apply that raises Nodes wants the fleet's idle nodes too: a node
 	// idle at that Apply is not released as idle until the growth is met (as
 	// many members ready to run a job as Nodes says) or given up (Nodes
-	// lowered again, the fleet deleted or stalled, or still short after
+	// lowered again to no more than before the growth — a lowering that
+	// still asks for more goes on with the growth, met at the new Nodes —,
+	// the fleet deleted or stalled, or still short after
 	// Policy.ProvisionTimeout, or BareMetalProvisionTimeout, plus
 	// AgentTimeout), and its idle clock then starts again: from the moment
 	// the growth was met (from the Apply when given up). Per minute, it goes
 	// by the rules above from then: a new node inside its minimum, first in
 	// Acquire's order, takes the re-buy hold's spare slot, and the old one
 	// goes IdleTimeout after the growth was met, not in the pass that saw
-	// the new node ready. Per hour, it stays to the last safe moment of the
+	// the new node ready; one whose job ended inside its minimum, the growth
+	// met inside it too, stays 5 minutes (IdleTimeout when shorter) after
+	// the growth was met at least, past its minimum's end less the margin
+	// when that comes first. Per hour, it stays to the last safe moment of the
 	// hour in which 5 minutes (IdleTimeout when shorter) after the growth
 	// was met falls, or of the next hour when that moment has passed.
 	// Nodes that go idle after the Apply keep their own clock.
