@@ -54,9 +54,9 @@ func (m *Manager) stoppedOutOfBand(r *InstanceRecord, now time.Time) {
 // not handed out) in a fleet whose idle nodes go (IdleTimeout, above
 // MinNodes): that node would have been released for idleness, and a
 // replacement would only buy a new billing unit (a minimum: 8 h of Hot
-// Aisle bare metal) that no job asked for; the fleet shrinks by one
-// instead, as an idle release shrinks it, and an orchestrator that needs a
-// node grows it again (tester AS). m.mu held.
+// Aisle bare metal) that no job asked for; the fleet shrinks instead, as
+// an idle release shrinks it (shrinkForIdle), and an orchestrator that
+// needs a node grows it again (tester AS). m.mu held.
 func (m *Manager) releaseStopped(r *InstanceRecord, what string, err error, now time.Time) {
 	f := m.fleets[r.Instance.Fleet]
 	idle := m.idleGoes(r)
@@ -66,8 +66,7 @@ func (m *Manager) releaseStopped(r *InstanceRecord, what string, err error, now 
 		ev.Err = err.Error()
 	}
 	if idle {
-		f.Spec.Nodes--
-		m.dirtyF[f.Spec.Name] = true
+		m.shrinkForIdle(f, r)
 		ev.Message = what + "; released, not replaced: it was idle, and the fleet's idle nodes go (IdleTimeout)"
 	}
 	m.event(ev)

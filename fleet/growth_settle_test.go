@@ -208,3 +208,44 @@ func maxT(a, b time.Time) time.Time {
 	}
 	return b
 }
+
+// The same for a node destroyed out of band: a Hot Aisle bare-metal fleet
+// grown 1 → 2 at 8h06 while the offer is sold out; the growth is given up
+// and A, idle since 1 h, is kept by the re-buy hold (4 h past its
+// minimum). Destroyed out of band at 11 h, it would have gone for
+// idleness, and the fleet shrinks instead of replacing it: by one only it
+// would still want a node and buy B, a new 8-hour minimum, once A's stock
+// is back. Expected: A the only server bought, Nodes 0.
+func TestGrowthGivenUpNodeDestroyedOutOfBandIsNotReplaced(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t, fleet.Policy{RebuySpares: 1, RebuyHold: 4 * time.Hour})
+		stop := e.running()
+		defer func() { stop(); time.Sleep(time.Minute) }()
+		s := spec("f", 1, hotType("bm-mi300x-8"))
+		s.IdleTimeout = time.Hour
+		require.NoError(t, e.m.Apply(t.Context(), s))
+		var a fleet.Instance
+		for limit := time.Now().Add(2 * time.Hour); a.ID == ""; time.Sleep(5 * time.Second) {
+			require.True(t, time.Now().Before(limit), "A not ready")
+			a, _ = e.m.Acquire(t.Context(), "f")
+		}
+		time.Sleep(time.Until(a.Created.Add(time.Hour)))
+		require.NoError(t, e.m.GiveBack(a))
+		require.NoError(t, e.hot.SetQuantity("bm-mi300x-8", 0))
+		time.Sleep(time.Until(a.Created.Add(8*time.Hour + 6*time.Minute)))
+		s.Nodes = 2
+		require.NoError(t, e.m.Apply(t.Context(), s))
+		time.Sleep(time.Until(a.Created.Add(11 * time.Hour)))
+		require.Equal(t, fleet.StatusIdle, recordOf(e.m, a.ID).Instance.Status, "A kept by the re-buy hold")
+		require.NoError(t, e.hot.DestroyOutOfBand(a.ID))
+		time.Sleep(3 * time.Hour)
+		var bought []string
+		for _, ch := range servers(e.hot.Ledger().Charges) {
+			bought = append(bought, ch.ResourceID)
+			t.Logf("%s: billed %v ($%.2f), live %v, from A's start +%v", ch.ResourceID, ch.Billed, ch.USD, ch.Live, ch.From.Sub(a.Created).Round(time.Second))
+		}
+		t.Logf("Nodes now %d", e.m.Fleets()[0].Nodes)
+		assert.Equal(t, []string{a.ID}, bought, "a node bought to replace the idle node destroyed out of band")
+		assert.Equal(t, 0, e.m.Fleets()[0].Nodes)
+	})
+}

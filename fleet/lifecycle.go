@@ -175,7 +175,8 @@ func (m *Manager) releaseIdle(now time.Time) {
 }
 
 // shrinkForIdle lowers fleet f's Nodes for the idle release of r, before
-// it: by one, and to the members the fleet keeps (creates under way
+// it (or for r, idle, stopped or gone out of band: releaseStopped,
+// markGone): by one, and to the members the fleet keeps (creates under way
 // counted) when that is fewer, never below MinNodes. A fleet may want more
 // members than it has (a growth given up when the offer sold out, a create
 // that failed): lowered by one only, it would still be short once r is

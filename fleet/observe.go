@@ -213,17 +213,15 @@ func (m *Manager) markReady(r *InstanceRecord, now time.Time) {
 // (deleted out of band: no release of this Manager) is replaced by the
 // fleet's next pass — unless it was idle in a fleet whose idle nodes go
 // (idleGoes): it would have been released for idleness, and the fleet
-// shrinks by one instead, as for an idle node stopped out of band
-// (releaseStopped). m.mu held.
+// shrinks instead, as for an idle node stopped out of band
+// (releaseStopped, shrinkForIdle). m.mu held.
 func (m *Manager) markGone(r *InstanceRecord, now time.Time) {
 	typ, msg := EventInstanceTerminated, "the provider confirmed the instance gone"
 	if r.Termination == nil {
 		typ, msg = EventInstanceVanished, "the instance disappeared without a release from this Manager"
 		m.suspectProvider(r.Instance.Provider, now)
 		if m.idleGoes(r) {
-			f := m.fleets[r.Instance.Fleet]
-			f.Spec.Nodes--
-			m.dirtyF[f.Spec.Name] = true
+			m.shrinkForIdle(m.fleets[r.Instance.Fleet], r)
 			msg += "; not replaced: it was idle, and the fleet's idle nodes go (IdleTimeout)"
 		}
 	}
