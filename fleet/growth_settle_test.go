@@ -249,3 +249,39 @@ func TestGrowthGivenUpNodeDestroyedOutOfBandIsNotReplaced(t *testing.T) {
 		assert.Equal(t, 0, e.m.Fleets()[0].Nodes)
 	})
 }
+
+// A guard on the notice above: a node kept for a growth met inside its
+// minimum is not kept past the notice when no job takes it. Hot Aisle VM,
+// job to 10 min, IdleTimeout 10 min, Nodes 2 applied at 28:30, B ready at
+// once, nothing acquired: A goes 5 minutes (growthNotice, IdleTimeout
+// being longer) after the growth was met, at ~33:30 — 3.5 minutes past
+// its 30-minute minimum — not at 29:00, and not IdleTimeout later.
+func TestGrowthMetInsideTheMinimumNoticeEnds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t, fleet.Policy{RebuyHoldOff: true})
+		stop := e.running()
+		defer func() { stop(); time.Sleep(time.Minute) }()
+		s := spec("f", 1, hotType("vm-mi300x-1"))
+		s.IdleTimeout = 10 * time.Minute
+		require.NoError(t, e.m.Apply(t.Context(), s))
+		var a fleet.Instance
+		for limit := time.Now().Add(time.Hour); a.ID == ""; time.Sleep(5 * time.Second) {
+			require.True(t, time.Now().Before(limit), "A not ready")
+			a, _ = e.m.Acquire(t.Context(), "f")
+		}
+		time.Sleep(time.Until(a.Created.Add(10 * time.Minute)))
+		require.NoError(t, e.m.GiveBack(a))
+		time.Sleep(time.Until(a.Created.Add(28*time.Minute + 30*time.Second)))
+		s.Nodes = 2
+		require.NoError(t, e.m.Apply(t.Context(), s))
+		time.Sleep(time.Until(a.Created.Add(50 * time.Minute)))
+		var at time.Duration
+		for _, ev := range e.eventsOf(fleet.EventReleaseRequested) {
+			t.Logf("%v after A's start: release requested %s (%s)", ev.Time.Sub(a.Created).Round(time.Second), ev.InstanceID, ev.Message)
+			if ev.InstanceID == a.ID {
+				at = ev.Time.Sub(a.Created)
+			}
+		}
+		assert.InDelta(t, float64(33*time.Minute+30*time.Second), float64(at), float64(time.Minute), "A's idle release: the growth met at ~28:30 plus 5 min")
+	})
+}
