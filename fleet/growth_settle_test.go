@@ -1,6 +1,7 @@
 package fleet_test
 
 import (
+	"encoding/json"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -283,5 +284,61 @@ func TestGrowthMetInsideTheMinimumNoticeEnds(t *testing.T) {
 			}
 		}
 		assert.InDelta(t, float64(33*time.Minute+30*time.Second), float64(at), float64(time.Minute), "A's idle release: the growth met at ~28:30 plus 5 min")
+	})
+}
+
+// The Nodes before a growth (FleetRecord.GrowFrom) is stored (and in the
+// record's JSON): after a restart a lowering still above it leaves the
+// growth waiting, and one back to it gives the growth up (GrowMet =
+// GrowApplied), as without the restart.
+func TestGrowFromSurvivesARestart(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t, fleet.Policy{RebuySpares: 1, RebuyHold: 30 * time.Minute})
+		stop := e.running()
+		s := spec("f", 1, hotType("vm-mi300x-1"))
+		s.IdleTimeout = 10 * time.Minute
+		require.NoError(t, e.m.Apply(t.Context(), s))
+		var a fleet.Instance
+		for limit := time.Now().Add(time.Hour); a.ID == ""; time.Sleep(5 * time.Second) {
+			require.True(t, time.Now().Before(limit), "A not ready")
+			a, _ = e.m.Acquire(t.Context(), "f")
+		}
+		require.NoError(t, e.m.GiveBack(a))
+		require.NoError(t, e.hot.SetQuantity("vm-mi300x-1", 0))
+		s.Nodes = 3
+		require.NoError(t, e.m.Apply(t.Context(), s))
+		time.Sleep(time.Minute)
+		stop()
+		e.m.Close()
+		stored := func() fleet.FleetRecord {
+			fs, err := e.store.Fleets(t.Context())
+			require.NoError(t, err)
+			require.Len(t, fs, 1)
+			return fs[0]
+		}
+		f := stored()
+		require.Equal(t, 1, f.GrowFrom)
+		require.True(t, f.GrowMet.IsZero(), "the growth waits")
+		b, err := json.Marshal(f)
+		require.NoError(t, err)
+		var back fleet.FleetRecord
+		require.NoError(t, json.Unmarshal(b, &back))
+		assert.Equal(t, 1, back.GrowFrom, "GrowFrom in the record's JSON (a Store that encodes it)")
+
+		e.m = e.manager(e.store)
+		require.NoError(t, e.m.Reconcile(t.Context()))
+		time.Sleep(time.Minute)
+		s.Nodes = 2
+		require.NoError(t, e.m.Apply(t.Context(), s))
+		require.NoError(t, e.m.Reconcile(t.Context()))
+		f = stored()
+		assert.True(t, f.GrowMet.IsZero(), "lowered to 2, above the 1 before the growth: the growth goes on")
+		time.Sleep(time.Minute)
+		s.Nodes = 1
+		require.NoError(t, e.m.Apply(t.Context(), s))
+		require.NoError(t, e.m.Reconcile(t.Context()))
+		f = stored()
+		assert.Equal(t, f.GrowApplied, f.GrowMet, "lowered back to 1: the growth given up at its Apply")
+		e.m.Close()
 	})
 }
