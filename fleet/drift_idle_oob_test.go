@@ -6,36 +6,9 @@ import (
 	"time"
 
 	"github.com/gpufleet/gpufleet/fleet"
-	"github.com/gpufleet/gpufleet/sim"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
-
-// oobCharge is the ledger charge of server id on either sim.
-func oobCharge(e *env, id string) sim.Charge {
-	e.t.Helper()
-	for _, c := range append(e.vultr.Ledger().Charges, e.hot.Ledger().Charges...) {
-		if c.ResourceID == id {
-			return c
-		}
-	}
-	e.t.Fatalf("no charge for %s", id)
-	return sim.Charge{}
-}
-
-// oobAcquire waits (Run in the background) until Acquire hands out a node
-// of fleet name.
-func oobAcquire(t *testing.T, e *env, name string, limit time.Duration) fleet.Instance {
-	t.Helper()
-	for end := time.Now().Add(limit); ; time.Sleep(10 * time.Second) {
-		x, err := e.m.Acquire(t.Context(), name)
-		if err == nil {
-			return x
-		}
-		require.ErrorIs(t, err, fleet.ErrNoIdle)
-		require.True(t, time.Now().Before(end), "fleet %s: no node handed out in %v", name, limit)
-	}
-}
 
 // A held node powered off out of band and started again
 // (OnStoppedRestart) keeps "when it went idle and whether a job ended on
@@ -69,7 +42,7 @@ func TestHeldNodeStoppedAndRestartedKeepsItsHold(t *testing.T) {
 				defer stop()
 				x, err := e.m.Acquire(t.Context(), "a")
 				require.NoError(t, err)
-				from := oobCharge(e, x.ID).From
+				from := serverCharge(e, x.ID).From
 				time.Sleep(time.Until(from.Add(c.jobEnd)))
 				require.NoError(t, e.m.MarkIdle(x.ID))
 				time.Sleep(time.Until(from.Add(c.halt)))
@@ -78,7 +51,7 @@ func TestHeldNodeStoppedAndRestartedKeepsItsHold(t *testing.T) {
 				for _, ev := range e.eventsOf(fleet.EventInstanceStopped) {
 					t.Logf("+%v %s: %s", ev.Time.Sub(from).Round(time.Second), ev.Type, ev.Message)
 				}
-				ch := oobCharge(e, x.ID)
+				ch := serverCharge(e, x.ID)
 				t.Logf("held node at +%v: live %v, billed %v (to +%v)", c.nextAt, ch.Live, ch.Billed, ch.To.Sub(ch.From).Round(time.Second))
 				if _, err := e.m.Acquire(t.Context(), "a"); err == nil {
 					return // handed out at once
@@ -88,7 +61,7 @@ func TestHeldNodeStoppedAndRestartedKeepsItsHold(t *testing.T) {
 				if n := e.m.Fleets()[0].Nodes; n == 0 {
 					require.NoError(t, e.m.Apply(t.Context(), s)) // the orchestrator grows its fleet for the job
 				}
-				y := oobAcquire(t, e, "a", 2*time.Hour)
+				y := acquireWithin(t, e, "a", 2*time.Hour)
 				t.Logf("the job at +%v got %s after %v (held node %s)", c.nextAt, y.ID, time.Since(from.Add(c.nextAt)), x.ID)
 				usd := 0.0
 				for i, ch := range servers(e.hot.Ledger().Charges) {
@@ -134,11 +107,11 @@ func TestIdleNodeDestroyedOutOfBandIsNotReplaced(t *testing.T) {
 				defer stop()
 				x, err := e.m.Acquire(t.Context(), "a")
 				require.NoError(t, err)
-				from := oobCharge(e, x.ID).From
+				from := serverCharge(e, x.ID).From
 				time.Sleep(time.Until(from.Add(c.jobEnd)))
 				require.NoError(t, e.m.MarkIdle(x.ID))
 				time.Sleep(time.Until(from.Add(c.oob)))
-				require.True(t, oobCharge(e, x.ID).Live, "released before the destroy")
+				require.True(t, serverCharge(e, x.ID).Live, "released before the destroy")
 				if c.cloud == "vultr" {
 					require.NoError(t, e.vultr.DestroyOutOfBand(x.ID))
 				} else {
@@ -176,7 +149,7 @@ func TestHeldNodeBootingAgainGoesWhenItsHoldEnds(t *testing.T) {
 		defer stop()
 		x, err := e.m.Acquire(t.Context(), "a")
 		require.NoError(t, err)
-		from := oobCharge(e, x.ID).From
+		from := serverCharge(e, x.ID).From
 		time.Sleep(time.Until(from.Add(35 * time.Minute)))
 		require.NoError(t, e.m.MarkIdle(x.ID))
 		time.Sleep(time.Until(from.Add(40 * time.Minute)))
@@ -184,10 +157,10 @@ func TestHeldNodeBootingAgainGoesWhenItsHoldEnds(t *testing.T) {
 		require.NoError(t, e.hot.HaltOutOfBand(x.ID))
 		time.Sleep(time.Until(from.Add(80 * time.Minute)))
 		agent.set(x.ID, false)
-		for end := time.Now().Add(3 * time.Hour); time.Now().Before(end) && oobCharge(e, x.ID).Live; {
+		for end := time.Now().Add(3 * time.Hour); time.Now().Before(end) && serverCharge(e, x.ID).Live; {
 			time.Sleep(time.Minute)
 		}
-		c := oobCharge(e, x.ID)
+		c := serverCharge(e, x.ID)
 		require.NotEmpty(t, e.eventsOf(fleet.EventInstanceStopped), "the halt was seen")
 		t.Logf("billed %v, released +%v (%s)", c.Billed, c.To.Sub(c.From).Round(time.Second), c.Description)
 		assert.False(t, c.Live)
@@ -226,11 +199,11 @@ func TestNodeDestroyedOutOfBandReplacedWhenWanted(t *testing.T) {
 				require.NoError(t, e.m.Apply(t.Context(), s))
 				stop := e.running()
 				defer stop()
-				x := oobAcquire(t, e, "a", time.Hour)
+				x := acquireWithin(t, e, "a", time.Hour)
 				if !c.busy {
 					require.NoError(t, e.m.MarkIdle(x.ID))
 				}
-				from := oobCharge(e, x.ID).From
+				from := serverCharge(e, x.ID).From
 				if c.name == "growth" {
 					time.Sleep(time.Until(from.Add(10*time.Minute - 2*time.Second)))
 					s.Nodes = 2
@@ -279,7 +252,7 @@ func TestIdleNodeDestroyedOutOfBandOnReplicasIsNotReplaced(t *testing.T) {
 		time.Sleep(time.Until(from.Add(35 * time.Minute)))
 		require.NoError(t, other.MarkIdle(x.ID))
 		time.Sleep(time.Until(from.Add(40 * time.Minute)))
-		require.True(t, oobCharge(e, x.ID).Live, "released before the destroy")
+		require.True(t, serverCharge(e, x.ID).Live, "released before the destroy")
 		require.NoError(t, e.hot.DestroyOutOfBand(x.ID))
 		time.Sleep(3 * time.Hour)
 		fs, err := other.ListFleets(t.Context())
@@ -319,9 +292,9 @@ func TestHeldSpareReadyNowBeforeOneBootingAgain(t *testing.T) {
 		s := spec("a", 2, hotType("vm-mi300x-1"))
 		s.IdleTimeout = 5 * time.Minute
 		require.NoError(t, e.m.Apply(t.Context(), s))
-		a := oobAcquire(t, e, "a", 20*time.Minute)
-		from := oobCharge(e, b.ID).From
-		require.True(t, oobCharge(e, a.ID).From.After(from.Add(time.Minute)), "A created after B")
+		a := acquireWithin(t, e, "a", 20*time.Minute)
+		from := serverCharge(e, b.ID).From
+		require.True(t, serverCharge(e, a.ID).From.After(from.Add(time.Minute)), "A created after B")
 		time.Sleep(time.Until(from.Add(20 * time.Minute)))
 		require.NoError(t, e.m.MarkIdle(a.ID))
 		require.NoError(t, e.m.MarkIdle(b.ID))
@@ -330,7 +303,7 @@ func TestHeldSpareReadyNowBeforeOneBootingAgain(t *testing.T) {
 		require.NoError(t, e.hot.HaltOutOfBand(a.ID))
 		time.Sleep(time.Until(from.Add(35 * time.Minute)))
 		got, err := e.m.Acquire(t.Context(), "a")
-		ca, cb := oobCharge(e, a.ID), oobCharge(e, b.ID)
+		ca, cb := serverCharge(e, a.ID), serverCharge(e, b.ID)
 		t.Logf("at 35:00: A live %v (billed %v, from +%v), B live %v; Acquire %q %v", ca.Live, ca.Billed, ca.From.Sub(from), cb.Live, got.ID, err)
 		require.NoError(t, err, "the spare that could serve the next job was not kept")
 		assert.Equal(t, b.ID, got.ID)

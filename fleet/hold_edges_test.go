@@ -11,119 +11,52 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// serverCharge is the ledger charge of server id on either sim.
-func serverCharge(e *env, id string) sim.Charge {
-	e.t.Helper()
-	for _, c := range append(e.vultr.Ledger().Charges, e.hot.Ledger().Charges...) {
-		if c.ResourceID == id {
-			return c
-		}
-	}
-	e.t.Fatalf("no charge for %s", id)
-	return sim.Charge{}
-}
-
-// waitChargeEnds sleeps (Run in the background) until server id stops billing
-// or limit passes, and returns its charge.
-func waitChargeEnds(e *env, id string, limit time.Duration) sim.Charge {
-	e.t.Helper()
-	for end := time.Now().Add(limit); time.Now().Before(end); time.Sleep(10 * time.Second) {
-		if c := serverCharge(e, id); !c.Live {
-			time.Sleep(time.Minute) // the fake's delete call ends (a Hot Aisle VM reset takes ~20 s)
-			return c
-		}
-	}
-	return serverCharge(e, id)
-}
-
-// acquireWithin waits (Run in the background) until Acquire hands out a node
-// of fleet name.
-func acquireWithin(t *testing.T, e *env, name string, limit time.Duration) fleet.Instance {
-	t.Helper()
-	for end := time.Now().Add(limit); ; time.Sleep(10 * time.Second) {
-		x, err := e.m.Acquire(t.Context(), name)
-		if err == nil {
-			return x
-		}
-		require.ErrorIs(t, err, fleet.ErrNoIdle)
-		require.True(t, time.Now().Before(end), "fleet %s: no node handed out in %v", name, limit)
-	}
-}
-
-// Delete of a fleet whose only node the re-buy hold keeps past its
-// minimum: Delete's doc releases every instance "by the release policy",
-// and the default policy (ReleaseAtReservationEnd) releases at the end of
-// the reservation window — long over for a Hot Aisle VM past its 30-minute
-// minimum. The hold exists for the fleet's next job; a deleted fleet has
-// none. Hot Aisle VM, fixed hold (RebuySpares 1, RebuyHold 30 min), job
-// from the billing start to 35:00, Delete at 40:00: expected gone by about
-// 41:00.
+// Delete of a fleet whose node is idle. Delete's doc releases every
+// instance "by the release policy", and the default policy
+// (ReleaseAtReservationEnd) releases at the end of the reservation window.
+// A Hot Aisle VM (30-minute minimum):
+//   - held past its minimum by a fixed hold (RebuySpares 1, RebuyHold 30
+//     min) or the default one (break-even, chosen from the fleet's jobs),
+//     job to 35:00, Delete at 40:00: the window is long over and a deleted
+//     fleet has no next job to hold for; gone by about 41:00;
+//   - waiting for its minimum's end (job to 12:00, IdleTimeout 5 min,
+//     Delete at 15:00): it goes at the minimum's end less the margin,
+//     billed the 30-minute minimum and no more.
 //
 // (tester AY: held on main; kept as a check of a rule that might break.)
-func TestDeleteWhileHeld(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		e := newEnv(t, fleet.Policy{RebuySpares: 1, RebuyHold: 30 * time.Minute})
-		e.idleFleet("a", 1, 5*time.Minute, hotType("vm-mi300x-1"))
-		stop := e.running()
-		defer stop()
-		x, err := e.m.Acquire(t.Context(), "a")
-		require.NoError(t, err)
-		from := serverCharge(e, x.ID).From
-		time.Sleep(time.Until(from.Add(35 * time.Minute)))
-		require.NoError(t, e.m.MarkIdle(x.ID))
-		time.Sleep(time.Until(from.Add(40 * time.Minute)))
-		require.True(t, serverCharge(e, x.ID).Live, "held node released before the Delete")
-		require.NoError(t, e.m.Delete(t.Context(), "a"))
-		c := waitChargeEnds(e, x.ID, 3*time.Hour)
-		t.Logf("held node billed %v after Delete at 40:00 (%s)", c.Billed, c.Description)
-		assert.LessOrEqual(t, c.Billed, 41*time.Minute, "a deleted fleet's held node billed %v: kept for a job that cannot come", c.Billed)
-	})
-}
-
-// Same with the default hold (break-even, chosen from the fleet's jobs):
-// a deleted fleet stops holding.
-//
-// (tester AY: held on main; kept as a check of a rule that might break.)
-func TestDeleteWhileHeldDefault(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		e := newEnv(t, fleet.Policy{})
-		e.idleFleet("a", 1, 5*time.Minute, hotType("vm-mi300x-1"))
-		stop := e.running()
-		defer stop()
-		x, err := e.m.Acquire(t.Context(), "a")
-		require.NoError(t, err)
-		from := serverCharge(e, x.ID).From
-		time.Sleep(time.Until(from.Add(35 * time.Minute)))
-		require.NoError(t, e.m.MarkIdle(x.ID))
-		time.Sleep(time.Until(from.Add(40 * time.Minute)))
-		require.True(t, serverCharge(e, x.ID).Live, "held node released before the Delete (no hold chosen)")
-		require.NoError(t, e.m.Delete(t.Context(), "a"))
-		c := waitChargeEnds(e, x.ID, 3*time.Hour)
-		t.Logf("held node billed %v after Delete at 40:00 (%s)", c.Billed, c.Description)
-		assert.LessOrEqual(t, c.Billed, 41*time.Minute, "a deleted fleet's held node billed %v", c.Billed)
-	})
-}
-
-// Delete while a node waits for its minimum's end (job ended at 10:00,
-// IdleTimeout 5 min): it goes at the minimum's end less the margin, billed
-// the 30-minute minimum and no more.
-func TestDeleteWhileWaitingMinimum(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		e := newEnv(t, fleet.Policy{})
-		e.idleFleet("a", 1, 5*time.Minute, hotType("vm-mi300x-1"))
-		stop := e.running()
-		defer stop()
-		x, err := e.m.Acquire(t.Context(), "a")
-		require.NoError(t, err)
-		from := serverCharge(e, x.ID).From
-		time.Sleep(time.Until(from.Add(12 * time.Minute)))
-		require.NoError(t, e.m.MarkIdle(x.ID))
-		time.Sleep(time.Until(from.Add(15 * time.Minute)))
-		require.NoError(t, e.m.Delete(t.Context(), "a"))
-		c := waitChargeEnds(e, x.ID, 3*time.Hour)
-		t.Logf("billed %v (%s)", c.Billed, c.Description)
-		assert.Equal(t, 30*time.Minute, c.Billed)
-	})
+func TestDeleteOfAnIdleNodesFleet(t *testing.T) {
+	for _, c := range []struct {
+		name             string
+		pol              fleet.Policy
+		jobEnd, deleteAt time.Duration
+		atMost           time.Duration // billed
+	}{
+		{"fixed hold", fleet.Policy{RebuySpares: 1, RebuyHold: 30 * time.Minute}, 35 * time.Minute, 40 * time.Minute, 41 * time.Minute},
+		{"default hold", fleet.Policy{}, 35 * time.Minute, 40 * time.Minute, 41 * time.Minute},
+		{"inside the minimum", fleet.Policy{}, 12 * time.Minute, 15 * time.Minute, 30 * time.Minute},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				e := newEnv(t, c.pol)
+				e.idleFleet("a", 1, 5*time.Minute, hotType("vm-mi300x-1"))
+				stop := e.running()
+				defer stop()
+				x, err := e.m.Acquire(t.Context(), "a")
+				require.NoError(t, err)
+				from := serverCharge(e, x.ID).From
+				time.Sleep(time.Until(from.Add(c.jobEnd)))
+				require.NoError(t, e.m.GiveBack(x))
+				time.Sleep(time.Until(from.Add(c.deleteAt)))
+				require.True(t, serverCharge(e, x.ID).Live, "released before the Delete")
+				require.NoError(t, e.m.Delete(t.Context(), "a"))
+				got := waitChargeEnds(e, x.ID, 3*time.Hour)
+				t.Logf("billed %v after Delete at %v (%s)", got.Billed, c.deleteAt, got.Description)
+				assert.False(t, got.Live)
+				assert.LessOrEqual(t, got.Billed, c.atMost, "a deleted fleet's idle node kept past its window")
+				assert.GreaterOrEqual(t, got.Billed, 30*time.Minute, "the minimum is billed whole")
+			})
+		})
+	}
 }
 
 // An explicit Release of a held node with the default policy: the node is

@@ -1,0 +1,49 @@
+package fleet_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/gpufleet/gpufleet/fleet"
+	"github.com/gpufleet/gpufleet/sim"
+	"github.com/stretchr/testify/require"
+)
+
+// serverCharge is the ledger charge of server id on either sim.
+func serverCharge(e *env, id string) sim.Charge {
+	e.t.Helper()
+	for _, c := range append(e.vultr.Ledger().Charges, e.hot.Ledger().Charges...) {
+		if c.ResourceID == id {
+			return c
+		}
+	}
+	e.t.Fatalf("no charge for %s", id)
+	return sim.Charge{}
+}
+
+// waitChargeEnds sleeps (Run in the background) until server id stops billing
+// or limit passes, and returns its charge.
+func waitChargeEnds(e *env, id string, limit time.Duration) sim.Charge {
+	e.t.Helper()
+	for end := time.Now().Add(limit); time.Now().Before(end); time.Sleep(10 * time.Second) {
+		if c := serverCharge(e, id); !c.Live {
+			time.Sleep(time.Minute) // the fake's delete call ends (a Hot Aisle VM reset takes ~20 s)
+			return c
+		}
+	}
+	return serverCharge(e, id)
+}
+
+// acquireWithin waits (Run in the background) until Acquire hands out a node
+// of fleet name.
+func acquireWithin(t *testing.T, e *env, name string, limit time.Duration) fleet.Instance {
+	t.Helper()
+	for end := time.Now().Add(limit); ; time.Sleep(10 * time.Second) {
+		x, err := e.m.Acquire(t.Context(), name)
+		if err == nil {
+			return x
+		}
+		require.ErrorIs(t, err, fleet.ErrNoIdle)
+		require.True(t, time.Now().Before(end), "fleet %s: no node handed out in %v", name, limit)
+	}
+}
