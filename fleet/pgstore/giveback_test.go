@@ -18,29 +18,7 @@ import (
 // of job 1's hand-out stored anyway is dropped: the node stays busy with
 // job 2 past its IdleTimeout. Job 2's give-back frees it.
 func TestGiveBackOfAnEndedHandOutAcrossATakeover(t *testing.T) {
-	dsn := pgtest.DSN(t)
-	schema := pgtest.Schema(t, dsn)
-	w := newWorld(t, 10)
-	var ms []*fleet.Manager
-	var stores []*pgstore.Store
-	for _, id := range []string{"a", "b"} {
-		s, err := pgstore.Open(t.Context(), dsn, pgstore.WithSchema(schema))
-		require.NoError(t, err)
-		t.Cleanup(s.Close)
-		m, err := fleet.NewManager(fleet.Config{Providers: w.providers, Clock: w.clock, Store: s, Owner: "tgb",
-			ReplicaID: id, Policy: fleet.Policy{Release: fleet.ReleaseNow, LeaseTTL: time.Second}})
-		require.NoError(t, err)
-		t.Cleanup(m.Close)
-		ms, stores = append(ms, m), append(stores, s)
-	}
-	a, b := ms[0], ms[1]
-	name := fleetFor("a", []string{"a", "b"})
-	require.True(t, until(t, w, 5*time.Second, func() bool {
-		ls, _ := stores[0].Leases(t.Context())
-		return len(ls) >= 2
-	}, a, b))
-	require.NoError(t, a.Apply(t.Context(), fleet.Spec{Name: name, Nodes: 1, Requirements: hotVMs(), IdleTimeout: 5 * time.Minute}))
-	require.True(t, until(t, w, 30*time.Second, func() bool { return all(a, name, 1, fleet.StatusIdle) }, a, b), "not converged")
+	w, a, b, stores, name := giveBackReplicas(t, "tgb")
 	job1, err := a.Acquire(t.Context(), name)
 	require.NoError(t, err)
 	until(t, w, time.Second, func() bool { return false }, a, b)
@@ -76,29 +54,7 @@ func TestGiveBackOfAnEndedHandOutAcrossATakeover(t *testing.T) {
 // (tester AZ: before the fix, that GiveBack answered ErrHandedOutAgain and
 // the node stayed busy with no job.)
 func TestGiveBackAfterTheJobsOwnMarkBusyAcrossATakeover(t *testing.T) {
-	dsn := pgtest.DSN(t)
-	schema := pgtest.Schema(t, dsn)
-	w := newWorld(t, 10)
-	var ms []*fleet.Manager
-	var stores []*pgstore.Store
-	for _, id := range []string{"a", "b"} {
-		s, err := pgstore.Open(t.Context(), dsn, pgstore.WithSchema(schema))
-		require.NoError(t, err)
-		t.Cleanup(s.Close)
-		m, err := fleet.NewManager(fleet.Config{Providers: w.providers, Clock: w.clock, Store: s, Owner: "tgm",
-			ReplicaID: id, Policy: fleet.Policy{Release: fleet.ReleaseNow, LeaseTTL: time.Second}})
-		require.NoError(t, err)
-		t.Cleanup(m.Close)
-		ms, stores = append(ms, m), append(stores, s)
-	}
-	a, b := ms[0], ms[1]
-	name := fleetFor("a", []string{"a", "b"})
-	require.True(t, until(t, w, 5*time.Second, func() bool {
-		ls, _ := stores[0].Leases(t.Context())
-		return len(ls) >= 2
-	}, a, b))
-	require.NoError(t, a.Apply(t.Context(), fleet.Spec{Name: name, Nodes: 1, Requirements: hotVMs(), IdleTimeout: 5 * time.Minute}))
-	require.True(t, until(t, w, 30*time.Second, func() bool { return all(a, name, 1, fleet.StatusIdle) }, a, b), "not converged")
+	w, a, b, stores, name := giveBackReplicas(t, "tgm")
 	job, err := a.Acquire(t.Context(), name)
 	require.NoError(t, err)
 	require.True(t, until(t, w, 5*time.Second, func() bool { return all(a, name, 1, fleet.StatusBusy) }, a, b))
@@ -131,4 +87,36 @@ func TestGiveBackAfterTheJobsOwnMarkBusyAcrossATakeover(t *testing.T) {
 	assert.True(t, until(t, w, 5*time.Second, func() bool { return all(b, name, 1, fleet.StatusIdle) }, b), "given back: %v", b.Instances(name))
 	require.NoError(t, b.Delete(t.Context(), name))
 	until(t, w, 10*time.Second, func() bool { return len(b.Fleets()) == 0 }, b)
+}
+
+// giveBackReplicas starts replicas "a" and "b" (owner, ReleaseNow, a 1-s
+// lease) on a fresh PostgreSQL schema, waits for both to be alive, and
+// applies a fleet of one Hot Aisle VM (IdleTimeout 5 min) held by "a",
+// waiting for its node to be idle.
+func giveBackReplicas(t *testing.T, owner string) (*world, *fleet.Manager, *fleet.Manager, []*pgstore.Store, string) {
+	t.Helper()
+	dsn := pgtest.DSN(t)
+	schema := pgtest.Schema(t, dsn)
+	w := newWorld(t, 10)
+	var ms []*fleet.Manager
+	var stores []*pgstore.Store
+	for _, id := range []string{"a", "b"} {
+		s, err := pgstore.Open(t.Context(), dsn, pgstore.WithSchema(schema))
+		require.NoError(t, err)
+		t.Cleanup(s.Close)
+		m, err := fleet.NewManager(fleet.Config{Providers: w.providers, Clock: w.clock, Store: s, Owner: owner,
+			ReplicaID: id, Policy: fleet.Policy{Release: fleet.ReleaseNow, LeaseTTL: time.Second}})
+		require.NoError(t, err)
+		t.Cleanup(m.Close)
+		ms, stores = append(ms, m), append(stores, s)
+	}
+	a, b := ms[0], ms[1]
+	name := fleetFor("a", []string{"a", "b"})
+	require.True(t, until(t, w, 5*time.Second, func() bool {
+		ls, _ := stores[0].Leases(t.Context())
+		return len(ls) >= 2
+	}, a, b))
+	require.NoError(t, a.Apply(t.Context(), fleet.Spec{Name: name, Nodes: 1, Requirements: hotVMs(), IdleTimeout: 5 * time.Minute}))
+	require.True(t, until(t, w, 30*time.Second, func() bool { return all(a, name, 1, fleet.StatusIdle) }, a, b), "not converged")
+	return w, a, b, stores, name
 }
