@@ -164,14 +164,7 @@ func TestGrowthMetInsideTheMinimumKeepsTheNode(t *testing.T) {
 				defer func() { stop(); time.Sleep(time.Minute) }()
 				s := spec("f", 1, hotType("vm-mi300x-1"))
 				s.IdleTimeout = 10 * time.Minute
-				require.NoError(t, e.m.Apply(t.Context(), s))
-				var a fleet.Instance
-				for limit := time.Now().Add(time.Hour); a.ID == ""; time.Sleep(5 * time.Second) {
-					require.True(t, time.Now().Before(limit), "A not ready")
-					a, _ = e.m.Acquire(t.Context(), "f")
-				}
-				time.Sleep(time.Until(a.Created.Add(10 * time.Minute)))
-				require.NoError(t, e.m.GiveBack(a))
+				a := jobToTen(t, e, s)
 				if c.slow > 0 {
 					e.slowCreates("hotaisle", c.slow, 1)
 				}
@@ -264,14 +257,7 @@ func TestGrowthMetInsideTheMinimumNoticeEnds(t *testing.T) {
 		defer func() { stop(); time.Sleep(time.Minute) }()
 		s := spec("f", 1, hotType("vm-mi300x-1"))
 		s.IdleTimeout = 10 * time.Minute
-		require.NoError(t, e.m.Apply(t.Context(), s))
-		var a fleet.Instance
-		for limit := time.Now().Add(time.Hour); a.ID == ""; time.Sleep(5 * time.Second) {
-			require.True(t, time.Now().Before(limit), "A not ready")
-			a, _ = e.m.Acquire(t.Context(), "f")
-		}
-		time.Sleep(time.Until(a.Created.Add(10 * time.Minute)))
-		require.NoError(t, e.m.GiveBack(a))
+		a := jobToTen(t, e, s)
 		time.Sleep(time.Until(a.Created.Add(28*time.Minute + 30*time.Second)))
 		s.Nodes = 2
 		require.NoError(t, e.m.Apply(t.Context(), s))
@@ -341,4 +327,20 @@ func TestGrowFromSurvivesARestart(t *testing.T) {
 		assert.Equal(t, f.GrowApplied, f.GrowMet, "lowered back to 1: the growth given up at its Apply")
 		e.m.Close()
 	})
+}
+
+// jobToTen applies s (fleet "f") and runs one job on its first node, A,
+// from when Acquire hands it out to 10 minutes after A's creation, when it
+// is given back. It returns A.
+func jobToTen(t *testing.T, e *env, s fleet.Spec) fleet.Instance {
+	t.Helper()
+	require.NoError(t, e.m.Apply(t.Context(), s))
+	var a fleet.Instance
+	for limit := time.Now().Add(time.Hour); a.ID == ""; time.Sleep(5 * time.Second) {
+		require.True(t, time.Now().Before(limit), "A not ready")
+		a, _ = e.m.Acquire(t.Context(), "f")
+	}
+	time.Sleep(time.Until(a.Created.Add(10 * time.Minute)))
+	require.NoError(t, e.m.GiveBack(a))
+	return a
 }
