@@ -702,7 +702,7 @@ func (m *Manager) createResult(reqID string, inst Instance, vpcID string, err er
 		case !errors.Is(err, ErrRateLimited) && !errors.Is(err, ErrNotSent): // neither says anything of the offer
 			m.avoidOffer(fleet, r.Instance.Offer, now.Add(soldOutPenalty), refusalReason(err))
 			if errors.Is(err, ErrNoCapacity) {
-				m.noteSoldOut(fleet, r.Instance.Offer, now.Add(soldOutPenalty))
+				m.noteCreateSoldOut(fleet, r.Instance.Offer, now)
 			}
 			delete(m.offerOK, r.Instance.Offer.Key())
 		default: // the same create would be refused again at once: the fleet's next one waits
@@ -786,6 +786,7 @@ func (m *Manager) created(r *InstanceRecord, inst Instance, vpcID string, now ti
 		r.Instance.Created = now
 	}
 	r.Instance.ReservedUntil = m.reservedUntil(r, now)
+	m.refusalServed(r.Instance.Fleet)
 	if t := r.Termination; t != nil && t.Attempts == 0 && !t.NotBefore.IsZero() {
 		t.NotBefore = maxTime(t.NotBefore, r.Instance.ReservedUntil) // released while the call was under way: its window as it is now known
 	}

@@ -58,6 +58,66 @@ func (m *Manager) noteSoldOut(fleet string, o Offer, until time.Time) {
 	m.noteRefused(fleet, o.Key(), until)
 }
 
+// noteCreateSoldOut records that a create of o for fleet was answered sold
+// out (ErrNoCapacity) now — as a need other fleets' nodes give way to
+// only when the fleet has no other offer to create on now: none of the
+// offers it matches is listed available and not skipped (withoutAvoided:
+// not refused lately, its provider's creates not held). A fleet with
+// another offer open is not short of stock: its next create takes that
+// offer at once, and no node of another fleet is released for it. When
+// its last open offer is refused, the refusal counts for every offer it
+// matches that is sold out: refused as such by a create (until that
+// refusal's skip ends) or listed so by the catalog (until soldOutPenalty
+// from now). m.mu held.
+func (m *Manager) noteCreateSoldOut(fleet string, o Offer, now time.Time) {
+	f := m.fleets[fleet]
+	if f == nil || f.Deleting {
+		return
+	}
+	req := m.offerReq(f)
+	offers, _ := m.catalog.peek(req)
+	if len(m.withoutAvoided(fleet, offers, now)) > 0 {
+		return // another offer is open to it: tried next, at once
+	}
+	until := now.Add(soldOutPenalty)
+	m.noteSoldOut(fleet, o, until)
+	for _, x := range offers {
+		if a := m.avoid[fleet+"|"+x.Key()]; a.why == refusalReason(ErrNoCapacity) && now.Before(a.until) {
+			m.noteSoldOut(fleet, x, a.until)
+		}
+	}
+	m.noteCatalogSoldOut(fleet, req, until)
+}
+
+// offerReq is what a create of fleet f asks of the catalog: its
+// requirements, and for a cluster fleet, only where it lives (its
+// anchor's provider and region, see anchor). m.mu held.
+func (m *Manager) offerReq(f *FleetRecord) Requirements {
+	req := f.Spec.Requirements
+	if f.Spec.Placement == PlacementCluster {
+		req.Cluster = true
+		if a := m.anchor(f); a != nil {
+			req.Providers, req.Regions = []string{a.Provider}, []string{a.Region}
+		}
+	}
+	return req
+}
+
+// refusalServed is told that a create of fleet was accepted: its
+// refusals (sold out, instance limit) end. They counted for the need they
+// were answered to; a later shortfall of the fleet (a growth applied
+// after) counts only after a new refusal, and no node gives way to it
+// before. The nodes that gave way to it already stay counted against it
+// (m.yields) while it is short. m.mu held.
+func (m *Manager) refusalServed(fleet string) {
+	for key, fleets := range m.refused {
+		delete(fleets, fleet)
+		if len(fleets) == 0 {
+			delete(m.refused, key)
+		}
+	}
+}
+
 // noteLimitRefused records that a create of o for fleet was refused for
 // the account's instance limit (ErrQuotaExceeded: Hot Aisle's 401 "Maximum
 // VMs already provisioned for this team", 403 "tenant limit exceeded"),
@@ -92,10 +152,12 @@ type yieldTo struct {
 // or their provider's instance limit for their kind reached) — nodes kept
 // with no job for them:
 //
-//   - releases waiting only for their minimum's end (waitsForMinimum: a
-//     deleted or shrunk fleet's nodes, idle ones, ones its caller
-//     released; paid anyway): released at once with force, which costs
-//     nothing more (the minimum is charged whole either way);
+//   - releases waiting only for their minimum's end with no job on them
+//     (waitsForMinimum, whatever decided them: a deleted or shrunk fleet's
+//     nodes, idle ones, ones its caller released, a node stopped out of
+//     band and not replaced, an unhealthy agent's, one not wanted; paid
+//     anyway): released at once with force, which costs nothing more (the
+//     minimum is charged whole either way);
 //   - idle nodes held by the re-buy hold (keep, hold; see held) that the
 //     idle release may take (idleReleasable; of a fleet, no more than its
 //     nodes above its MinNodes: a node its fleet's MinNodes or an
@@ -115,6 +177,7 @@ type yieldTo struct {
 // fleet is no longer short (a create of it accepted, not merely under way;
 // or shrunk) or is deleted, however long its wait for the stock takes
 // (see yieldGone), so that no second node is released for the same need.
+// A refusal ends when a create of its fleet is accepted (refusalServed).
 // The nodes that give way are in m.yielded, with to whom and why. m.mu
 // held.
 func (m *Manager) yieldHolds(keep map[*InstanceRecord]bool, hold map[*InstanceRecord]time.Duration, now time.Time) {
@@ -244,24 +307,22 @@ func (m *Manager) giveWay(r *InstanceRecord, refused map[string][]string, need m
 }
 
 // waitsForMinimum reports whether r's release is decided and waits only
-// for the end of its minimum reservation, paid anyway, with no job on it:
-// released for idleness, a scale-down, its fleet's deletion or by its
-// caller, by the default policy (ReleaseAtReservationEnd), not attempted
-// yet, billed per minute with a known start (a forced release before the
-// minimum's end costs nothing more), and no job ran on it when its release
-// was decided (Termination.Busy; for a release stored without it, a busy
-// mark after its last idle one). m.mu held.
+// for the end of its minimum reservation, paid anyway, with no job on it —
+// whatever decided it (idleness, a scale-down, its fleet's deletion, its
+// caller, a stop out of band not replaced, an unhealthy agent, a member
+// no longer wanted): decided by the state, not by the reason. Released by
+// the default policy (ReleaseAtReservationEnd: still waiting for its
+// window), not attempted yet, billed per minute with a known start (a
+// forced release before the minimum's end costs nothing more), not an
+// orphan, and no job ran on it when its release was decided
+// (Termination.Busy, which counts a job a stop out of band ended,
+// JobStopped; for a release stored without it, a busy mark after its last
+// idle one). m.mu held.
 func (m *Manager) waitsForMinimum(r *InstanceRecord, now time.Time) bool {
 	t, o := r.Termination, r.Instance.Offer
-	if t == nil || t.Busy || r.BusySince.After(r.IdleSince) || r.Orphan || r.Instance.Status != StatusTerminating || r.Instance.ID == "" || t.Attempts > 0 || !t.Accepted.IsZero() ||
-		!now.Before(t.NotBefore) || o.BillingGranularity >= time.Hour || o.MinimumReservation <= 0 || startUnsure(r) {
-		return false
-	}
-	switch t.Reason {
-	case "idle", "scale down", "fleet deleted", "released":
-		return true
-	}
-	return false
+	return t != nil && !t.Busy && !r.JobStopped && !r.BusySince.After(r.IdleSince) && !r.Orphan && r.Instance.Status == StatusTerminating &&
+		r.Instance.ID != "" && t.Attempts == 0 && t.Accepted.IsZero() && now.Before(t.NotBefore) &&
+		o.BillingGranularity < time.Hour && o.MinimumReservation > 0 && !startUnsure(r)
 }
 
 // createdCount is how many members of fleet the provider accepted the
