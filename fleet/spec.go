@@ -485,25 +485,33 @@ type Policy struct {
 	//
 	// A hold never keeps stock another fleet of the Manager is refused for,
 	// nor does a release waiting for a minimum's end. A fleet is refused stock
-	// when a create of an offer is refused as sold out (ErrNoCapacity), or the
-	// catalog lists the offers it matches as sold out — the stock is that
-	// offer (provider, region, instance type) — or when a create is refused
+	// when a create of an offer is refused as sold out (ErrNoCapacity) and no
+	// other offer it matches is open to it (listed available, not skipped
+	// for a recent refusal, its provider's creates not held: with one open,
+	// its next create takes it at once, and nothing gives way; once the last
+	// is refused, every matching offer refused or listed as sold out counts),
+	// or the catalog lists the offers it matches as sold out — the stock is
+	// that offer (provider, region, instance type) — or when a create is refused
 	// for the account's instance limit (ErrQuotaExceeded: Hot Aisle's team
 	// limits, maximum_virtual_machines and maximum_bare_metal_servers) — the
 	// stock is then every instance of that provider and kind (VMs, bare
 	// metal). While such a fleet is short of members, as many of the nodes
 	// other fleets keep on that stock with no job for them as it lacks give
 	// way to it, with an EventReleaseRequested that names it: first releases
-	// that wait only for a per-minute minimum's end (paid anyway; a deleted or
-	// shrunk fleet's nodes, idle ones, released ones, never one a job ran on
-	// when its release was decided), released at once with force, which costs
+	// that wait only for a per-minute minimum's end (paid anyway), whatever
+	// decided them (a deleted or shrunk fleet's nodes, idle ones, released
+	// ones, a node stopped out of band and not replaced, an unhealthy agent's,
+	// one no longer wanted), never one a job ran on when its release was
+	// decided (Termination.Busy), released at once with force, which costs
 	// nothing more (the minimum is charged whole either way); then idle nodes
 	// held past their minimum, released at once; then held nodes still inside
 	// it, released at its end (not released unforced before it). A held node
 	// gives way only if the idle release may take it: one its fleet's
 	// MinNodes or an IdleTimeout of 0 keeps is no hold. Nodes released for a
 	// fleet count against its need until a create of it is accepted, it
-	// shrinks or is deleted. Once such a node is confirmed gone the fleet's
+	// shrinks or is deleted. A refusal counts for the need it was answered
+	// to: a create of the fleet accepted ends it, and a later shortfall (a
+	// growth applied after) makes nodes give way only after a new refusal. Once such a node is confirmed gone the fleet's
 	// next create is tried at once: for a sold-out offer with the provider's
 	// offers looked up afresh; for the instance limit with the hold of the
 	// provider's creates that the refusal began (10 minutes to an hour,
