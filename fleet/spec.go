@@ -87,7 +87,8 @@ type Spec struct {
 	MinNodes int
 	// IdleTimeout turns on the release of idle instances (0: never by
 	// idleness). The idle clock starts when the instance is ready, or at its
-	// last MarkIdle. When an idle instance goes depends on its billing, not
+	// last MarkIdle or GiveBack (for an instance idle when an Apply raised
+	// Nodes, again when that growth is met or given up: see below). When an idle instance goes depends on its billing, not
 	// on IdleTimeout alone: IdleTimeout only applies where keeping the
 	// instance longer costs more.
 	//
@@ -368,9 +369,11 @@ type Policy struct {
 	// at the last safe moment of the longest minimum it can have (first
 	// seen plus the minimum, less the margin). While the provider is
 	// troubled (a call failed within 30 minutes, or the instance's delete
-	// was refused) the window ends HourlyReleaseMargin before the minimum
-	// does when that is longer: forcing inside the minimum costs nothing,
-	// and the retries fit before it ends. Past the minimum (every minute
+	// was refused) and HourlyReleaseMargin is over CalmHourlyReleaseMargin,
+	// the window ends HourlyReleaseMargin before the minimum does when that
+	// is longer, but at most 15 minutes (half the shortest minimum, 30 min):
+	// forcing inside the minimum costs nothing, and the retries fit before
+	// it ends. Past the minimum (every minute
 	// billed) a refused release is retried every 30 seconds.
 	// Under 15 minutes: NewManager refuses more (ErrInvalidConfig).
 	MinuteReleaseMargin time.Duration

@@ -14,11 +14,14 @@ import (
 var ErrInvalidSpec = errors.New("gpufleet: invalid fleet spec")
 
 // ErrInvalidConfig is the class of every error NewManager returns for a
-// Config that cannot work: no providers, a nil or repeated provider, an
-// invalid owner, a negative interval, a Policy field out of its range (a
-// negative duration or count, a release margin of half an hour or more,
-// an unknown release or stop policy), ReplicaID without a LeaseStore. A
-// Store that cannot be read is not one of them.
+// Config that cannot work: no providers, a nil or repeated provider, a nil
+// pointer Store or Clock, an invalid owner, a negative interval, a Policy
+// field out of its range (a negative duration or count, HourlyReleaseMargin
+// or CalmHourlyReleaseMargin of 30 minutes or more, MinuteReleaseMargin of
+// 15 minutes or more, RebuySpares without RebuyHold, an unknown release or
+// stop policy), ReplicaID without a LeaseStore and an Owner. A Store that
+// cannot be read, or that another owner's Manager wrote, is not one of
+// them.
 var ErrInvalidConfig = errors.New("gpufleet: invalid Manager config")
 
 // refusalError is a refusal of a caller's input: its own text, and
