@@ -47,3 +47,17 @@ func acquireWithin(t *testing.T, e *env, name string, limit time.Duration) fleet
 		require.True(t, time.Now().Before(end), "fleet %s: no node handed out in %v", name, limit)
 	}
 }
+
+// jobThenIdle runs one job on the node Acquire hands out of fleet name,
+// from now to jobEnd after the node's billing start, gives it back, and
+// sleeps to at after that start. It returns the node and its billing start.
+func jobThenIdle(t *testing.T, e *env, name string, jobEnd, at time.Duration) (fleet.Instance, time.Time) {
+	t.Helper()
+	x, err := e.m.Acquire(t.Context(), name)
+	require.NoError(t, err)
+	from := serverCharge(e, x.ID).From
+	time.Sleep(time.Until(from.Add(jobEnd)))
+	require.NoError(t, e.m.GiveBack(x))
+	time.Sleep(time.Until(from.Add(at)))
+	return x, from
+}

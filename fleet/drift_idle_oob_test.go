@@ -40,12 +40,7 @@ func TestHeldNodeStoppedAndRestartedKeepsItsHold(t *testing.T) {
 				e.idleFleet("a", 1, 5*time.Minute, hotType(c.typ))
 				stop := e.running()
 				defer stop()
-				x, err := e.m.Acquire(t.Context(), "a")
-				require.NoError(t, err)
-				from := serverCharge(e, x.ID).From
-				time.Sleep(time.Until(from.Add(c.jobEnd)))
-				require.NoError(t, e.m.MarkIdle(x.ID))
-				time.Sleep(time.Until(from.Add(c.halt)))
+				x, from := jobThenIdle(t, e, "a", c.jobEnd, c.halt)
 				require.NoError(t, e.hot.HaltOutOfBand(x.ID))
 				time.Sleep(time.Until(from.Add(c.nextAt)))
 				for _, ev := range e.eventsOf(fleet.EventInstanceStopped) {
@@ -105,12 +100,7 @@ func TestIdleNodeDestroyedOutOfBandIsNotReplaced(t *testing.T) {
 				e.idleFleet("a", 1, 5*time.Minute, c.req)
 				stop := e.running()
 				defer stop()
-				x, err := e.m.Acquire(t.Context(), "a")
-				require.NoError(t, err)
-				from := serverCharge(e, x.ID).From
-				time.Sleep(time.Until(from.Add(c.jobEnd)))
-				require.NoError(t, e.m.MarkIdle(x.ID))
-				time.Sleep(time.Until(from.Add(c.oob)))
+				x, _ := jobThenIdle(t, e, "a", c.jobEnd, c.oob)
 				require.True(t, serverCharge(e, x.ID).Live, "released before the destroy")
 				if c.cloud == "vultr" {
 					require.NoError(t, e.vultr.DestroyOutOfBand(x.ID))
@@ -147,12 +137,7 @@ func TestHeldNodeBootingAgainGoesWhenItsHoldEnds(t *testing.T) {
 		e.idleFleet("a", 1, 5*time.Minute, hotType("vm-mi300x-1"))
 		stop := e.running()
 		defer stop()
-		x, err := e.m.Acquire(t.Context(), "a")
-		require.NoError(t, err)
-		from := serverCharge(e, x.ID).From
-		time.Sleep(time.Until(from.Add(35 * time.Minute)))
-		require.NoError(t, e.m.MarkIdle(x.ID))
-		time.Sleep(time.Until(from.Add(40 * time.Minute)))
+		x, from := jobThenIdle(t, e, "a", 35*time.Minute, 40*time.Minute)
 		agent.set(x.ID, true)
 		require.NoError(t, e.hot.HaltOutOfBand(x.ID))
 		time.Sleep(time.Until(from.Add(80 * time.Minute)))

@@ -41,12 +41,7 @@ func TestDeleteOfAnIdleNodesFleet(t *testing.T) {
 				e.idleFleet("a", 1, 5*time.Minute, hotType("vm-mi300x-1"))
 				stop := e.running()
 				defer stop()
-				x, err := e.m.Acquire(t.Context(), "a")
-				require.NoError(t, err)
-				from := serverCharge(e, x.ID).From
-				time.Sleep(time.Until(from.Add(c.jobEnd)))
-				require.NoError(t, e.m.GiveBack(x))
-				time.Sleep(time.Until(from.Add(c.deleteAt)))
+				x, _ := jobThenIdle(t, e, "a", c.jobEnd, c.deleteAt)
 				require.True(t, serverCharge(e, x.ID).Live, "released before the Delete")
 				require.NoError(t, e.m.Delete(t.Context(), "a"))
 				got := waitChargeEnds(e, x.ID, 3*time.Hour)
@@ -72,12 +67,7 @@ func TestReleaseHeldNode(t *testing.T) {
 				e.idleFleet("a", 1, 5*time.Minute, hotType("vm-mi300x-1"))
 				stop := e.running()
 				defer stop()
-				x, err := e.m.Acquire(t.Context(), "a")
-				require.NoError(t, err)
-				from := serverCharge(e, x.ID).From
-				time.Sleep(time.Until(from.Add(35 * time.Minute)))
-				require.NoError(t, e.m.MarkIdle(x.ID))
-				time.Sleep(time.Until(from.Add(40 * time.Minute)))
+				x, from := jobThenIdle(t, e, "a", 35*time.Minute, 40*time.Minute)
 				var opts []fleet.ReleaseOption
 				if p != "" {
 					opts = append(opts, fleet.WithReleasePolicy(p))
@@ -141,12 +131,7 @@ func TestMarkIdleRepeatedOnHeldNode(t *testing.T) {
 		e.idleFleet("a", 1, 5*time.Minute, hotType("vm-mi300x-1"))
 		stop := e.running()
 		defer stop()
-		x, err := e.m.Acquire(t.Context(), "a")
-		require.NoError(t, err)
-		from := serverCharge(e, x.ID).From
-		time.Sleep(time.Until(from.Add(35 * time.Minute)))
-		require.NoError(t, e.m.MarkIdle(x.ID))
-		time.Sleep(time.Until(from.Add(38 * time.Minute)))
+		x, from := jobThenIdle(t, e, "a", 35*time.Minute, 38*time.Minute)
 		require.NoError(t, e.m.MarkIdle(x.ID))
 		time.Sleep(time.Until(from.Add(43 * time.Minute)))
 		_ = e.m.MarkIdle(x.ID)

@@ -21,12 +21,7 @@ func heldHotVMAt40(t *testing.T, simOpts ...sim.Option) (*env, fleet.Instance, t
 	e := newEnv(t, fleet.Policy{RebuySpares: 1, RebuyHold: 10 * time.Hour}, simOpts...)
 	e.idleFleet("a", 1, 5*time.Minute, hotType("vm-mi300x-1"))
 	stop := e.running()
-	x, err := e.m.Acquire(t.Context(), "a")
-	require.NoError(t, err)
-	from := serverCharge(e, x.ID).From
-	time.Sleep(time.Until(from.Add(35 * time.Minute)))
-	require.NoError(t, e.m.MarkIdle(x.ID))
-	time.Sleep(time.Until(from.Add(40 * time.Minute)))
+	x, from := jobThenIdle(t, e, "a", 35*time.Minute, 40*time.Minute)
 	require.True(t, serverCharge(e, x.ID).Live, "a's VM held past its minimum")
 	return e, x, from, stop
 }

@@ -231,12 +231,7 @@ func TestHoldYieldsToTheLimitOfItsOwnKindOnly(t *testing.T) {
 		e.idleFleet("a", 1, 5*time.Minute, hotType("vm-mi300x-1"))
 		stop := e.running()
 		defer stop()
-		x, err := e.m.Acquire(t.Context(), "a")
-		require.NoError(t, err)
-		from := serverCharge(e, x.ID).From
-		time.Sleep(time.Until(from.Add(35 * time.Minute)))
-		require.NoError(t, e.m.MarkIdle(x.ID))
-		time.Sleep(time.Until(from.Add(40 * time.Minute)))
+		x, _ := jobThenIdle(t, e, "a", 35*time.Minute, 40*time.Minute)
 		s := spec("b", 1, hotType("bm-mi300x-8"))
 		s.IdleTimeout = 5 * time.Minute
 		require.NoError(t, e.m.Apply(t.Context(), s))
