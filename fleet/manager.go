@@ -204,6 +204,7 @@ type Manager struct {
 	unsettled      map[string]time.Time // provider → when a list or delete call last failed (margin.go)
 	down           map[string]bool      // kindKey → the latest list or delete call of that kind failed in a way that passes (margin.go)
 	holdFails      map[string]int
+	kindHold       map[string]time.Time // kindKey → no creates of that kind before (the account's instance limit)
 	listRefused    map[string]kindSet   // provider → the kinds whose listing its account refused, until they list again (a refusal spell)
 	offerOK        map[string]bool      // offer key → a create of it succeeded
 	lastRefusal    map[string]string    // fleet → the last create refusal
@@ -331,6 +332,7 @@ func (m *Manager) initMaps() {
 	m.keyRetry, m.keyFails = map[string]time.Time{}, map[string]int{}
 	m.agentChecked, m.relabel, m.labelNext = map[string]time.Time{}, map[string]bool{}, map[string]time.Time{}
 	m.providerHold, m.holdFails, m.offerOK = map[string]time.Time{}, map[string]int{}, map[string]bool{}
+	m.kindHold = map[string]time.Time{}
 	m.listRefused = map[string]kindSet{}
 	m.lastRefusal, m.acquired, m.answered = map[string]string{}, map[string]bool{}, map[string]time.Time{}
 	m.createMissed = map[string]time.Time{}

@@ -483,7 +483,7 @@ func (m *Manager) shrinkOf(live []*InstanceRecord, n int, want []Status, stopped
 func (m *Manager) withoutAvoided(fleet string, offers []Offer, now time.Time) []Offer {
 	out := offers[:0:0]
 	for _, o := range offers {
-		if _, ok := m.providers[o.Provider]; ok && !m.avoided(fleet, o, now) && !now.Before(m.providerHold[o.Provider]) &&
+		if _, ok := m.providers[o.Provider]; ok && !m.avoided(fleet, o, now) && !now.Before(m.createHold(o)) &&
 			!m.listRefused[o.Provider].covers(o) { // only its kind's listing proves a create landed
 			out = append(out, o)
 		}
@@ -550,6 +550,8 @@ func (m *Manager) whySkipped(fleet string, matched []Offer, now time.Time) strin
 			why = fmt.Sprintf("%s; skipped until %s", a.why, a.until.UTC().Format("15:04"))
 		} else if h := m.providerHold[o.Provider]; now.Before(h) {
 			why = fmt.Sprintf("provider %s held back until %s", o.Provider, h.UTC().Format("15:04"))
+		} else if h := m.kindHold[kindKey(o.Provider, o.BareMetal)]; now.Before(h) {
+			why = fmt.Sprintf("%s on %s held back until %s (the account's instance limit)", kindOf(o.BareMetal), o.Provider, h.UTC().Format("15:04"))
 		} else if k := kindOf(o.BareMetal); m.listRefused[o.Provider].covers(o) {
 			why = fmt.Sprintf("the account refuses the listing of %s on %s", k, o.Provider)
 		}
@@ -692,13 +694,15 @@ func (m *Manager) createResult(reqID string, inst Instance, vpcID string, err er
 	default:
 		m.lastRefusal[fleet] = err.Error()
 		switch {
+		case errors.Is(err, ErrQuotaExceeded):
+			// The account's instance limit, one per kind (Hot Aisle's
+			// maximum_virtual_machines, maximum_bare_metal_servers): the
+			// kind's creates are held, the other kind's go on, and nodes of
+			// the provider and kind kept with no job give way (yieldHolds).
+			until := m.holdKind(r.Instance.Offer, err, now)
+			m.noteLimitRefused(fleet, r.Instance.Offer, maxTime(until, now.Add(soldOutPenalty)))
 		case accountRefusal(err):
 			m.holdProvider(provider, err, now)
-			if errors.Is(err, ErrQuotaExceeded) {
-				// The account's instance limit: nodes of the provider and
-				// kind kept with no job give way (see yieldHolds).
-				m.noteLimitRefused(fleet, r.Instance.Offer, maxTime(m.providerHold[provider], now.Add(soldOutPenalty)))
-			}
 		case !errors.Is(err, ErrRateLimited) && !errors.Is(err, ErrNotSent): // neither says anything of the offer
 			m.avoidOffer(fleet, r.Instance.Offer, now.Add(soldOutPenalty), refusalReason(err))
 			if errors.Is(err, ErrNoCapacity) {
@@ -756,10 +760,39 @@ func (m *Manager) holdProvider(provider string, err error, now time.Time) {
 	}
 }
 
+// holdKind stops the creates of offer o's kind on its provider after a
+// refusal for the account's instance limit, backing off as holdProvider
+// does (one spell per kind, ended by a create of that kind; one alert),
+// and returns until when. m.mu held.
+func (m *Manager) holdKind(o Offer, err error, now time.Time) time.Time {
+	k := kindKey(o.Provider, o.BareMetal)
+	said := m.refusing(o.Provider) || m.holdFails[k] > 0
+	m.holdFails[k]++ // the kind's own spell: a create of the other kind does not end it
+	until := now.Add(backoff(m.holdFails[k], 10*time.Minute, time.Hour))
+	if until.After(m.kindHold[k]) {
+		m.kindHold[k] = until
+	}
+	if !said {
+		m.event(Event{Type: EventCreatesRefused, Provider: o.Provider, Err: err.Error(), At: until,
+			Message: "the account's instance limit refused a create; no creates of " + kindOf(o.BareMetal).String() +
+				" on this provider until the next try (the other kind goes on), backing off up to an hour"})
+	}
+	return until
+}
+
+// createHold is when creates of offer o may go again after a refusal of
+// the account: the provider's hold, or its kind's (instance limit). m.mu
+// held.
+func (m *Manager) createHold(o Offer) time.Time {
+	return maxTime(m.providerHold[o.Provider], m.kindHold[kindKey(o.Provider, o.BareMetal)])
+}
+
 // created fills r from a successful create. m.mu held.
 func (m *Manager) created(r *InstanceRecord, inst Instance, vpcID string, now time.Time) {
 	delete(m.holdFails, r.Instance.Provider)
 	delete(m.providerHold, r.Instance.Provider)
+	delete(m.kindHold, kindKey(r.Instance.Provider, r.Instance.Offer.BareMetal))
+	delete(m.holdFails, kindKey(r.Instance.Provider, r.Instance.Offer.BareMetal))
 	m.offerOK[r.Instance.Offer.Key()] = true
 	r.CreateUncertain = false
 	r.Instance.ID, r.Instance.ProviderStatus = inst.ID, inst.ProviderStatus

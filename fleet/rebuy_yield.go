@@ -382,9 +382,9 @@ func (m *Manager) countYield(r *InstanceRecord, y yieldTo) {
 // sold-out offer r's provider's offers are looked up afresh (the cached
 // catalog, up to its TTL old, still lists the offer sold out) and the
 // waiting fleet no longer skips r's offer as sold out; for the account's
-// instance limit, the hold of the provider's creates that the refusal
-// began (holdProvider, 10 minutes to an hour) is lifted, unless a refused
-// listing holds them too (a key's access). m.mu held.
+// instance limit, the hold of the creates of r's kind on its provider
+// that the refusal began (holdKind, 10 minutes to an hour) is lifted.
+// m.mu held.
 func (m *Manager) yieldGone(r *InstanceRecord, now time.Time) {
 	for to, rs := range m.yields {
 		y, ok := rs[r]
@@ -393,9 +393,7 @@ func (m *Manager) yieldGone(r *InstanceRecord, now time.Time) {
 		}
 		p := r.Instance.Provider
 		if y.limit {
-			if m.listRefused[p].none() {
-				delete(m.providerHold, p)
-			}
+			delete(m.kindHold, kindKey(p, r.Instance.Offer.BareMetal))
 		} else {
 			m.catalog.invalidate(p)
 			m.offersGen++

@@ -242,3 +242,35 @@ func TestHoldYieldsToTheLimitOfItsOwnKindOnly(t *testing.T) {
 		assert.Empty(t, yieldedTo(e, "b", asked))
 	})
 }
+
+// A refusal for the account's instance limit holds the creates of its kind
+// only: the team's one VM is fleet "c"'s; fleet "v" asks for a second VM
+// and is refused for the limit; fleet "m", applied a minute later with one
+// bare-metal server (the team may have 10), is created at once and is
+// ready after one bare-metal boot, while v's VM creates stay held.
+// (Before: the refusal held every Hot Aisle create 10 minutes to an hour,
+// so m's server was created only after the hold.)
+func TestLimitRefusalHoldsItsKindOnly(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t, fleet.Policy{}, sim.WithHotAisleLimits(1, 10))
+		e.idleFleet("c", 1, 5*time.Minute, hotType("vm-mi300x-1"))
+		stop := e.running()
+		defer stop()
+		v := spec("v", 1, hotType("vm-mi300x-1"))
+		v.IdleTimeout = 5 * time.Minute
+		require.NoError(t, e.m.Apply(t.Context(), v))
+		for deadline := time.Now().Add(10 * time.Minute); len(e.eventsOf(fleet.EventCreatesRefused)) == 0; time.Sleep(time.Second) {
+			require.True(t, time.Now().Before(deadline), "v's create was not refused for the limit")
+		}
+		time.Sleep(time.Minute)
+		ms := spec("m", 1, hotType("bm-mi300x-8"))
+		ms.IdleTimeout = 5 * time.Minute
+		require.NoError(t, e.m.Apply(t.Context(), ms))
+		asked := time.Now()
+		waited := untilServed(t, e, "m", asked, 2*time.Hour)
+		t.Logf("m served after %v; refusals: %v", waited, e.eventsOf(fleet.EventCreatesRefused))
+		assert.Less(t, waited, 11*time.Minute, "the bare-metal create waited for a VM limit's hold (one boot is 10m10s)")
+		assert.Len(t, servers(e.hot.Ledger().Charges), 2, "c's VM and m's server only: v's VM creates stay held")
+		assert.Len(t, e.eventsOf(fleet.EventCreatesRefused), 1, "one alert for the VM limit's spell, which m's bare-metal create does not end")
+	})
+}
