@@ -150,13 +150,7 @@ func TestStoppedNodeWaitingReleaseGivesWay(t *testing.T) {
 		require.NoError(t, e.hot.HaltOutOfBand(xa.ID))
 		time.Sleep(time.Until(from.Add(2 * time.Hour)))
 		require.NotEmpty(t, e.eventsOf(fleet.EventInstanceStopped), "the halt was seen")
-		s := spec("b", 1, hotType("bm-mi300x-8"))
-		s.IdleTimeout = 5 * time.Minute
-		require.NoError(t, e.m.Apply(t.Context(), s))
-		asked := time.Now()
-		y := acquireWithin(t, e, "b", 12*time.Hour)
-		wait := time.Since(asked)
-		require.NoError(t, e.m.MarkIdle(y.ID))
+		_, wait := applyUntilServed(t, e, "b", 12*time.Hour)
 		for _, ev := range e.eventsOf(fleet.EventInstanceStopped) {
 			t.Logf("+%v stopped %s: %s", ev.Time.Sub(from).Round(time.Second), ev.InstanceID, ev.Message)
 		}

@@ -44,13 +44,7 @@ func TestHoldYieldPicksOnlyReleasableNodes(t *testing.T) {
 				defer stop()
 				from := jobsUntil(t, e, 8*time.Hour+30*time.Minute, "a1", "a2")
 				time.Sleep(time.Until(from.Add(9 * time.Hour)))
-				b := spec("b", 1, hotType("bm-mi300x-8"))
-				b.IdleTimeout = 5 * time.Minute
-				require.NoError(t, e.m.Apply(t.Context(), b))
-				asked := time.Now()
-				y := acquireWithin(t, e, "b", 20*time.Hour)
-				wait := time.Since(asked)
-				require.NoError(t, e.m.MarkIdle(y.ID))
+				_, wait := applyUntilServed(t, e, "b", 20*time.Hour)
 				for _, ch := range servers(e.hot.Ledger().Charges) {
 					t.Logf("%s billed %v (%s)", ch.ResourceID, ch.Billed, ch.Description)
 				}
@@ -160,13 +154,7 @@ func TestWaitingReleaseGivesWayToARefusedFleet(t *testing.T) {
 					require.NoError(t, e.m.Apply(t.Context(), s))
 				}
 				time.Sleep(time.Until(from.Add(90 * time.Minute)))
-				s := spec("b", 1, hotType("bm-mi300x-8"))
-				s.IdleTimeout = 5 * time.Minute
-				require.NoError(t, e.m.Apply(t.Context(), s))
-				asked := time.Now()
-				y := acquireWithin(t, e, "b", 20*time.Hour)
-				wait := time.Since(asked)
-				require.NoError(t, e.m.MarkIdle(y.ID))
+				asked, wait := applyUntilServed(t, e, "b", 20*time.Hour)
 				early := 0
 				for _, ch := range servers(e.hot.Ledger().Charges) {
 					t.Logf("%s billed %v, live %v, to +%v (%s)", ch.ResourceID, ch.Billed, ch.Live, ch.To.Sub(from).Round(time.Second), ch.Description)
