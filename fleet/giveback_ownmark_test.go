@@ -58,16 +58,11 @@ func TestGiveBackAfterTheJobsOwnMarkBusy(t *testing.T) {
 // idleness (1 h billed); the hand-out stays on the stored record meanwhile.
 // (tester AZ: before the fix, ErrHandedOutAgain and the node busy for ever.)
 func TestReplicasGiveBackAfterTheJobsOwnMarkBusy(t *testing.T) {
-	for _, c := range []struct{ through, mark string }{
-		{"holder", "carried out"}, {"other replica", "carried out"}, {"holder", "pending"}, {"other replica", "pending"},
-	} {
+	for _, c := range giveBackRoutes {
 		t.Run(c.through+", MarkBusy "+c.mark, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				e, store, rs, h := replicasWithNode(t)
-				via := rs.ms[h]
-				if c.through != "holder" {
-					via = rs.ms[1-h]
-				}
+				via := c.replica(rs, h)
 				job, err := rs.ms[h].Acquire(t.Context(), "gb")
 				require.NoError(t, err)
 				time.Sleep(time.Minute)

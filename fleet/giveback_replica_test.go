@@ -51,16 +51,11 @@ func storedNode(t *testing.T, store fleet.Store) fleet.InstanceRecord {
 // again, and is not released for idleness (IdleTimeout 5 min, ReleaseNow).
 // Job 2's GiveBack frees it.
 func TestReplicasGiveBackOfAnEndedHandOutIsRefused(t *testing.T) {
-	for _, c := range []struct{ through, mark string }{
-		{"holder", "carried out"}, {"other replica", "carried out"}, {"holder", "pending"}, {"other replica", "pending"},
-	} {
+	for _, c := range giveBackRoutes {
 		t.Run(c.through+", job 2's mark "+c.mark, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				e, store, rs, h := replicasWithNode(t)
-				giver := rs.ms[h]
-				if c.through != "holder" {
-					giver = rs.ms[1-h]
-				}
+				giver := c.replica(rs, h)
 				job1, err := rs.ms[h].Acquire(t.Context(), "gb")
 				require.NoError(t, err)
 				require.NotEmpty(t, job1.HandOut)
@@ -154,4 +149,22 @@ func TestReplicasHolderDropsAGiveBackOfAnEndedHandOut(t *testing.T) {
 			})
 		})
 	}
+}
+
+// giveBackRoute is one way a give-back case records its marks: through
+// the replica holding the fleet or the other one, the mark in question
+// carried out by the holder or still pending in the store.
+type giveBackRoute struct{ through, mark string }
+
+// giveBackRoutes are the four routes the replica give-back cases run.
+var giveBackRoutes = []giveBackRoute{
+	{"holder", "carried out"}, {"other replica", "carried out"}, {"holder", "pending"}, {"other replica", "pending"},
+}
+
+// replica is the Manager the route records through, h holding the fleet.
+func (c giveBackRoute) replica(rs *replicaSet, h int) *fleet.Manager {
+	if c.through == "holder" {
+		return rs.ms[h]
+	}
+	return rs.ms[1-h]
 }
