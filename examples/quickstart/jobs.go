@@ -21,7 +21,7 @@ const readyTimeout = 2 * time.Hour
 func (d *driver) runJob(ctx context.Context, j job) {
 	name := j.spec.Name
 	if err := d.m.Apply(ctx, j.spec); err != nil {
-		d.fail("fleet %s: apply: %v", name, err)
+		d.jobFailed(ctx, "fleet %s: apply: %v", name, err)
 		return
 	}
 	d.poke()
@@ -33,9 +33,7 @@ func (d *driver) runJob(ctx context.Context, j job) {
 	}()
 	ids, err := d.waitReady(ctx, j)
 	if err != nil {
-		if ctx.Err() == nil {
-			d.fail("fleet %s: %v", name, err)
-		}
+		d.jobFailed(ctx, "fleet %s: %v", name, err)
 		return
 	}
 	began := d.w.clock.Now()
@@ -43,7 +41,7 @@ func (d *driver) runJob(ctx context.Context, j job) {
 	for range ids { // the job takes every node: Acquire hands out each, the most paid time left first
 		inst, err := d.m.Acquire(ctx, name)
 		if err != nil {
-			d.fail("fleet %s: acquire: %v", name, err)
+			d.jobFailed(ctx, "fleet %s: acquire: %v", name, err)
 			break
 		}
 		busy = append(busy, inst)
@@ -87,6 +85,15 @@ func (d *driver) waitReady(ctx context.Context, j job) ([]string, error) {
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
+	}
+}
+
+// jobFailed records a job's failure, unless ctx is done: a step cut by
+// Ctrl+C (Apply, the wait for ready nodes, Acquire) is the interrupt, which
+// the teardown and exit code 130 report, not a failure of its own.
+func (d *driver) jobFailed(ctx context.Context, format string, args ...any) {
+	if ctx.Err() == nil {
+		d.fail(format, args...)
 	}
 }
 
