@@ -140,6 +140,11 @@ type Spec struct {
 	// MinNodes, that is powered off (Policy.OnStopped = OnStoppedReplace) or
 	// destroyed out of band (EventInstanceVanished): it would have gone for
 	// idleness, and no replacement is bought for it. A busy one is replaced.
+	// A controller that re-applies its spec on a timer therefore buys back
+	// what the idle release let go (each re-apply of the earlier Nodes is a
+	// raise): apply the Nodes read back from Fleets (or ListFleets)
+	// unless there is work for more, and keep the nodes wanted at all times
+	// with MinNodes.
 	//
 	// An Apply that raises Nodes wants the fleet's idle nodes too: a node
 	// idle at that Apply is not released as idle until the growth is met (as
