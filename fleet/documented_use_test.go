@@ -414,3 +414,54 @@ func TestDocumentedMarksAndGiveBack(t *testing.T) {
 		w.deleteAndDrain(t, "marks")
 	})
 }
+
+// TestDocumentedControllerReappliesOnATimer: Spec.IdleTimeout says a
+// controller that re-applies its spec on a timer buys back what the idle
+// release let go, and that re-applying the Nodes read back from Fleets does
+// not. Two Hot Aisle VMs, no job, a re-apply every minute for 3 hours, 30
+// seconds off the minute on which the Manager decides releases (a read
+// just before an idle release and an Apply just after it still raise, as
+// the doc says).
+func TestDocumentedControllerReappliesOnATimer(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		readBack bool
+	}{{"same spec", false}, {"nodes read back", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				w := newDocWorld(t, fleet.Policy{})
+				require.NoError(t, w.m.Apply(t.Context(), docHotAisle("bb", 2)))
+				time.Sleep(30 * time.Second)
+				for range 180 {
+					time.Sleep(time.Minute)
+					n := 2
+					if tc.readBack {
+						n = w.nodes("bb")
+					}
+					require.NoError(t, w.m.Apply(t.Context(), docHotAisle("bb", n)))
+				}
+				vms := 0
+				for _, r := range w.hot.Resources() {
+					if r.Kind == "virtual_machine" {
+						vms++
+					}
+				}
+				if tc.readBack {
+					if !assert.Equal(t, 2, vms, "the two VMs only, released when idle and not bought back") {
+						w.mu.Lock()
+						for _, e := range w.events {
+							if e.Type != fleet.EventFleetApplied {
+								t.Log(e.Time.Format("15:04:05"), e.Type, e.InstanceID, e.Message)
+							}
+						}
+						w.mu.Unlock()
+					}
+					assert.Equal(t, 0, w.nodes("bb"))
+				} else {
+					assert.Greater(t, vms, 4, "each re-apply of Nodes 2 is a raise that buys back")
+				}
+				w.deleteAndDrain(t, "bb")
+			})
+		})
+	}
+}

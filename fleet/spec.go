@@ -144,7 +144,8 @@ type Spec struct {
 	// what the idle release let go (each re-apply of the earlier Nodes is a
 	// raise): apply the Nodes read back from Fleets (or ListFleets)
 	// unless there is work for more, and keep the nodes wanted at all times
-	// with MinNodes.
+	// with MinNodes. (A read made just before an idle release, applied just
+	// after it, is still a raise: there is no compare-and-set on Nodes.)
 	//
 	// An Apply that raises Nodes wants the fleet's idle nodes too: a node
 	// idle at that Apply is not released as idle until the growth is met (as
