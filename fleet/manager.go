@@ -174,7 +174,7 @@ type Manager struct {
 	fleetRetry     map[string]time.Time // no create attempt for the fleet before
 	fleetFails     map[string]int
 	avoid          map[string]avoidance                   // fleet|offer key → skip the offer until, and why
-	refused        map[string]map[string]time.Time        // stock key (offer key, limitKey) → fleet refused it → until when that counts (see yieldHolds)
+	refused        map[string]map[string]bool             // stock key (offer key, limitKey) → fleets refused it, while short (see noteRefused)
 	yields         map[string]map[*InstanceRecord]yieldTo // refused fleet → nodes released to give way to it (see yieldHolds)
 	yielded        map[*InstanceRecord]yieldTo            // nodes that give way now → to whom and why (set by held)
 	offersGen      int                                    // counts invalidations of the catalog by the Manager (see yieldGone)

@@ -296,11 +296,9 @@ func (m *Manager) offersFor(ctx context.Context, f *FleetRecord, now time.Time) 
 	offers = m.withoutAvoided(f.Spec.Name, offers, now)
 	if len(offers) == 0 {
 		m.noOffers(f, matched, err, now)
-		if len(matched) == 0 {
-			// The matching offers are sold out: re-buy holds on them yield
-			// (until the fleet's next try, at least soldOutPenalty).
-			m.noteCatalogSoldOut(f.Spec.Name, req, maxTime(m.fleetRetry[f.Spec.Name], now.Add(soldOutPenalty)))
-		}
+		// The matching offers are sold out or skipped: re-buy holds on the
+		// sold-out ones yield while the fleet is short (see noteRefused).
+		m.noteNoStock(f.Spec.Name, req, now)
 		return nil, false
 	}
 	return offers, true
@@ -699,8 +697,8 @@ func (m *Manager) createResult(reqID string, inst Instance, vpcID string, err er
 			// maximum_virtual_machines, maximum_bare_metal_servers): the
 			// kind's creates are held, the other kind's go on, and nodes of
 			// the provider and kind kept with no job give way (yieldHolds).
-			until := m.holdKind(r.Instance.Offer, err, now)
-			m.noteLimitRefused(fleet, r.Instance.Offer, maxTime(until, now.Add(soldOutPenalty)))
+			m.holdKind(r.Instance.Offer, err, now)
+			m.noteLimitRefused(fleet, r.Instance.Offer)
 		case accountRefusal(err):
 			m.holdProvider(provider, err, now)
 		case !errors.Is(err, ErrRateLimited) && !errors.Is(err, ErrNotSent): // neither says anything of the offer

@@ -37,25 +37,31 @@ func refusedWhy(key string, o Offer) string {
 	return fmt.Sprintf("refused %s as sold out", o)
 }
 
-// noteRefused records that fleet was refused the stock named key now, and
-// that the refusal counts until until: while it does and the fleet is
-// short of members, the nodes that keep that stock with no job for them
-// give way to it (see yieldHolds). m.mu held.
-func (m *Manager) noteRefused(fleet, key string, until time.Time) {
+// noteRefused records that fleet was refused the stock named key. The
+// refusal lasts, whatever time passes, until a create of the fleet is
+// accepted (refusalServed), the fleet is no longer short of members, or it
+// is deleted; it counts (the nodes that keep that stock with no job for
+// them give way to the fleet, see yieldHolds) in each pass where the
+// fleet, short and not stalled, still matches that stock and has no offer
+// to create on but ones it was refused (needsStock). It is not timed:
+// a refusal that lasted as long as the offer's skip (soldOutPenalty)
+// lapsed between the skip's end and the fleet's next try (1 to 10 min
+// later, its backoff), while the fleet was as short as before. m.mu held.
+func (m *Manager) noteRefused(fleet, key string) {
 	if m.refused == nil {
-		m.refused = map[string]map[string]time.Time{}
+		m.refused = map[string]map[string]bool{}
 	}
 	if m.refused[key] == nil {
-		m.refused[key] = map[string]time.Time{}
+		m.refused[key] = map[string]bool{}
 	}
-	m.refused[key][fleet] = maxTime(m.refused[key][fleet], until)
+	m.refused[key][fleet] = true
 }
 
-// noteSoldOut records that fleet was refused offer o as sold out now (a
-// create answered ErrNoCapacity, or the catalog lists the offers the fleet
-// matches as sold out), until until (see noteRefused). m.mu held.
-func (m *Manager) noteSoldOut(fleet string, o Offer, until time.Time) {
-	m.noteRefused(fleet, o.Key(), until)
+// noteSoldOut records that fleet was refused offer o as sold out (a create
+// answered ErrNoCapacity, or the catalog lists the offers the fleet
+// matches as sold out; see noteRefused). m.mu held.
+func (m *Manager) noteSoldOut(fleet string, o Offer) {
+	m.noteRefused(fleet, o.Key())
 }
 
 // noteCreateSoldOut records that a create of o for fleet was answered sold
@@ -66,9 +72,8 @@ func (m *Manager) noteSoldOut(fleet string, o Offer, until time.Time) {
 // another offer open is not short of stock: its next create takes that
 // offer at once, and no node of another fleet is released for it. When
 // its last open offer is refused, the refusal counts for every offer it
-// matches that is sold out: refused as such by a create (until that
-// refusal's skip ends) or listed so by the catalog (until soldOutPenalty
-// from now). m.mu held.
+// matches that is sold out: refused as such by a create (its skip not
+// ended) or listed so by the catalog. m.mu held.
 func (m *Manager) noteCreateSoldOut(fleet string, o Offer, now time.Time) {
 	f := m.fleets[fleet]
 	if f == nil || f.Deleting {
@@ -79,14 +84,8 @@ func (m *Manager) noteCreateSoldOut(fleet string, o Offer, now time.Time) {
 	if len(m.withoutAvoided(fleet, offers, now)) > 0 {
 		return // another offer is open to it: tried next, at once
 	}
-	until := now.Add(soldOutPenalty)
-	m.noteSoldOut(fleet, o, until)
-	for _, x := range offers {
-		if a := m.avoid[fleet+"|"+x.Key()]; a.why == refusalReason(ErrNoCapacity) && now.Before(a.until) {
-			m.noteSoldOut(fleet, x, a.until)
-		}
-	}
-	m.noteCatalogSoldOut(fleet, req, until)
+	m.noteSoldOut(fleet, o)
+	m.noteNoStock(fleet, req, now)
 }
 
 // offerReq is what a create of fleet f asks of the catalog: its
@@ -120,24 +119,66 @@ func (m *Manager) refusalServed(fleet string) {
 
 // noteLimitRefused records that a create of o for fleet was refused for
 // the account's instance limit (ErrQuotaExceeded: Hot Aisle's 401 "Maximum
-// VMs already provisioned for this team", 403 "tenant limit exceeded"),
-// until until (see noteRefused): any node of o's provider and kind frees
-// a place under it. m.mu held.
-func (m *Manager) noteLimitRefused(fleet string, o Offer, until time.Time) {
-	m.noteRefused(fleet, limitKey(o), until)
+// VMs already provisioned for this team", 403 "tenant limit exceeded"; see
+// noteRefused): any node of o's provider and kind frees a place under it.
+// m.mu held.
+func (m *Manager) noteLimitRefused(fleet string, o Offer) {
+	m.noteRefused(fleet, limitKey(o))
 }
 
-// noteCatalogSoldOut records, for a fleet that no offer of the catalog can
-// serve now, the offers matching req that the catalog lists as sold out
-// (see noteSoldOut). m.mu held.
-func (m *Manager) noteCatalogSoldOut(fleet string, req Requirements, until time.Time) {
+// noteNoStock records, for a fleet with no offer to create on now (none
+// of the offers matching req is listed available and not skipped), the
+// ones that are sold out: skipped as refused sold out by a create (the
+// skip not ended) or listed so by the catalog (see noteSoldOut). A try
+// that finds every offer skipped records them again: a need is not lost
+// because the refusal that began it was not recorded (another offer was
+// open then). m.mu held.
+func (m *Manager) noteNoStock(fleet string, req Requirements, now time.Time) {
 	req.IncludeSoldOut = true
 	all, _ := m.catalog.peek(req)
 	for _, o := range all {
-		if !o.Available {
-			m.noteSoldOut(fleet, o, until)
+		if a := m.avoid[fleet+"|"+o.Key()]; !o.Available || a.why == refusalReason(ErrNoCapacity) && now.Before(a.until) {
+			m.noteSoldOut(fleet, o)
 		}
 	}
+}
+
+// needsStock names, of keys (the stock fleet f was refused, see
+// noteRefused), the ones f waits for now: those an offer f matches takes
+// (sold out or not, from the cached catalog; see stockKeys), when f is
+// not stalled and has no offer to create on but ones it was refused —
+// every offer it matches that is listed available and not skipped
+// (withoutAvoided) takes stock named in keys. None when f has another
+// offer open: its next create takes that one. The refused offer's own
+// skip ending changes nothing: its next try is refused again unless stock
+// was freed. m.mu held.
+func (m *Manager) needsStock(f *FleetRecord, keys map[string]bool, now time.Time) []string {
+	if f.Stalled {
+		return nil // no creates until applied again
+	}
+	req := m.offerReq(f)
+	req.IncludeSoldOut = true
+	all, _ := m.catalog.peek(req)
+	var open []Offer
+	for _, o := range all {
+		if o.Available {
+			open = append(open, o)
+		}
+	}
+	for _, o := range m.withoutAvoided(f.Spec.Name, open, now) {
+		if k := stockKeys(o); !keys[k[0]] && !keys[k[1]] {
+			return nil // another offer is open to it
+		}
+	}
+	var out []string
+	for _, o := range all {
+		for _, k := range stockKeys(o) {
+			if keys[k] && !slices.Contains(out, k) {
+				out = append(out, k)
+			}
+		}
+	}
+	return out
 }
 
 // yieldTo is to which refused fleet a node gives way, why in words, and
@@ -177,9 +218,11 @@ type yieldTo struct {
 // fleet is no longer short (a create of it accepted, not merely under way;
 // or shrunk) or is deleted, however long its wait for the stock takes
 // (see yieldGone), so that no second node is released for the same need.
-// A refusal ends when a create of its fleet is accepted (refusalServed).
-// The nodes that give way are in m.yielded, with to whom and why. m.mu
-// held.
+// A refusal lasts until a create of its fleet is accepted (refusalServed),
+// the fleet is no longer short (a create under way counts) or is deleted,
+// and counts in the passes where its fleet still waits for that stock
+// (needsStock), however long after the refusal. The nodes that give way
+// are in m.yielded, with to whom and why. m.mu held.
 func (m *Manager) yieldHolds(keep map[*InstanceRecord]bool, hold map[*InstanceRecord]time.Duration, now time.Time) {
 	m.yielded = nil
 	lacks := func(name string) int {
@@ -199,28 +242,43 @@ func (m *Manager) yieldHolds(keep map[*InstanceRecord]bool, hold map[*InstanceRe
 		}
 		need[name] = lacks(name) - len(rs)
 	}
-	refused := map[string][]string{} // stock key → the fleets refused it that still need nodes, by name
+	keys := map[string]map[string]bool{} // refused fleet → the stock keys it was refused
 	for key, fleets := range m.refused {
-		for name, until := range fleets {
-			f := m.fleets[name]
-			if !now.Before(until) || f == nil || f.Deleting {
+		for name := range fleets {
+			if lacks(name) <= 0 { // deleted, or no longer short (a create under way counts)
 				delete(fleets, name)
 				continue
 			}
-			if _, ok := need[name]; !ok {
-				need[name] = lacks(name)
+			if keys[name] == nil {
+				keys[name] = map[string]bool{}
 			}
-			if need[name] > 0 {
-				refused[key] = append(refused[key], name)
-			}
+			keys[name][key] = true
 		}
 		if len(fleets) == 0 {
 			delete(m.refused, key)
 		}
-		slices.Sort(refused[key])
+	}
+	refused := map[string][]string{} // stock key → the fleets refused it that still need nodes, by name
+	for name, ks := range keys {
+		waits := m.needsStock(m.fleets[name], ks, now)
+		if len(waits) == 0 {
+			continue
+		}
+		if _, ok := need[name]; !ok {
+			need[name] = lacks(name)
+		}
+		if need[name] <= 0 {
+			continue
+		}
+		for _, key := range waits {
+			refused[key] = append(refused[key], name)
+		}
 	}
 	if len(refused) == 0 {
 		return
+	}
+	for _, names := range refused {
+		slices.Sort(names)
 	}
 	wanted := func(r *InstanceRecord) bool {
 		for _, k := range stockKeys(r.Instance.Offer) {
