@@ -1,6 +1,7 @@
 package fleet_test
 
 import (
+	"net/http"
 	"regexp"
 	"testing"
 	"testing/synctest"
@@ -136,4 +137,41 @@ func afterRefusalBeforeTry(t *testing.T, e *env, name string, gap time.Duration)
 			return next
 		}
 	}
+}
+
+// A fleet whose every offer is skipped, one of them as refused sold out,
+// needs that stock even when the refusal came while another offer was
+// still open (then no need was recorded: its next create took the other
+// one). Fleet "a" holds a Hot Aisle VM (vm-mi300x-1) past its minimum (a
+// fixed hold of one spare for 10 h; job to 35:00). At 40:00 fleet "b",
+// matching vm-mi300x-1 and vm-mi300x-2, is applied: its create of
+// vm-mi300x-1 (the cheaper) is answered 404 "No available virtual machine"
+// while vm-mi300x-2 is open, and its create of vm-mi300x-2 then 400 "Bad
+// Request" (skipped 10 minutes too, not as sold out). b has no offer left
+// but the sold-out one: a's held VM yields, and b is served once it is
+// gone, within minutes, not at the skips' end.
+//
+// (before: b's tries found every offer skipped and recorded nothing, as
+// the catalog still listed them: a's VM stayed held, and b waited 11m20s,
+// for vm-mi300x-1's skip to end.)
+func TestHoldYieldsToAFleetWithEveryOfferSkipped(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e, x, from, stop := heldHotVMAt40(t)
+		defer stop()
+		require.NoError(t, e.hot.Inject(sim.Fault{Route: hotCreate, Times: 1, Status: http.StatusNotFound,
+			Message: "No available virtual machine matching requested specifications"}))
+		require.NoError(t, e.hot.Inject(sim.Fault{Route: hotCreate, Times: 1, Status: http.StatusBadRequest,
+			Message: "Bad Request: invalid specifications"}))
+		s := spec("b", 1, hotType("vm-mi300x-1", "vm-mi300x-2"))
+		s.IdleTimeout = 5 * time.Minute
+		require.NoError(t, e.m.Apply(t.Context(), s))
+		asked := time.Now()
+		wait := untilServed(t, e, "b", asked, time.Hour)
+		logYieldEvents(t, e, from)
+		t.Logf("b served after %v; yielded: %v", wait.Round(time.Second), yieldedTo(e, "b", asked))
+		assert.Equal(t, 2, len(e.eventsOf(fleet.EventOfferSkipped)), "b's two creates refused")
+		assert.Len(t, yieldedTo(e, "b", asked), 1, "a's held VM did not yield to b, with no offer but the sold-out one")
+		assert.False(t, serverCharge(e, x.ID).Live, "a's held VM not released")
+		assert.Less(t, wait, 5*time.Minute, "b waited for its skips to end")
+	})
 }
