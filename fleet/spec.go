@@ -520,8 +520,14 @@ type Policy struct {
 	// fleet count against its need until a create of it is accepted, it
 	// shrinks or is deleted. A refusal counts for the need it was answered
 	// to: a create of the fleet accepted ends it, and a later shortfall (a
-	// growth applied after) makes nodes give way only after a new refusal. Once such a node is confirmed gone the fleet's
-	// next create is tried at once: for a sold-out offer with the provider's
+	// growth applied after) makes nodes give way only after a new refusal.
+	// It is not timed: it lasts while the fleet is short (a create under
+	// way counts as a member), not deleted, and counts while the fleet is
+	// not stalled and has no offer open but the ones it was refused — after
+	// the refused offer's skip (10 minutes) or the kind's hold ends too, up
+	// to the fleet's next try, and a try that finds every offer skipped
+	// records the sold-out ones again. Once such a node is confirmed gone
+	// the fleet's next create is tried at once: for a sold-out offer with the provider's
 	// offers looked up afresh; for the instance limit with the hold of the
 	// provider's creates that the refusal began (10 minutes to an hour,
 	// EventCreatesRefused) lifted. This holds for RebuySpares too.
