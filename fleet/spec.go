@@ -262,6 +262,12 @@ func (p Policy) validate() error {
 			return fmt.Errorf("gpufleet: Policy.%s is %v, not under %v: a node would be released before it had used the time it paid for", name, c[0], c[1])
 		}
 	}
+	for name, d := range map[string]time.Duration{"HourlyReleaseMargin": p.HourlyReleaseMargin,
+		"CalmHourlyReleaseMargin": p.CalmHourlyReleaseMargin} {
+		if d > 0 && d < boundarySlack {
+			return fmt.Errorf("gpufleet: Policy.%s is %v, under %v: a release planned in an hour's last %v counts for the next hour, so the node would never be released", name, d, boundarySlack, boundarySlack)
+		}
+	}
 	if p.RebuySpares < 0 || (p.RebuySpares > 0) != (p.RebuyHold > 0) {
 		return fmt.Errorf("gpufleet: Policy.RebuySpares and RebuyHold are set together, neither negative")
 	}
@@ -352,7 +358,9 @@ type Policy struct {
 	// and in the Manager's first 30 minutes (a restart forgets what failed
 	// before it). A release already deferred to the calm margin comes
 	// forward when the provider turns unsettled.
-	// Under 30 minutes: NewManager refuses more (ErrInvalidConfig).
+	// Under 30 minutes and, when set, at least 10 seconds (a
+	// release planned in an hour's last 10 seconds counts for the next
+	// hour): NewManager refuses others (ErrInvalidConfig).
 	HourlyReleaseMargin time.Duration
 	// CalmHourlyReleaseMargin is HourlyReleaseMargin while the provider is
 	// calm (none of the above): 3 min, six delete attempts at the 30-second
@@ -362,7 +370,9 @@ type Policy struct {
 	// starts (the hour's end less HourlyReleaseMargin) for every idle node
 	// or deferred release. Set it to HourlyReleaseMargin for one margin
 	// whatever the provider's health.
-	// Under 30 minutes: NewManager refuses more (ErrInvalidConfig).
+	// Under 30 minutes and, when set, at least 10 seconds (a
+	// release planned in an hour's last 10 seconds counts for the next
+	// hour): NewManager refuses others (ErrInvalidConfig).
 	CalmHourlyReleaseMargin time.Duration
 	// MinuteReleaseMargin: for per-minute billing with a minimum reservation
 	// (Hot Aisle) the window ends this long before the minimum does, and the

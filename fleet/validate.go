@@ -17,7 +17,8 @@ var ErrInvalidSpec = errors.New("gpufleet: invalid fleet spec")
 // Config that cannot work: no providers, a nil or repeated provider, a nil
 // pointer Store or Clock, an invalid owner, a negative interval, a Policy
 // field out of its range (a negative duration or count, HourlyReleaseMargin
-// or CalmHourlyReleaseMargin of 30 minutes or more, MinuteReleaseMargin of
+// or CalmHourlyReleaseMargin of 30 minutes or more or under 10 seconds
+// (0 is the default), MinuteReleaseMargin of
 // 15 minutes or more, RebuySpares without RebuyHold, an unknown release or
 // stop policy), ReplicaID without a LeaseStore and an Owner. A Store that
 // cannot be read, or that another owner's Manager wrote, is not one of
