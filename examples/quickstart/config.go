@@ -79,10 +79,10 @@ Flags:
 	switch {
 	case fs.NArg() > 0:
 		return c, fmt.Errorf("unexpected arguments %q", fs.Args())
-	case sim.CheckSpeed(c.speed) != nil: // NaN and +Inf too: a clock that never moves, or overflows
+	case !(c.speed > 0 && c.speed <= maxSpeed): // NaN and +Inf too: a clock that never moves, or overflows
+		return c, fmt.Errorf("-speed %g: must be positive, at most %d (one cloud hour per %s): faster, a run's wall-clock work (SSH agent starts, the Manager's passes) falls behind the cloud clock and the bill no longer shows the Manager's rules", c.speed, maxSpeed, wallPerHour(maxSpeed))
+	case sim.CheckSpeed(c.speed) != nil: // the sim clock's own bound (higher): kept in step
 		return c, fmt.Errorf("-%w", sim.CheckSpeed(c.speed))
-	case c.speed > maxSpeed:
-		return c, fmt.Errorf("-speed %g: at most %d (one cloud hour per %s): faster, a run's wall-clock work (SSH agent starts, the Manager's passes) falls behind the cloud clock and the bill no longer shows the Manager's rules", c.speed, maxSpeed, wallPerHour(maxSpeed))
 	case c.yes && !c.real:
 		return c, errors.New("-yes only makes sense with -real")
 	case c.interval <= 0 || c.teardown <= 0:

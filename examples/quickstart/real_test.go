@@ -21,14 +21,18 @@ func TestRunCommandLine(t *testing.T) {
 		{[]string{"-h"}, 0, "quickstart runs a whole GPU fleet lifecycle"},
 		{[]string{"-nope"}, 2, "flag provided but not defined"},
 		{[]string{"-yes"}, 2, "-yes only makes sense with -real"},
-		{[]string{"-speed", "0"}, 2, "-speed must be positive"},
-		{[]string{"-speed", "NaN"}, 2, "-speed must be positive, at most 100000"}, // tester V: the clock never moved, machines leaked
-		{[]string{"-speed", "+Inf"}, 2, "-speed must be positive"},
-		{[]string{"-speed", "1e15"}, 2, "-speed must be positive"},
+		{[]string{"-speed", "0"}, 2, "-speed 0: must be positive, at most 10000"},
+		{[]string{"-speed", "NaN"}, 2, "-speed NaN: must be positive, at most 10000"}, // tester V: the clock never moved, machines leaked
+		{[]string{"-speed", "+Inf"}, 2, "-speed +Inf: must be positive, at most 10000"},
+		{[]string{"-speed", "1e15"}, 2, "-speed 1e+15: must be positive, at most 10000"},
+		// tester BD: the refusals above named the sim clock's bound (100000),
+		// 50000 then the flag's own (10000).
+		{[]string{"-speed", "-5"}, 2, "-speed -5: must be positive, at most 10000"},
+		{[]string{"-speed", "100001"}, 2, "-speed 100001: must be positive, at most 10000"},
 		// tester AY: at 50000 and 100000 agent deadlines were missed, the run
 		// exited 1 at +13.9% and +31.8% over the optimum.
-		{[]string{"-speed", "50000"}, 2, "-speed 50000: at most 10000"},
-		{[]string{"-speed", "10001"}, 2, "-speed 10001: at most 10000"},
+		{[]string{"-speed", "50000"}, 2, "-speed 50000: must be positive, at most 10000"},
+		{[]string{"-speed", "10001"}, 2, "-speed 10001: must be positive, at most 10000"},
 		{[]string{"-nodes", "0", "-hotaisle-nodes", "0"}, 2, "-nodes and -hotaisle-nodes are both 0"},
 		{[]string{"extra"}, 2, "unexpected arguments"},
 		{[]string{"-real"}, 1, "VULTR_API_KEY"},
@@ -38,6 +42,7 @@ func TestRunCommandLine(t *testing.T) {
 		var out, errOut bytes.Buffer
 		assert.Equal(t, tc.code, run(t.Context(), tc.args, noEnv, &out, &errOut), "%v", tc.args)
 		assert.Contains(t, errOut.String()+out.String(), tc.says, "%v", tc.args)
+		assert.NotContains(t, errOut.String()+out.String(), "100000", "%v: the sim clock's bound, not the flag's", tc.args)
 	}
 }
 
