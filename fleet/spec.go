@@ -543,8 +543,10 @@ type Policy struct {
 	// EventCreatesRefused) lifted. This holds for RebuySpares too.
 	RebuyHoldOff bool
 	// RebuySpares and RebuyHold set the re-buy hold instead of choosing it
-	// from the fleet's jobs: up to RebuySpares idle instances of each fleet,
-	// whatever their offer (the first in Acquire's order), are each kept
+	// from the fleet's jobs: up to RebuySpares idle instances of each fleet
+	// billed per minute with a minimum reservation (Hot Aisle; hourly-billed
+	// nodes, Vultr's, go at their hour's last safe moment as above), whatever
+	// their offer (the first in Acquire's order), are each kept
 	// RebuyHold past the end of their minimum reservation or past going
 	// idle, the later (and never before IdleTimeout after going idle; a
 	// release that falls on a billed minute's boundary goes 10 s before it,
