@@ -61,3 +61,17 @@ func jobThenIdle(t *testing.T, e *env, name string, jobEnd, at time.Duration) (f
 	time.Sleep(time.Until(from.Add(at)))
 	return x, from
 }
+
+// oneNodeAfterJob applies fleet "a" of one node of req (IdleTimeout idle)
+// on a new env under pol, runs the Manager, runs one job on the node from
+// ready to jobEnd after its billing start (jobThenIdle) and returns at at
+// after that start with the env, the node, its billing start and the
+// running loop's stop.
+func oneNodeAfterJob(t *testing.T, pol fleet.Policy, req fleet.Requirements, idle, jobEnd, at time.Duration, simOpts ...sim.Option) (*env, fleet.Instance, time.Time, func()) {
+	t.Helper()
+	e := newEnv(t, pol, simOpts...)
+	e.idleFleet("a", 1, idle, req)
+	stop := e.running()
+	x, from := jobThenIdle(t, e, "a", jobEnd, at)
+	return e, x, from, stop
+}

@@ -18,10 +18,8 @@ import (
 // and the running loop's stop.
 func heldHotVMAt40(t *testing.T, simOpts ...sim.Option) (*env, fleet.Instance, time.Time, func()) {
 	t.Helper()
-	e := newEnv(t, fleet.Policy{RebuySpares: 1, RebuyHold: 10 * time.Hour}, simOpts...)
-	e.idleFleet("a", 1, 5*time.Minute, hotType("vm-mi300x-1"))
-	stop := e.running()
-	x, from := jobThenIdle(t, e, "a", 35*time.Minute, 40*time.Minute)
+	e, x, from, stop := oneNodeAfterJob(t, fleet.Policy{RebuySpares: 1, RebuyHold: 10 * time.Hour}, hotType("vm-mi300x-1"),
+		5*time.Minute, 35*time.Minute, 40*time.Minute, simOpts...)
 	require.True(t, serverCharge(e, x.ID).Live, "a's VM held past its minimum")
 	return e, x, from, stop
 }
