@@ -288,7 +288,7 @@ func TestDocumentedMarginBounds(t *testing.T) {
 		{fleet.Policy{MinuteReleaseMargin: 14 * time.Minute}, false},
 		{fleet.Policy{HourlyReleaseMargin: 30 * time.Minute}, true},
 		{fleet.Policy{HourlyReleaseMargin: 29 * time.Minute}, false},
-		{fleet.Policy{CalmHourlyReleaseMargin: 20 * time.Minute}, false}, // over the hourly default: kept under it
+		{fleet.Policy{CalmHourlyReleaseMargin: 20 * time.Minute}, false}, // over the hourly default: widens it
 	} {
 		m, err := fleet.NewManager(fleet.Config{Providers: p, Policy: c.pol})
 		if c.refused {

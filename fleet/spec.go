@@ -364,7 +364,9 @@ type Policy struct {
 	HourlyReleaseMargin time.Duration
 	// CalmHourlyReleaseMargin is HourlyReleaseMargin while the provider is
 	// calm (none of the above): 3 min, six delete attempts at the 30-second
-	// retry pace before the hour ends; never more than HourlyReleaseMargin.
+	// retry pace before the hour ends. One over HourlyReleaseMargin (set, or
+	// its 10-min default) widens HourlyReleaseMargin to it: the margin kept
+	// while the provider is unsettled is never the narrower one.
 	// An idle node kept 7 minutes longer can still take a job. Calm is
 	// judged on a fresh answer: the provider is listed when the wide margin
 	// starts (the hour's end less HourlyReleaseMargin) for every idle node
@@ -588,8 +590,10 @@ func (p Policy) withDefaults() Policy {
 	def(&p.OrphanGrace, 10*time.Minute)
 	def(&p.CreateLookupGrace, 5*time.Minute)
 	def(&p.HourlyReleaseMargin, 10*time.Minute)
+	// A calm margin over the wide one widens it: the margin for trouble is
+	// never the narrower of the two.
+	p.HourlyReleaseMargin = max(p.HourlyReleaseMargin, p.CalmHourlyReleaseMargin)
 	def(&p.CalmHourlyReleaseMargin, min(3*time.Minute, p.HourlyReleaseMargin))
-	p.CalmHourlyReleaseMargin = min(p.CalmHourlyReleaseMargin, p.HourlyReleaseMargin)
 	def(&p.MinuteReleaseMargin, time.Minute)
 	def(&p.CreateTimeout, 5*time.Minute)
 	if p.VPCAttachAttempts <= 0 {
