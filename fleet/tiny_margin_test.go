@@ -26,11 +26,11 @@ func TestHourlyMarginUnderTenSecondsRefused(t *testing.T) {
 	}
 }
 
-// TestSmallMarginsAcceptedReleaseInTheirUnit: the smallest margins
-// NewManager accepts are kept: a node idle since 10:00 (Vultr bare metal:
-// its job to 45:00; Hot Aisle bare metal: to 20:00) is gone inside the
-// billing unit it was in.
-func TestSmallMarginsAcceptedReleaseInTheirUnit(t *testing.T) {
+// TestMarginsAtTheirBoundsReleaseInTheirUnit: the smallest and largest
+// margins NewManager accepts are kept: a node idle since 10:00 (Vultr bare
+// metal: its job to 45:00; Hot Aisle bare metal: to 20:00) is gone inside
+// the billing unit it was in.
+func TestMarginsAtTheirBoundsReleaseInTheirUnit(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		pol  fleet.Policy
@@ -43,6 +43,9 @@ func TestSmallMarginsAcceptedReleaseInTheirUnit(t *testing.T) {
 		{"vultr vm/calm 10s", fleet.Policy{CalmHourlyReleaseMargin: 10 * time.Second}, vultrType(vm), 10 * time.Minute, time.Hour},
 		{"vultr bm/hourly 10s", fleet.Policy{HourlyReleaseMargin: 10 * time.Second, CalmHourlyReleaseMargin: 10 * time.Second},
 			vultrType("vbm-256c-2048gb-8-mi300x-gpu"), 45 * time.Minute, time.Hour},
+		{"vultr vm/both 29m59s", fleet.Policy{HourlyReleaseMargin: 29*time.Minute + 59*time.Second, CalmHourlyReleaseMargin: 29*time.Minute + 59*time.Second},
+			vultrType(vm), 20 * time.Minute, time.Hour},
+		{"hot vm/minute 14m59s", fleet.Policy{MinuteReleaseMargin: 14*time.Minute + 59*time.Second, RebuyHoldOff: true}, hotType("vm-mi300x-1"), 10 * time.Minute, 30 * time.Minute},
 		{"hot vm/minute 1s", fleet.Policy{MinuteReleaseMargin: time.Second, RebuyHoldOff: true}, hotType("vm-mi300x-1"), 10 * time.Minute, 30 * time.Minute},
 		{"hot bm/minute 1s", fleet.Policy{MinuteReleaseMargin: time.Second, RebuyHoldOff: true}, hotType("bm-mi300x-8"), 20 * time.Minute, 8 * time.Hour},
 	} {
