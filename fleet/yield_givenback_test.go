@@ -1,6 +1,7 @@
 package fleet_test
 
 import (
+	"errors"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -14,10 +15,10 @@ import (
 // releasedUnderAJob sets up the give-back-in-release cases: a Hot Aisle
 // team limited to one VM (the VM stock is 1), fleet "a" (one VM, 30-min
 // minimum) hands its node X out to a job; at 2:00 after X's billing start
-// X is released (how: "release", Release(X); "delete", Delete("a")) under
-// the job — its release waits for the minimum's end (paid anyway) and,
-// a job running on it, does not give way — and fleet "a" is applied with
-// no node ("release": it wants no replacement); at 3:00 fleet "b" applies
+// X is released under the job (how: "release", fleet "a" applied with no
+// node, so that it wants no replacement, then Release(X); "delete",
+// Delete("a")) — its release waits for the minimum's end (paid anyway)
+// and, a job running on it, does not give way; at 3:00 fleet "b" applies
 // one VM and is refused for the team's limit. It returns the env, X, X's
 // billing start, when b asked, and the running loop's stop.
 func releasedUnderAJob(t *testing.T, how string) (*env, fleet.Instance, time.Time, time.Time, func()) {
@@ -31,13 +32,13 @@ func releasedUnderAJob(t *testing.T, how string) (*env, fleet.Instance, time.Tim
 	time.Sleep(time.Until(from.Add(2 * time.Minute)))
 	if how == "delete" {
 		require.NoError(t, e.m.Delete(t.Context(), "a"))
-	} else {
-		at, err := e.m.Release(t.Context(), x.ID)
-		require.NoError(t, err)
-		require.True(t, at.After(time.Now().Add(20*time.Minute)), "the release waits for the minimum's end: %v", at)
+	} else { // no node wanted first: no replacement is tried (and refused) before b asks
 		s := spec("a", 0, hotType("vm-mi300x-1"))
 		s.IdleTimeout = 5 * time.Minute
 		require.NoError(t, e.m.Apply(t.Context(), s))
+		at, err := e.m.Release(t.Context(), x.ID)
+		require.NoError(t, err)
+		require.True(t, at.After(time.Now().Add(20*time.Minute)), "the release waits for the minimum's end: %v", at)
 	}
 	time.Sleep(time.Until(from.Add(3 * time.Minute)))
 	s := spec("b", 1, hotType("vm-mi300x-1"))
@@ -84,4 +85,119 @@ func TestReleasedUnderAJobGivesWayOnceGivenBack(t *testing.T) {
 			})
 		})
 	}
+}
+
+// The job's end is told by MarkIdle too (a node placed with MarkBusy, or
+// an orchestrator that marks): fleet a is deleted under the job as above,
+// MarkIdle at 12:00 answers nil, and X gives way to b at once.
+func TestReleasedUnderAJobGivesWayOnceMarkedIdle(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e, x, from, asked, stop := releasedUnderAJob(t, "delete")
+		defer stop()
+		time.Sleep(time.Until(from.Add(12 * time.Minute)))
+		assert.NoError(t, e.m.MarkIdle(x.ID), "the job's end, marked, of a node whose release waits")
+		wait := untilServed(t, e, "b", asked, 2*time.Hour)
+		t.Logf("b served after %v", wait)
+		assert.LessOrEqual(t, wait, 13*time.Minute, "b waited %v for the stock of X, whose job ended at 12:00", wait)
+		assert.Len(t, yieldedTo(e, "b", asked), 1)
+	})
+}
+
+// A give-back of a node in release checks its hand-out as on a node not
+// in release: fleet "a"'s one Hot Aisle VM X runs job 1 (given back), then
+// job 2, under which X is released at 2:00 (its release waits for the
+// minimum's end). Job 1's give-back, late, is refused with
+// ErrHandedOutAgain and changes nothing (X's release still counts job 2:
+// Termination.Busy, its hand-out kept); MarkBusy stays refused; job 2's
+// give-back answers nil and ends the job, and repeated it answers nil and
+// changes nothing. The release stands: X goes at its minimum's end, and a
+// give-back after that answers ErrNotFound.
+func TestGiveBackOfANodeWhoseReleaseWaits(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t, fleet.Policy{})
+		e.idleFleet("a", 1, 5*time.Minute, hotType("vm-mi300x-1"))
+		stop := e.running()
+		defer stop()
+		job1, err := e.m.Acquire(t.Context(), "a")
+		require.NoError(t, err)
+		from := serverCharge(e, job1.ID).From
+		require.NoError(t, e.m.GiveBack(job1))
+		job2, err := e.m.Acquire(t.Context(), "a")
+		require.NoError(t, err)
+		require.Equal(t, job1.ID, job2.ID)
+		time.Sleep(time.Until(from.Add(2 * time.Minute)))
+		s := spec("a", 0, hotType("vm-mi300x-1"))
+		s.IdleTimeout = 5 * time.Minute
+		require.NoError(t, e.m.Apply(t.Context(), s))
+		_, err = e.m.Release(t.Context(), job2.ID)
+		require.NoError(t, err)
+		assert.ErrorIs(t, e.m.GiveBack(job1), fleet.ErrHandedOutAgain, "job 1's give-back, late (release recorded)")
+		time.Sleep(time.Minute)
+		rec := recordOf(e.m, job2.ID)
+		require.NotNil(t, rec.Termination)
+		require.Equal(t, fleet.StatusTerminating, rec.Instance.Status)
+		assert.True(t, rec.Termination.Busy, "released under job 2")
+		assert.Equal(t, job2.HandOut, rec.Termination.HandOut, "the hand-out its release was decided under")
+
+		assert.ErrorIs(t, e.m.GiveBack(job1), fleet.ErrHandedOutAgain, "job 1's give-back, late (release carried out)")
+		assert.Error(t, e.m.MarkBusy(job2.ID), "MarkBusy of a node in release")
+		time.Sleep(time.Minute)
+		rec = recordOf(e.m, job2.ID)
+		assert.True(t, rec.Termination.Busy, "a refused give-back or mark changed the release")
+		assert.Equal(t, job2.HandOut, rec.Termination.HandOut)
+
+		require.NoError(t, e.m.GiveBack(job2), "job 2's own give-back")
+		time.Sleep(time.Minute)
+		rec = recordOf(e.m, job2.ID)
+		require.NotNil(t, rec.Termination, "the release stands")
+		assert.Equal(t, fleet.StatusTerminating, rec.Instance.Status, "the release stands")
+		assert.False(t, rec.Termination.Busy, "job 2 ended")
+		assert.Empty(t, rec.Termination.HandOut, "job 2's hand-out ended")
+		assert.NoError(t, e.m.GiveBack(job2), "repeated: nothing to do")
+		assert.NoError(t, e.m.GiveBack(job1), "job 1's, once no job holds the node: nothing to do")
+		assert.Error(t, e.m.MarkBusy(job2.ID), "MarkBusy of a node in release")
+		_, err = e.m.Acquire(t.Context(), "a")
+		assert.Error(t, err, "a node in release handed out")
+
+		time.Sleep(time.Until(from.Add(time.Hour)))
+		c := serverCharge(e, job2.ID)
+		assert.False(t, c.Live, "X kept past its minimum's end (%s)", c.Description)
+		assert.LessOrEqual(t, c.Billed, 30*time.Minute)
+		assert.ErrorIs(t, e.m.GiveBack(job2), fleet.ErrNotFound, "a give-back once X is gone")
+		assert.Error(t, e.m.MarkIdle(job2.ID), "MarkIdle once X is gone")
+		assert.Empty(t, activeOf(e.m.Instances("a")), "X back after a give-back")
+	})
+}
+
+// A give-back of a node whose release is under way at the cloud (here
+// ReleaseNow: forced at once, inside its minimum) changes nothing and
+// answers ErrReleaseUnderWay (or, once the node is gone, ErrNotFound);
+// MarkIdle too. The node is not taken back.
+func TestGiveBackOfANodeWhoseReleaseIsUnderWay(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t, fleet.Policy{})
+		e.idleFleet("a", 1, 5*time.Minute, hotType("vm-mi300x-1"))
+		stop := e.running()
+		defer stop()
+		x, err := e.m.Acquire(t.Context(), "a")
+		require.NoError(t, err)
+		time.Sleep(2 * time.Minute)
+		s := spec("a", 0, hotType("vm-mi300x-1"))
+		s.IdleTimeout = 5 * time.Minute
+		require.NoError(t, e.m.Apply(t.Context(), s))
+		_, err = e.m.Release(t.Context(), x.ID, fleet.WithReleasePolicy(fleet.ReleaseNow))
+		require.NoError(t, err)
+		for deadline := time.Now().Add(10 * time.Minute); recordOf(e.m, x.ID).Instance.Status != fleet.StatusTerminating; time.Sleep(time.Second) {
+			require.True(t, time.Now().Before(deadline), "the release not carried out")
+		}
+		for _, err := range []error{e.m.GiveBack(x), e.m.MarkIdle(x.ID)} {
+			require.Error(t, err)
+			t.Logf("under way: %v", err)
+			assert.True(t, errors.Is(err, fleet.ErrReleaseUnderWay) || errors.Is(err, fleet.ErrNotFound), "%v", err)
+		}
+		time.Sleep(time.Hour)
+		assert.False(t, serverCharge(e, x.ID).Live, "X not released")
+		assert.Empty(t, activeOf(e.m.Instances("a")), "X back after a give-back")
+		assert.ErrorIs(t, e.m.GiveBack(x), fleet.ErrNotFound)
+	})
 }
