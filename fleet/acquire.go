@@ -115,11 +115,12 @@ func (m *Manager) Acquire(ctx context.Context, fleet string) (Instance, error) {
 }
 
 // recordHandOut is the hand-out instance id is under by its record
-// (InstanceRecord.HandOut, "" for none) and whether a job holds it by its
-// record (heldByJob), for foldMarks. m.mu held.
+// ("" for none) and whether a job holds it by its record (holdOf: for a
+// node whose release is decided, the hand-out and job it was decided
+// under, until given back), for foldMarks. m.mu held.
 func (m *Manager) recordHandOut(id string) (handOut string, held bool) {
 	if r := m.insts[id]; r != nil {
-		return r.HandOut, heldByJob(r)
+		return holdOf(r)
 	}
 	return "", false
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 )
 
 // ErrHandedOutAgain is returned by GiveBack when the node is no longer
@@ -87,15 +88,16 @@ func (m *Manager) GiveBack(inst Instance) error {
 	if r == nil || r.Instance.Status == StatusTerminated {
 		return classed(ErrNotFound, "instance %q (gone or unknown)", id)
 	}
-	if err := markable(r, id); err != nil {
-		return err
-	}
-	if m.releaseQueued(r) {
-		return fmt.Errorf("gpufleet: instance %s is %s, not ready", id, StatusTerminating)
+	if r.Termination == nil {
+		if err := markable(r, id); err != nil {
+			return err // a release recorded and not carried out yet waits, whatever it decides
+		}
+	} else if !m.releaseWaitsHere(r) {
+		return releaseUnderWay(id)
 	}
 	rid := r.Instance.RequestID
 	marks, handOuts, _ := foldMarks(m.pendingOps(r.Instance.Fleet, nil), r.Instance.Fleet, m.recordHandOut)
-	cur, busy := r.HandOut, heldByJob(r)
+	cur, busy := holdOf(r)
 	if h, ok := handOuts[rid]; ok {
 		cur = h
 	}
@@ -111,6 +113,85 @@ func (m *Manager) GiveBack(inst Instance) error {
 	m.intents.push(intent{kind: intentIdle, name: rid, token: inst.HandOut})
 	m.wake()
 	return nil
+}
+
+// ErrReleaseUnderWay is returned by GiveBack and MarkIdle for a node
+// whose release is under way at the cloud: its delete was called (under
+// way, refused and retried, or accepted) or is due now. The job's end
+// changes nothing then: the node is going, and nothing was recorded. A
+// node whose release only waits (for its reservation window: the end of
+// its minimum, paid anyway) takes the give-back: see GiveBack.
+var ErrReleaseUnderWay = errors.New("gpufleet: release under way")
+
+// releaseUnderWay is the error for a mark of node id whose release is
+// under way at the cloud.
+func releaseUnderWay(id string) error {
+	return classed(ErrReleaseUnderWay, "instance %s is %s, not ready", id, StatusTerminating)
+}
+
+// releaseWaitsHere reports whether the decided release of r (Termination
+// set, terminating) is not under way at the cloud: no delete call under
+// way or accepted, and it still waits (releaseWaits: for its reservation
+// window, or for a minimum of unknown end the provider refused it for).
+// A give-back of its job is taken then (givenBackInRelease). m.mu held.
+func (m *Manager) releaseWaitsHere(r *InstanceRecord) bool {
+	return r.Instance.Status == StatusTerminating && !m.busy("delete/"+r.Instance.RequestID) && storedReleaseWaits(r, m.clock.Now())
+}
+
+// storedReleaseWaits is releaseWaitsHere by r's record alone (a replica
+// that does not hold r's fleet, or reads its record from the store, does
+// not know the holder's calls under way).
+func storedReleaseWaits(r *InstanceRecord, now time.Time) bool {
+	t := r.Termination
+	return t != nil && r.Instance.Status == StatusTerminating && releaseWaits(t, now)
+}
+
+// storedWaits is releaseWaitsHere for rec, a copy of this replica's own
+// record when held (the holder knows its delete calls under way), else
+// one read from the store (storedReleaseWaits). Replica mode.
+func (m *Manager) storedWaits(rec *InstanceRecord, held bool) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if held && m.busy("delete/"+rec.Instance.RequestID) {
+		return false
+	}
+	return storedReleaseWaits(rec, m.clock.Now())
+}
+
+// holdOf is the hand-out r's node is under by its record ("" for none)
+// and whether a job holds it: for a node whose release is decided, the
+// hand-out and the job its release was decided under
+// (Termination.HandOut, Termination.Busy; JobStopped) until given back;
+// else InstanceRecord.HandOut and heldByJob.
+func holdOf(r *InstanceRecord) (handOut string, busy bool) {
+	if t := r.Termination; t != nil {
+		return t.HandOut, t.Busy || r.JobStopped
+	}
+	return r.HandOut, heldByJob(r)
+}
+
+// givenBackInRelease carries out an idle mark of r whose release is
+// decided: a GiveBack's (token: the hand-out given back, carried out only
+// while it is the one r's release was decided under, Termination.HandOut)
+// or a MarkIdle's (token ""). The job that ran on r when its release was
+// decided ended at now: Termination.Busy, its HandOut and r's JobStopped
+// end, the job's end is logged for the re-buy hold, and r's idle time
+// starts (IdleSince). The release stands (r stays terminating); from then
+// on it gives way to a fleet refused its stock like any release that
+// waits for its minimum's end (waitsForMinimum). A mark that finds the
+// job given back already changes nothing. m.mu held.
+func (m *Manager) givenBackInRelease(r *InstanceRecord, token string, now time.Time) {
+	t := r.Termination
+	if token != "" && token != t.HandOut {
+		return // a give-back of a hand-out that ended (GiveBack checked it when called)
+	}
+	if !t.Busy && t.HandOut == "" && !r.JobStopped {
+		return // given back already
+	}
+	t.Busy, t.HandOut, r.JobStopped = false, "", false
+	m.noteBusy(r, false, now)
+	r.IdleSince = maxTime(r.IdleSince, now)
+	m.dirtyI[r.Instance.RequestID] = true
 }
 
 // markable refuses an idle mark of r (asked for by id) when r is not
@@ -208,14 +289,18 @@ func (m *Manager) giveBackStored(id, token string) error {
 	}
 	isVoid := func(in Intent) bool { return in.Kind == IntentBusy && voided[in.Acquire] }
 	ins = slices.DeleteFunc(ins, isVoid)
-	if err := markable(&rec, id); err != nil {
-		return err
+	switch {
+	case rec.Instance.Status == StatusTerminated:
+		return classed(ErrNotFound, "instance %q (gone or unknown)", id)
+	case rec.Termination == nil:
+		if err := markable(&rec, id); err != nil {
+			return err // a release recorded and not carried out yet waits, whatever it decides
+		}
+	case !m.storedWaits(&rec, found):
+		return releaseUnderWay(id)
 	}
 	rid := rec.Instance.RequestID
-	cur, busy, released := handOutAfter(rec, ins, base)
-	if released {
-		return fmt.Errorf("gpufleet: instance %s is %s, not ready (its release is recorded)", id, StatusTerminating)
-	}
+	cur, busy, _ := handOutAfter(rec, ins, base)
 	if cur != token {
 		return handOutVerdict(id, cur, busy)
 	}
@@ -228,7 +313,13 @@ func (m *Manager) giveBackStored(id, token string) error {
 	if err != nil {
 		return nil // the holder checks the hand-out when it carries the mark out
 	}
-	rec.HandOut, rec.Busy = token, true // as the first read left it
+	if rec.Termination != nil { // as the first read left it
+		t := *rec.Termination
+		t.HandOut, t.Busy = token, true
+		rec.Termination = &t
+	} else {
+		rec.HandOut, rec.Busy = token, true
+	}
 	cur, busy, _ = handOutAfter(rec, slices.DeleteFunc(between, func(in Intent) bool { return in.Seq >= seq || isVoid(in) }), last)
 	if cur != token {
 		return handOutVerdict(id, cur, busy)
@@ -245,7 +336,7 @@ func (m *Manager) giveBackStored(id, token string) error {
 // current hand-out, as the holder carries them out.
 func handOutAfter(rec InstanceRecord, ins []Intent, base int64) (cur string, busy, released bool) {
 	id := rec.Instance.RequestID
-	cur, busy = rec.HandOut, heldByJob(&rec)
+	cur, busy = holdOf(&rec)
 	in := func(x Intent) bool { return x.Seq > base }
 	voided := map[string]bool{}
 	for _, x := range ins {

@@ -497,10 +497,19 @@ func (m *Manager) mark(instanceID string, kind intentKind) error {
 	if r == nil {
 		return classed(ErrNotFound, "instance %s", instanceID)
 	}
+	if kind == intentIdle && r.Termination != nil && r.Instance.Status == StatusTerminating {
+		// The job on a node in release ended: taken while the release waits.
+		if !m.releaseWaitsHere(r) {
+			return releaseUnderWay(instanceID)
+		}
+		m.intents.push(intent{kind: kind, name: r.Instance.RequestID})
+		m.wake()
+		return nil
+	}
 	if st := r.Instance.Status; st != StatusIdle && st != StatusBusy && !(kind == intentIdle && r.JobStopped && st == StatusBooting) {
 		return fmt.Errorf("gpufleet: instance %s is %s, not ready", instanceID, st)
 	}
-	if m.releaseQueued(r) {
+	if kind == intentBusy && m.releaseQueued(r) {
 		return fmt.Errorf("gpufleet: instance %s is %s, not ready", instanceID, StatusTerminating)
 	}
 	m.intents.push(intent{kind: kind, name: r.Instance.RequestID})
@@ -612,6 +621,13 @@ func (m *Manager) releaseInstance(reqID string, override ReleasePolicy, now time
 // held.
 func (m *Manager) applyMark(reqID string, busy bool, token string, now time.Time) {
 	r := m.insts[reqID]
+	if r != nil && r.Termination != nil {
+		delete(m.acquired, reqID)
+		if !busy {
+			m.givenBackInRelease(r, token, now) // the job on a node in release ended
+		}
+		return
+	}
 	if !busy && token != "" && (r == nil || r.HandOut != token) {
 		return // the hand-out given back had ended (GiveBack checked it when called)
 	}
@@ -722,12 +738,13 @@ func (m *Manager) markStored(instanceID string, kind intentKind) error {
 	r := m.find(instanceID)
 	var rec InstanceRecord
 	var after int64 // the intents the record reflects: read with it, or one carried out in between is missed
+	queued, held := false, false // a release of it queued, not carried out yet; this replica holds its fleet
 	if r != nil {
 		rec = cloneInstance(*r)
-		if m.releaseQueued(r) { // as the loop will have it
+		if queued = m.releaseQueued(r) && rec.Termination == nil; queued && kind == intentBusy { // as the loop will have it
 			rec.Instance.Status = StatusTerminating
 		}
-		if _, held := m.rep.held[rec.Instance.Fleet]; held {
+		if _, held = m.rep.held[rec.Instance.Fleet]; held {
 			after = m.rep.applied[rec.Instance.Fleet]
 		}
 	}
@@ -742,11 +759,20 @@ func (m *Manager) markStored(instanceID string, kind intentKind) error {
 			return err
 		}
 	}
-	if st := rec.Instance.Status; st != StatusIdle && st != StatusBusy && !(kind == intentIdle && rec.JobStopped && st == StatusBooting) {
+	switch st := rec.Instance.Status; {
+	case kind == intentIdle && rec.Termination != nil && st == StatusTerminating:
+		// The job on a node in release ended: taken while the release waits.
+		if !m.storedWaits(&rec, held) {
+			return releaseUnderWay(instanceID)
+		}
+	case kind == intentIdle && queued:
+		// Its release is recorded, not carried out yet: it waits, whatever it decides.
+	case st != StatusIdle && st != StatusBusy && !(kind == intentIdle && rec.JobStopped && st == StatusBooting):
 		return fmt.Errorf("gpufleet: instance %s is %s, not ready", instanceID, st)
-	}
-	if err := m.releaseStored(ctx, rec, after, k); err != nil {
-		return err
+	case kind == intentBusy:
+		if err := m.releaseStored(ctx, rec, after, k); err != nil {
+			return err
+		}
 	}
 	return m.putIntent(ctx, Intent{Fleet: rec.Instance.Fleet, Kind: k, InstanceID: rec.Instance.RequestID},
 		intent{kind: kind, name: rec.Instance.RequestID})

@@ -44,7 +44,8 @@ func (m *Manager) requestRelease(r *InstanceRecord, reason string, policy Releas
 		}
 		return maxTime(now, t.NotBefore)
 	}
-	t := &Termination{Requested: now, Reason: reason, Busy: r.Busy || m.acquired[r.Instance.RequestID] || r.HandOut != "" || r.JobStopped}
+	t := &Termination{Requested: now, Reason: reason, Busy: r.Busy || m.acquired[r.Instance.RequestID] || r.HandOut != "" || r.JobStopped,
+		HandOut: r.HandOut} // the job's GiveBack still tells its end (Termination.Busy)
 	inst := &r.Instance
 	rt := m.reservedUntil(r, now)
 	forceable := inst.Offer.BillingGranularity < time.Hour && inst.Offer.MinimumReservation > 0
@@ -80,7 +81,10 @@ func (m *Manager) requestRelease(r *InstanceRecord, reason string, policy Releas
 	}
 	r.Termination = t
 	delete(m.counts, inst.Fleet)
-	r.Busy, r.HandOut = false, "" // a release ends a hand-out: taken back (a fleet that grows), the node is idle
+	// A release ends the node's hand-out on its record: taken back (a fleet
+	// that grows), the node is idle. Termination keeps it for the job's
+	// GiveBack (givenBackInRelease).
+	r.Busy, r.HandOut = false, ""
 	m.cancelAgent(inst.RequestID)
 	m.setStatus(r, StatusTerminating, reason, now)
 	if announce {

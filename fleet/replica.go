@@ -510,6 +510,11 @@ func (m *Manager) applyStored(in Intent, now time.Time) {
 		m.releaseInstance(in.InstanceID, in.Policy, now)
 	case IntentBusy, IntentIdle:
 		r := m.insts[in.InstanceID]
+		if in.Kind == IntentIdle && r != nil && r.Termination != nil {
+			delete(m.acquired, in.InstanceID)
+			m.givenBackInRelease(r, in.Acquire, markAt(r, in.At, now)) // the job on a node in release ended
+			return
+		}
 		if in.Kind == IntentIdle && in.Acquire != "" && (r == nil || r.HandOut != in.Acquire) {
 			return // a GiveBack of a hand-out that ended (the node handed out again, or marked since): changes nothing
 		}

@@ -125,9 +125,19 @@ type Termination struct {
 	// fleet deleted, or its caller's Release): marked busy, or handed out
 	// by Acquire and not given back yet (HandOut; JobStopped, its job
 	// ended by a stop). The job may run on until the release is attempted,
-	// so the release never gives way early to a fleet refused its stock
-	// (see Policy.RebuyHoldOff).
+	// so while Busy the release never gives way early to a fleet refused
+	// its stock (see Policy.RebuyHoldOff). The job's end clears it: its
+	// GiveBack (of the hand-out in HandOut) or a MarkIdle, accepted while
+	// the release waits (not under way at the cloud); from then on the
+	// release gives way like any that waits for its minimum's end.
 	Busy bool `json:",omitempty"`
+	// HandOut is the hand-out (InstanceRecord.HandOut, Instance.HandOut)
+	// the node was under when its release was decided, kept until the
+	// job's GiveBack or a MarkIdle ends it: GiveBack of that hand-out is
+	// accepted, a give-back of another one is refused with
+	// ErrHandedOutAgain while Busy. "" when Acquire did not hand the node
+	// out (idle, or marked busy with MarkBusy).
+	HandOut string `json:",omitempty"`
 }
 
 // InstanceRecord is what the Manager keeps about an instance.
