@@ -737,7 +737,7 @@ func (m *Manager) markStored(instanceID string, kind intentKind) error {
 	m.mu.Lock()
 	r := m.find(instanceID)
 	var rec InstanceRecord
-	var after int64 // the intents the record reflects: read with it, or one carried out in between is missed
+	var after int64              // the intents the record reflects: read with it, or one carried out in between is missed
 	queued, held := false, false // a release of it queued, not carried out yet; this replica holds its fleet
 	if r != nil {
 		rec = cloneInstance(*r)
