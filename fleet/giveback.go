@@ -88,12 +88,8 @@ func (m *Manager) GiveBack(inst Instance) error {
 	if r == nil || r.Instance.Status == StatusTerminated {
 		return classed(ErrNotFound, "instance %q (gone or unknown)", id)
 	}
-	if r.Termination == nil {
-		if err := markable(r, id); err != nil {
-			return err // a release recorded and not carried out yet waits, whatever it decides
-		}
-	} else if !m.releaseWaitsHere(r) {
-		return releaseUnderWay(id)
+	if err := m.releasedMarkable(r, id); err != nil {
+		return err
 	}
 	rid := r.Instance.RequestID
 	marks, handOuts, _ := foldMarks(m.pendingOps(r.Instance.Fleet, nil), r.Instance.Fleet, m.recordHandOut)
@@ -138,6 +134,62 @@ func (m *Manager) releaseWaitsHere(r *InstanceRecord) bool {
 	return r.Instance.Status == StatusTerminating && !m.busy("delete/"+r.Instance.RequestID) && storedReleaseWaits(r, m.clock.Now())
 }
 
+// releasedMarkable refuses an idle mark (GiveBack, MarkIdle) of r, asked
+// for by id, that a release of r does not take: r is not ready and no
+// release of it is decided or queued (markable), or its release is under
+// way at the cloud (ErrReleaseUnderWay) — decided and no longer waiting
+// (releaseWaitsHere), or queued and due at once when the loop carries it
+// out (queuedReleaseWaits). m.mu held.
+func (m *Manager) releasedMarkable(r *InstanceRecord, id string) error {
+	switch queued, waits := m.queuedReleaseWaits(r); {
+	case r.Termination != nil && r.Instance.Status == StatusTerminating:
+		if !m.releaseWaitsHere(r) {
+			return releaseUnderWay(id)
+		}
+	case queued:
+		if err := markable(r, id); err != nil {
+			return err
+		}
+		if !waits {
+			return releaseUnderWay(id)
+		}
+	default:
+		return markable(r, id)
+	}
+	return nil
+}
+
+// queuedReleaseWaits reports whether a queued intent releases r or deletes
+// its fleet (releaseQueued), and whether that release will wait when the
+// loop carries it out (recordedReleaseWaits). m.mu held.
+func (m *Manager) queuedReleaseWaits(r *InstanceRecord) (queued, waits bool) {
+	m.intents.mu.Lock()
+	var policies []ReleasePolicy
+	for _, op := range m.intents.ops {
+		if (op.kind == intentRelease && op.name == r.Instance.RequestID) || (op.kind == intentDelete && op.name == r.Instance.Fleet) {
+			policies = append(policies, op.policy)
+		}
+	}
+	m.intents.mu.Unlock()
+	if len(policies) == 0 {
+		return false, false
+	}
+	return true, m.recordedReleaseWaits(r, m.policyFor(m.fleets[r.Instance.Fleet]), policies, m.clock.Now())
+}
+
+// recordedReleaseWaits reports whether the release of r that intents
+// recorded and not carried out yet decide (policies: each one's
+// ReleasePolicy, "" for the fleet's fleetPolicy, in their order) will wait
+// for its reservation window when carried out now: not when one of them
+// asks for ReleaseNow, else as the first decides it (releaseAt; a release
+// decided is not decided again). m.mu held.
+func (m *Manager) recordedReleaseWaits(r *InstanceRecord, fleetPolicy ReleasePolicy, policies []ReleasePolicy, now time.Time) bool {
+	if len(policies) == 0 || slices.Contains(policies, ReleaseNow) {
+		return false
+	}
+	return m.releaseAt(r, fleetPolicy, policies[0], now).After(now)
+}
+
 // storedReleaseWaits is releaseWaitsHere by r's record alone (a replica
 // that does not hold r's fleet, or reads its record from the store, does
 // not know the holder's calls under way).
@@ -156,6 +208,53 @@ func (m *Manager) storedWaits(rec *InstanceRecord, held bool) bool {
 		return false
 	}
 	return storedReleaseWaits(rec, m.clock.Now())
+}
+
+// releasePolicies lists the ReleasePolicy of each Release of rec's node
+// and Delete of its fleet among ins (a fleet's stored intents) with a Seq
+// after base, in Seq order ("" for the fleet's own).
+func releasePolicies(rec InstanceRecord, ins []Intent, base int64) []ReleasePolicy {
+	ins = slices.Clone(ins)
+	slices.SortStableFunc(ins, func(a, b Intent) int { return cmp.Compare(a.Seq, b.Seq) })
+	var out []ReleasePolicy
+	for _, in := range ins {
+		if in.Seq > base && (in.Kind == IntentDelete || (in.Kind == IntentRelease && in.InstanceID == rec.Instance.RequestID)) {
+			out = append(out, in.Policy)
+		}
+	}
+	return out
+}
+
+// storedReleaseTakes refuses an idle mark of rec (ready, its release not
+// decided on the record read) when a release of it recorded and not
+// carried out yet (policies, see releasePolicies) will not wait when the
+// holder carries it out (ErrReleaseUnderWay): the release policy is the
+// fleet's, this replica's when it holds the fleet (held), else the
+// store's (a failed read answers ErrNotRecorded). Replica mode.
+func (m *Manager) storedReleaseTakes(ctx context.Context, rec *InstanceRecord, policies []ReleasePolicy, held bool) error {
+	if len(policies) == 0 {
+		return nil
+	}
+	id := rec.Instance.RequestID
+	var fleetPolicy ReleasePolicy
+	if held {
+		m.mu.Lock()
+		fleetPolicy = m.policyFor(m.fleets[rec.Instance.Fleet])
+		m.mu.Unlock()
+	} else if !slices.Contains(policies, ReleaseNow) && policies[0] == "" {
+		p, err := m.storedPolicy(ctx, rec.Instance.Fleet)
+		if err != nil {
+			return fmt.Errorf("gpufleet: instance %s: %s %w: %w", id, IntentIdle, unprefixed(ErrNotRecorded), err)
+		}
+		fleetPolicy = p
+	}
+	m.mu.Lock()
+	waits := m.recordedReleaseWaits(rec, fleetPolicy, policies, m.clock.Now())
+	m.mu.Unlock()
+	if !waits {
+		return releaseUnderWay(id)
+	}
+	return nil
 }
 
 // holdOf is the hand-out r's node is under by its record ("" for none)
@@ -292,12 +391,17 @@ func (m *Manager) giveBackStored(id, token string) error {
 	switch {
 	case rec.Instance.Status == StatusTerminated:
 		return classed(ErrNotFound, "instance %q (gone or unknown)", id)
-	case rec.Termination == nil:
-		if err := markable(&rec, id); err != nil {
-			return err // a release recorded and not carried out yet waits, whatever it decides
+	case rec.Termination != nil && rec.Instance.Status == StatusTerminating:
+		if !m.storedWaits(&rec, found) {
+			return releaseUnderWay(id)
 		}
-	case !m.storedWaits(&rec, found):
-		return releaseUnderWay(id)
+	default:
+		if err := markable(&rec, id); err != nil {
+			return err
+		}
+		if err := m.storedReleaseTakes(ctx, &rec, releasePolicies(rec, ins, base), found); err != nil {
+			return err
+		}
 	}
 	rid := rec.Instance.RequestID
 	cur, busy, _ := handOutAfter(rec, ins, base)

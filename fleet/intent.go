@@ -497,10 +497,10 @@ func (m *Manager) mark(instanceID string, kind intentKind) error {
 	if r == nil {
 		return classed(ErrNotFound, "instance %s", instanceID)
 	}
-	if kind == intentIdle && r.Termination != nil && r.Instance.Status == StatusTerminating {
+	if kind == intentIdle && (r.Termination != nil || m.releaseQueued(r)) && r.Instance.Status != StatusTerminated {
 		// The job on a node in release ended: taken while the release waits.
-		if !m.releaseWaitsHere(r) {
-			return releaseUnderWay(instanceID)
+		if err := m.releasedMarkable(r, instanceID); err != nil {
+			return err
 		}
 		m.intents.push(intent{kind: kind, name: r.Instance.RequestID})
 		m.wake()
@@ -765,11 +765,24 @@ func (m *Manager) markStored(instanceID string, kind intentKind) error {
 		if !m.storedWaits(&rec, held) {
 			return releaseUnderWay(instanceID)
 		}
-	case kind == intentIdle && queued:
-		// Its release is recorded, not carried out yet: it waits, whatever it decides.
 	case st != StatusIdle && st != StatusBusy && !(kind == intentIdle && rec.JobStopped && st == StatusBooting):
 		return fmt.Errorf("gpufleet: instance %s is %s, not ready", instanceID, st)
-	case kind == intentBusy:
+	case kind == intentIdle:
+		// A release recorded, not carried out yet, takes the mark when it will wait.
+		policies, err := m.recordedReleases(ctx, rec, after, k)
+		if err != nil {
+			return err
+		}
+		if queued {
+			_, waits := m.queuedReleaseWaitsLocked(instanceID)
+			if !waits {
+				return releaseUnderWay(instanceID)
+			}
+		}
+		if err := m.storedReleaseTakes(ctx, &rec, policies, held); err != nil {
+			return err
+		}
+	default:
 		if err := m.releaseStored(ctx, rec, after, k); err != nil {
 			return err
 		}
@@ -787,6 +800,22 @@ func (m *Manager) markStored(instanceID string, kind intentKind) error {
 // those after are read then. A failed read answers ErrNotRecorded (nothing
 // is recorded). Replica mode.
 func (m *Manager) releaseStored(ctx context.Context, rec InstanceRecord, after int64, kind IntentKind) error {
+	policies, err := m.recordedReleases(ctx, rec, after, kind)
+	if err != nil {
+		return err
+	}
+	if len(policies) > 0 {
+		return fmt.Errorf("gpufleet: instance %s is %s, not ready (its release is recorded)", rec.Instance.RequestID, StatusTerminating)
+	}
+	return nil
+}
+
+// recordedReleases reads the Release of rec's node and Delete of its fleet
+// recorded in the shared store (through any replica) and not yet
+// acknowledged, after the intent Seq after (see releaseStored), and
+// returns their policies in Seq order (releasePolicies). A failed read
+// answers ErrNotRecorded. Replica mode.
+func (m *Manager) recordedReleases(ctx context.Context, rec InstanceRecord, after int64, kind IntentKind) ([]ReleasePolicy, error) {
 	fleet, id := rec.Instance.Fleet, rec.Instance.RequestID
 	var ins []Intent
 	var err error
@@ -796,12 +825,18 @@ func (m *Manager) releaseStored(ctx context.Context, rec InstanceRecord, after i
 		ins, err = m.intentsAfter(ctx, fleet, after)
 	}
 	if err != nil {
-		return fmt.Errorf("gpufleet: instance %s: %s %w: reading its fleet's intents: %w", id, kind, unprefixed(ErrNotRecorded), err)
+		return nil, fmt.Errorf("gpufleet: instance %s: %s %w: reading its fleet's intents: %w", id, kind, unprefixed(ErrNotRecorded), err)
 	}
-	if slices.ContainsFunc(ins, func(in Intent) bool {
-		return in.Kind == IntentDelete || (in.Kind == IntentRelease && in.InstanceID == id)
-	}) {
-		return fmt.Errorf("gpufleet: instance %s is %s, not ready (its release is recorded)", id, StatusTerminating)
+	return releasePolicies(rec, ins, after), nil
+}
+
+// queuedReleaseWaitsLocked is queuedReleaseWaits for the record of id,
+// taking m.mu.
+func (m *Manager) queuedReleaseWaitsLocked(id string) (queued, waits bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if r := m.find(id); r != nil {
+		return m.queuedReleaseWaits(r)
 	}
-	return nil
+	return false, false
 }
