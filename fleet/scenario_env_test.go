@@ -28,6 +28,9 @@ type env struct {
 	mu      sync.Mutex
 	events  []fleet.Event
 	vultrCl *vultr.Client
+	// onEvent, if set (under mu), is called with each event after it is
+	// logged, from the Manager's delivery (m.mu not held).
+	onEvent func(fleet.Event)
 }
 
 func newEnv(t *testing.T, policy fleet.Policy, simOpts ...sim.Option) *env {
@@ -50,7 +53,15 @@ const testOwner = "t1"
 // manager builds a Manager over the env's providers (a restart builds another).
 func (e *env) manager(store fleet.Store) *fleet.Manager {
 	m, err := fleet.NewManager(fleet.Config{Providers: []fleet.Provider{e.vp, e.hp}, Policy: e.policy, Store: store, Owner: testOwner,
-		OnEvent: func(ev fleet.Event) { e.mu.Lock(); e.events = append(e.events, ev); e.mu.Unlock() }})
+		OnEvent: func(ev fleet.Event) {
+			e.mu.Lock()
+			e.events = append(e.events, ev)
+			hook := e.onEvent
+			e.mu.Unlock()
+			if hook != nil {
+				hook(ev)
+			}
+		}})
 	require.NoError(e.t, err)
 	e.t.Cleanup(m.Close)
 	return m
