@@ -360,6 +360,31 @@ func (m *Manager) anchor(f *FleetRecord) *Offer {
 // could take back but for a delete call under way (inFlight: the call's
 // answer decides). m.mu held.
 func (m *Manager) reclaim(fleet string, n int, now time.Time) (taken, inFlight int) {
+	take, under := m.reclaimable(fleet, n, now)
+	for _, r := range take {
+		r.Termination, r.Orphan = nil, false // an orphan of the fleet: its own again
+		m.dirtyI[r.Instance.RequestID] = true
+		delete(m.counts, fleet)
+		m.seen[r.Instance.RequestID] = time.Time{} // listed again at once: it may have gone while it waited
+		switch {
+		case !r.Instance.Ready.IsZero():
+			r.IdleSince = now
+			m.setStatus(r, StatusIdle, "release cancelled: the fleet grew again", now)
+		case !r.RunningSince.IsZero():
+			m.setStatus(r, StatusBooting, "release cancelled: the fleet grew again", now)
+		default:
+			m.setStatus(r, StatusProvisioning, "release cancelled: the fleet grew again", now)
+		}
+		m.event(Event{Type: EventReleaseCancelled, Fleet: fleet, Provider: r.Instance.Provider, InstanceID: r.Instance.ID,
+			Message: "the fleet grew again before the reservation window ended; reused instead of creating"})
+	}
+	return len(take), min(under, n-len(take))
+}
+
+// reclaimable picks the members of fleet that reclaim takes back for n
+// more nodes (take, in its order), and counts the ones it would take but
+// for a delete call under way (under). It changes nothing. m.mu held.
+func (m *Manager) reclaimable(fleet string, n int, now time.Time) (take []*InstanceRecord, under int) {
 	var cands []*InstanceRecord
 	for _, r := range m.byFleet[fleet] {
 		if r.Termination != nil && r.Instance.Status == StatusTerminating {
@@ -379,37 +404,46 @@ func (m *Manager) reclaim(fleet string, n int, now time.Time) (taken, inFlight i
 		}
 		return cmp.Compare(boolRank(a.Instance.Ready.IsZero()), boolRank(b.Instance.Ready.IsZero()))
 	})
-	var under []*InstanceRecord
 	f := m.fleets[fleet]
 	for _, r := range cands {
 		t := r.Termination
-		if taken == n || r.Instance.Fleet != fleet || t == nil || r.Instance.Status != StatusTerminating ||
+		if len(take) == n || r.Instance.Fleet != fleet || t == nil || r.Instance.Status != StatusTerminating ||
 			!releaseWaits(t, now) || (t.Reason != "scale down" && t.Reason != "idle" && !(t.Reason == "orphan" && r.Orphan)) ||
 			f != nil && !f.Spec.Requirements.keeps(r.Instance.Offer) { // another plan than the spec asks for now (tester AQ)
 			continue
 		}
 		if m.busy("delete/" + r.Instance.RequestID) {
-			under = append(under, r)
+			under++
 			continue
 		}
-		r.Termination, r.Orphan = nil, false // an orphan of the fleet: its own again
-		m.dirtyI[r.Instance.RequestID] = true
-		delete(m.counts, fleet)
-		m.seen[r.Instance.RequestID] = time.Time{} // listed again at once: it may have gone while it waited
-		switch {
-		case !r.Instance.Ready.IsZero():
-			r.IdleSince = now
-			m.setStatus(r, StatusIdle, "release cancelled: the fleet grew again", now)
-		case !r.RunningSince.IsZero():
-			m.setStatus(r, StatusBooting, "release cancelled: the fleet grew again", now)
-		default:
-			m.setStatus(r, StatusProvisioning, "release cancelled: the fleet grew again", now)
-		}
-		m.event(Event{Type: EventReleaseCancelled, Fleet: fleet, Provider: r.Instance.Provider, InstanceID: r.Instance.ID,
-			Message: "the fleet grew again before the reservation window ended; reused instead of creating"})
-		taken++
+		take = append(take, r)
 	}
-	return taken, min(len(under), n-taken)
+	return take, under
+}
+
+// growthReclaims is the set of waiting releases that reclaimForGrowth
+// takes back in this pass for the fleets short of members (reclaimable).
+// They do not give way to another fleet (yieldHolds): the idle release,
+// which forces a waiting release for a refused fleet, runs before the
+// growth's reclaim in a pass, and a node forced away there would be bought
+// again by its own fleet, a new minimum. m.mu held.
+func (m *Manager) growthReclaims(now time.Time) map[*InstanceRecord]bool {
+	var out map[*InstanceRecord]bool
+	for _, name := range m.fleetNames() {
+		f := m.fleets[name]
+		need := f.Spec.Nodes - m.memberCount(name)
+		if need <= 0 || f.Deleting {
+			continue
+		}
+		take, _ := m.reclaimable(name, need, now)
+		for _, r := range take {
+			if out == nil {
+				out = map[*InstanceRecord]bool{}
+			}
+			out[r] = true
+		}
+	}
+	return out
 }
 
 // releaseWaits reports whether a release still waits, with the instance

@@ -208,7 +208,8 @@ type yieldTo struct {
 //     their minimum's end (paid anyway, and not released unforced before
 //     it).
 //
-// in that order (the waiting releases cost nothing and end nobody's hold),
+// in that order (the waiting releases cost nothing and end nobody's hold;
+// not one its own fleet's growth takes back in this pass, growthReclaims),
 // then the least paid time left first. Each fleet short of members that
 // was refused some stock gets, across all of it, as many of those nodes as
 // it lacks, less the nodes that gave way to it already: a fleet refused
@@ -297,8 +298,9 @@ func (m *Manager) yieldHolds(keep map[*InstanceRecord]bool, hold map[*InstanceRe
 			spare[f.Spec.Name] = f.Spec.Nodes - f.Spec.MinNodes
 		}
 	}
+	reclaimed := m.growthReclaims(now) // taken back by its own fleet's growth in this pass: kept
 	for _, r := range m.insts {
-		if m.waitsForMinimum(r, now) && wanted(r) {
+		if m.waitsForMinimum(r, now) && wanted(r) && !reclaimed[r] {
 			cands = append(cands, r)
 		}
 	}
