@@ -33,7 +33,6 @@ func TestReplicasReleasedUnderAJobGivesWayOnceGivenBack(t *testing.T) {
 				e := newEnv(t, fleet.Policy{}, sim.WithHotAisleLimits(1, 10))
 				store := fleet.NewMemoryLeaseStore(nil)
 				rs := newReplicaSet(t, e, store, 2)
-				defer rs.stopAll()
 				a, b := fleetForHolder("ga", "r0"), fleetForHolder("gb", "r0")
 				sa := spec(a, 1, hotType("vm-mi300x-1"))
 				sa.IdleTimeout, sa.ReleasePolicy = 5*time.Minute, fleet.ReleaseAtReservationEnd
@@ -98,6 +97,11 @@ func TestReplicasReleasedUnderAJobGivesWayOnceGivenBack(t *testing.T) {
 				assert.LessOrEqual(t, c.Billed, 30*time.Minute, "X billed past its minimum")
 				time.Sleep(5 * time.Minute)
 				assert.ErrorIs(t, giver.GiveBack(x), fleet.ErrNotFound, "a give-back once X is gone")
+				require.NoError(t, rs.ms[1].Delete(t.Context(), a))
+				require.NoError(t, rs.ms[1].Delete(t.Context(), b))
+				time.Sleep(2 * time.Hour)
+				rs.stopAll()
+				e.assertNothingLeft()
 			})
 		})
 	}
