@@ -46,11 +46,29 @@ var ErrHandedOutAgain = errors.New("gpufleet: node handed out again since")
 // whose job a stop out of band ended (InstanceRecord.JobStopped) stays
 // under its hand-out, and GiveBack gives it back as MarkIdle does.
 //
+// A node released under its job (its Release, or its fleet's Delete,
+// recorded while the job ran) takes the job's give-back as long as its
+// release waits — for its reservation window (the end of its minimum,
+// paid anyway; ReleaseAtReservationEnd), not yet under way at the cloud —
+// with the same check of the hand-out (kept with the release,
+// Termination.HandOut): GiveBack answers nil and tells the Manager that
+// the job ended (Termination.Busy ends). The release stands (the node is
+// not handed out again, nor taken back); from then on it gives way to
+// another fleet of the Manager refused the stock, released at once with
+// force like any release that waits for its minimum's end (see
+// Spec.RebuyHoldOff), where while the job ran it waited for its minimum's
+// end. A release recorded and not carried out yet counts as it will be
+// decided (by its policy, WithReleasePolicy, else its fleet's).
+//
 // Errors: an error for an inst with no HandOut (not one Acquire returned:
 // use MarkIdle); ErrNotFound for an unknown or terminated rental
-// (inst.RequestID, else inst.ID); an error for a node that is not ready
-// (being released: its Release, or its fleet's Delete, recorded whether
-// carried out yet or not); ErrClosed after Close; ErrHandedOutAgain.
+// (inst.RequestID, else inst.ID): a node gone; ErrReleaseUnderWay for a
+// node whose release is under way at the cloud (its delete called or due
+// now: ReleaseNow, or its window over), recorded or carried out, which
+// the job's end changes nothing for; an error for a node that is not ready
+// otherwise (booting); ErrClosed after Close; ErrHandedOutAgain (also for
+// a node in release, while the job its release was decided under holds
+// it). None of them changes anything.
 //
 // With replicas, through any replica: the hand-out is checked against the
 // node's record and the fleet's stored intents before the idle mark is

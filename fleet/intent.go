@@ -333,7 +333,11 @@ func releaseOpts(opts []ReleaseOption) (releaseOptions, error) {
 // its fleet's release policy unless overridden. It returns the
 // earliest time the release will be attempted: now, or the end of the
 // reservation window when the policy waits for it. The instance stays
-// tracked (terminating) until the provider confirms it gone. A fleet that
+// tracked (terminating) until the provider confirms it gone. Released
+// under a job (busy, or handed out by Acquire), it does not give way early
+// to another fleet refused its stock while the job may run on
+// (Termination.Busy): give it back with GiveBack (or MarkIdle) when the
+// job ends, which its release takes while it waits. A fleet that
 // still wants the node replaces it; a node whose release the Manager had
 // already decided (idle, scale-down) keeps that release's time, and is no
 // longer taken back when its fleet grows. Errors: ErrNotFound for an unknown,
@@ -439,7 +443,8 @@ func (m *Manager) storedPolicy(ctx context.Context, name string) (ReleasePolicy,
 // not ready (one being released included: its Release, or its fleet's
 // Delete, recorded whether carried out yet or not; with replicas, recorded
 // through any replica: the fleet's stored intents are read first, and a
-// failed read answers ErrNotRecorded); ErrClosed after Close. With
+// failed read answers ErrNotRecorded; MarkIdle of a node in release
+// differs, see there); ErrClosed after Close. With
 // replicas, ErrNotRecorded or ErrMaybeRecorded when the mark's intent
 // cannot be stored (see there), and ErrNotRecorded (wrapping the store's
 // error) when the shared store cannot be read to find an instance this
@@ -468,7 +473,12 @@ func (m *Manager) MarkBusy(instanceID string) error { return m.mark(instanceID, 
 // was powered off out of band and started again (Policy.OnStoppedRestart,
 // EventInstanceStopped) is idle, its job ended with the stop, but stays
 // its holder's until MarkIdle gives it back (InstanceRecord.JobStopped):
-// Acquire does not hand it out before. Errors as MarkBusy.
+// Acquire does not hand it out before. Errors as MarkBusy, but for a node
+// in release: as GiveBack, MarkIdle of a node released under its job
+// answers nil while its release waits (not under way at the cloud), and
+// tells the Manager that the job ended (Termination.Busy), so that the
+// release may give way to a fleet refused its stock; the release stands.
+// ErrReleaseUnderWay once the release is under way at the cloud.
 //
 // MarkIdle carries no hand-out: it frees the node whoever holds it now. A
 // MarkIdle of a node Acquire handed out that is repeated late (a retry
