@@ -89,6 +89,58 @@ func TestGiveBackAfterTheJobsOwnMarkBusyAcrossATakeover(t *testing.T) {
 	until(t, w, 10*time.Second, func() bool { return len(b.Fleets()) == 0 }, b)
 }
 
+// A node released under its job (by ReleaseAtReservationEnd: the release
+// waits for its 30-min minimum's end, paid anyway) keeps the job's
+// hand-out on its stored record (Termination.HandOut, Termination.Busy).
+// After the holder's death, the replica that took the fleet over takes
+// the job's GiveBack (nil), refuses job 1's earlier hand-out
+// (ErrHandedOutAgain) and a MarkBusy, and carries the give-back out: the
+// job ended (Termination.Busy false), the release stands. Repeated, the
+// give-back answers nil.
+// (before the fix: the give-back answered "terminating, not ready" and
+// Termination.Busy stayed: the release never gave way to a fleet refused
+// its stock.)
+func TestGiveBackOfANodeInReleaseAcrossATakeover(t *testing.T) {
+	w, a, b, stores, name := giveBackReplicas(t, "tgr")
+	job1, err := a.Acquire(t.Context(), name)
+	require.NoError(t, err)
+	require.NoError(t, a.GiveBack(job1))
+	job2, err := a.Acquire(t.Context(), name)
+	require.NoError(t, err)
+	require.Equal(t, job1.ID, job2.ID)
+	require.True(t, until(t, w, 5*time.Second, func() bool { return all(a, name, 1, fleet.StatusBusy) }, a, b))
+	at, err := b.Release(t.Context(), job2.ID, fleet.WithReleasePolicy(fleet.ReleaseAtReservationEnd))
+	require.NoError(t, err)
+	require.True(t, at.After(w.clock.Now().Add(10*time.Minute)), "the release waits for the minimum's end: %v", at)
+	stored := func() fleet.InstanceRecord {
+		recs, err := stores[1].Instances(t.Context())
+		require.NoError(t, err)
+		for _, r := range recs {
+			if r.Instance.RequestID == job2.RequestID {
+				return r
+			}
+		}
+		t.Fatalf("no stored record of %s", job2.RequestID)
+		return fleet.InstanceRecord{}
+	}
+	require.True(t, until(t, w, 10*time.Second, func() bool { return stored().Termination != nil }, a, b), "the release carried out")
+	rec := stored()
+	assert.True(t, rec.Termination.Busy, "released under job 2")
+	assert.Equal(t, job2.HandOut, rec.Termination.HandOut, "the hand-out stored with its release")
+	a.Close() // dies
+	require.True(t, until(t, w, 10*time.Second, func() bool { return holdsLease(t, stores[1], name, "b") }, b), "b took over")
+	assert.ErrorIs(t, b.GiveBack(job1), fleet.ErrHandedOutAgain, "job 1's give-back, late")
+	assert.Error(t, b.MarkBusy(job2.ID), "MarkBusy of a node in release")
+	require.NoError(t, b.GiveBack(job2), "job 2's own give-back of a node whose release waits")
+	require.True(t, until(t, w, 10*time.Second, func() bool { return !stored().Termination.Busy }, b), "the give-back carried out: %+v", stored().Termination)
+	rec = stored()
+	assert.Equal(t, fleet.StatusTerminating, rec.Instance.Status, "the release stands")
+	assert.Empty(t, rec.Termination.HandOut, "job 2's hand-out ended")
+	assert.NoError(t, b.GiveBack(job2), "repeated: nothing to do")
+	require.NoError(t, b.Delete(t.Context(), name))
+	until(t, w, 10*time.Second, func() bool { return len(b.Fleets()) == 0 }, b)
+}
+
 // giveBackReplicas starts replicas "a" and "b" (owner, ReleaseNow, a 1-s
 // lease) on a fresh PostgreSQL schema, waits for both to be alive, and
 // applies a fleet of one Hot Aisle VM (IdleTimeout 5 min) held by "a",
