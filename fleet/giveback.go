@@ -56,7 +56,7 @@ var ErrHandedOutAgain = errors.New("gpufleet: node handed out again since")
 // not handed out again, nor taken back); from then on it gives way to
 // another fleet of the Manager refused the stock, released at once with
 // force like any release that waits for its minimum's end (see
-// Spec.RebuyHoldOff), where while the job ran it waited for its minimum's
+// Policy.RebuyHoldOff), where while the job ran it waited for its minimum's
 // end. A release recorded and not carried out yet counts as it will be
 // decided (by its policy, WithReleasePolicy, else its fleet's).
 //

@@ -523,7 +523,9 @@ type Policy struct {
 	// decided them (a deleted or shrunk fleet's nodes, idle ones, released
 	// ones, a node stopped out of band and not replaced, an unhealthy agent's,
 	// one no longer wanted), never one a job ran on when its release was
-	// decided (Termination.Busy), released at once with force, which costs
+	// decided (Termination.Busy) until that job is given back (GiveBack,
+	// MarkIdle), nor one its own fleet's growth takes back in the same
+	// pass, released at once with force, which costs
 	// nothing more (the minimum is charged whole either way); then idle nodes
 	// held past their minimum, released at once; then held nodes still inside
 	// it, released at its end (not released unforced before it). A held node
