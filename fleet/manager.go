@@ -202,6 +202,10 @@ type Manager struct {
 	labelNext      map[string]time.Time
 	providerHold   map[string]time.Time // provider → no creates before (account-level refusal)
 	unsettled      map[string]time.Time // provider → when a list or delete call last failed (margin.go)
+	settleStored   map[string]time.Time // provider → its failure as last written to or read from the Store (settle.go)
+	settleSince    time.Time            // the wide hourly margin holds until unsettledFor after it (hourlyMargin)
+	settleDirty    bool                 // MetaUnsettled is to be written although no failure moved
+	settleNext     time.Time            // no MetaUnsettled write before (after a failed one)
 	down           map[string]bool      // kindKey → the latest list or delete call of that kind failed in a way that passes (margin.go)
 	holdFails      map[string]int
 	kindHold       map[string]time.Time // kindKey → no creates of that kind before (the account's instance limit)
@@ -308,13 +312,14 @@ func NewManager(cfg Config) (*Manager, error) {
 		return nil, fmt.Errorf("gpufleet: reading the store: %w", err)
 	}
 	m.startedAt = m.clock.Now()
+	m.loadSettle(ctx)
 	return m, nil
 }
 
 func (m *Manager) initMaps() {
 	m.fleets, m.insts, m.byFleet = map[string]*FleetRecord{}, map[string]*InstanceRecord{}, map[string]map[string]*InstanceRecord{}
 	m.counts = map[string]int{}
-	m.unsettled, m.down = map[string]time.Time{}, map[string]bool{}
+	m.unsettled, m.down, m.settleStored = map[string]time.Time{}, map[string]bool{}, map[string]time.Time{}
 	m.dirtyF, m.dirtyI, m.goneF, m.goneI = map[string]bool{}, map[string]bool{}, map[string]bool{}, map[string]bool{}
 	m.writeFailed, m.orphanGone = map[string]bool{}, map[string]bool{}
 	m.tasks = newTaskSet()

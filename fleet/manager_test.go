@@ -281,9 +281,9 @@ func TestReservationWindowPerBillingRule(t *testing.T) {
 		return &InstanceRecord{Instance: Instance{Provider: "x", Offer: o, Created: t0}}
 	}
 	hourly := rec(Offer{BillingGranularity: time.Hour, MinimumReservation: time.Hour})
-	m.startedAt = t0
+	m.startedAt, m.settleSince = t0, t0
 	assert.Equal(t, t0.Add(50*time.Minute), m.reservedUntil(hourly, t0.Add(5*time.Minute)), "just started: the wide margin")
-	m.startedAt = t0.Add(-time.Hour) // long started: calm
+	m.startedAt, m.settleSince = t0.Add(-time.Hour), t0.Add(-time.Hour) // long started: calm
 	assert.Equal(t, t0.Add(57*time.Minute), m.reservedUntil(hourly, t0.Add(5*time.Minute)), "inside the first hour, less the calm margin")
 	assert.Equal(t, t0.Add(117*time.Minute), m.reservedUntil(hourly, t0.Add(70*time.Minute)), "rolls to the current billed hour")
 	assert.Equal(t, t0.Add(57*time.Minute), m.reservedUntil(hourly, t0.Add(58*time.Minute)), "inside the margin: due now")

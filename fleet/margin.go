@@ -67,12 +67,15 @@ func (m *Manager) deletesUnderWay() map[string]int {
 
 // hourlyMargin is how long before the end of its billed hour an idle
 // hourly-billed instance r is released: Policy.HourlyReleaseMargin (10
-// min) while its provider is unsettled (troubled), and in the first
-// unsettledFor after this Manager started (a restart forgets what failed
-// before it), so that the retries fit in the hour; else
-// Policy.CalmHourlyReleaseMargin (3 min). m.mu held.
+// min) while its provider is unsettled (troubled: the failures recorded
+// in the Store before this Manager started count, see loadSettle), and
+// in the first unsettledFor after the Store began to record them
+// (settleSince: this Manager's start when the Store held no record, or
+// it could not be read: what failed before is not known), so that the
+// retries fit in the hour; else Policy.CalmHourlyReleaseMargin (3 min).
+// m.mu held.
 func (m *Manager) hourlyMargin(r *InstanceRecord, now time.Time) time.Duration {
-	if m.troubled(r, now) || now.Sub(m.startedAt) < unsettledFor {
+	if m.troubled(r, now) || now.Sub(m.settleSince) < unsettledFor {
 		return m.pol.HourlyReleaseMargin
 	}
 	return m.pol.CalmHourlyReleaseMargin

@@ -105,8 +105,10 @@ type syncResult struct {
 	gone         []string // held fleets deleted from the store (their leases released)
 	handover     []string // held fleets that fall to another live replica
 	fleets       map[string]FleetRecord
-	insts        []InstanceRecord // of newly acquired fleets
-	orphans      []InstanceRecord // stored orphan records, read when the collector lease was newly taken
+	insts        []InstanceRecord     // of newly acquired fleets
+	settle       map[string]time.Time // with them: the providers' failures the store records (MetaUnsettled)
+	settleUnread bool                 // that record could not be read
+	orphans      []InstanceRecord     // stored orphan records, read when the collector lease was newly taken
 	intents      map[string][]Intent
 	acked        map[string]int64 // fleets whose intents were acknowledged, through
 	readAt       time.Time        // when the read of every intent began (Manager clock; zero: not made)
@@ -313,6 +315,23 @@ func (m *Manager) leaseSync(ctx context.Context, self, gc Lease, held map[string
 			}
 		}
 	}
+	if len(res.insts) > 0 {
+		// What failed at the providers while another replica held the
+		// fleets: their releases choose the same margin (hourlyMargin).
+		// Unread, the wide margin holds for unsettledFor (not known).
+		v, err := read(ctx, r, func(ctx context.Context) (string, error) {
+			v, ok, err := r.ls.Meta(ctx, MetaUnsettled)
+			if err == nil && !ok {
+				v = "{}"
+			}
+			return v, err
+		})
+		if s, ok := parseSettle(v); err == nil && ok {
+			res.settle = s.Failed
+		} else {
+			res.settleUnread = true
+		}
+	}
 	return res
 }
 
@@ -401,6 +420,10 @@ func (m *Manager) applySync(res syncResult, now time.Time) {
 			m.addRecord(&in)
 			m.readAt[in.Instance.RequestID] = now
 		}
+	}
+	m.mergeSettle(res.settle)
+	if res.settleUnread && now.After(m.settleSince) {
+		m.settleSince = now
 	}
 	m.applyStoredIntents(res.intents, now)
 	for _, name := range res.handover {

@@ -124,6 +124,7 @@ func (m *Manager) flush(ctx context.Context) error {
 	clear(m.dirtyF)
 	clear(m.goneI)
 	writeFailed := maps.Clone(m.writeFailed)
+	settle := m.settleDue(now)
 	m.mu.Unlock()
 	failedLast := func(a, b string) int { // a record whose last write failed after the others, then by key
 		if fa, fb := writeFailed[a], writeFailed[b]; fa != fb {
@@ -241,6 +242,9 @@ func (m *Manager) flush(ctx context.Context) error {
 		} else {
 			failGoneI = append(failGoneI, id)
 		}
+	}
+	if settle != nil && stop == nil { // the providers' trouble, after the records; its failure is only logged
+		m.writeSettle(base, settle)
 	}
 	err := errors.Join(errs...)
 	m.mu.Lock()
