@@ -248,3 +248,59 @@ func TestReplicaTakeoverHonoursTheRecordedProviderFailure(t *testing.T) {
 		})
 	}
 }
+
+// hotFailures lists, as offsets from from, the Hot Aisle VM listings
+// answered by an injected fault.
+func hotFailures(e *env, from time.Time) []time.Duration {
+	var out []time.Duration
+	for _, c := range e.hot.Calls() {
+		if c.Route == "GET /api/teams/{team}/virtual_machines/" && c.Fault {
+			out = append(out, c.Time.Sub(from).Round(time.Second))
+		}
+	}
+	return out
+}
+
+// A Hot Aisle VM (30-minute minimum), RebuyHoldOff, idle since its job
+// ended at 8:00; the Manager is restarted from its Store at 18:00. Its VM
+// listings failed (HTTP 503) from 9:00 to 17:00: the restarted Manager
+// knows the provider is troubled and releases the node 10 minutes before
+// the minimum ends (20:00, Policy.MinuteReleaseMargin widened to
+// HourlyReleaseMargin), as the Manager before it would have. Nothing
+// failed: 1 minute before (29:00).
+//
+// (tester BD: before the fix, the restart forgot the failures: 29:00 in
+// both cases.)
+func TestRestartHonoursTheRecordedFailureOnHotAisle(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		fail bool
+		want time.Duration
+	}{{"listings failed", true, 20 * time.Minute}, {"calm", false, 29 * time.Minute}} {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				e := newEnv(t, fleet.Policy{RebuyHoldOff: true})
+				e.idleFleet("a", 1, 5*time.Minute, hotType("vm-mi300x-1"))
+				stop := e.running()
+				x, from := jobThenIdle(t, e, "a", 8*time.Minute, 9*time.Minute)
+				if c.fail {
+					require.NoError(t, e.hot.Inject(sim.Fault{Route: "GET /api/teams/{team}/virtual_machines/", Status: 503, Duration: 8 * time.Minute}))
+				}
+				time.Sleep(time.Until(from.Add(18 * time.Minute)))
+				stop()
+				failed := hotFailures(e, from)
+				e.restartWith(e.store)
+				stop = e.running()
+				defer stop()
+				got := waitChargeEnds(e, x.ID, 2*time.Hour)
+				at := releaseRequested(e, x.ID, from)
+				t.Logf("%s: listings failed at %v; restart at +18m; release requested at +%v, billed %v", c.name, failed, at, got.Billed)
+				if c.fail {
+					require.NotEmpty(t, failed, "no listing failed before the restart")
+				}
+				withinMinute(t, c.want, at, "the release")
+				assert.Equal(t, 30*time.Minute, got.Billed)
+			})
+		})
+	}
+}
