@@ -15,7 +15,7 @@ import (
 // (the first start of a Manager that records), and "failed", the time of
 // the last failed list or delete call per provider name (one that passes
 // by itself: an outage, HTTP 5xx, 429, a timeout), written when it moved
-// by a minute or more. It holds no secret. A Store without it (written by
+// by more than a minute. It holds no secret. A Store without it (written by
 // an older release) keeps the wide margin for the Manager's first 30
 // minutes.
 const MetaUnsettled = "unsettled"

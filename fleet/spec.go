@@ -355,9 +355,16 @@ type Policy struct {
 	// HTTP 5xx, 429, a timeout; not an answer about the request, nor a
 	// refusal of the account: 401/403), or the instance's own delete was
 	// refused;
-	// and in the Manager's first 30 minutes (a restart forgets what failed
-	// before it). A release already deferred to the calm margin comes
-	// forward when the provider turns unsettled.
+	// and in the first 30 minutes after the Store began to record the
+	// providers' trouble (MetaUnsettled), which is the Manager's first 30
+	// minutes on a Store without that record (one written by an older
+	// release, or a new Store: what failed before is not known) or when it
+	// cannot be read at start. The failures are recorded in the Store, so a
+	// Manager restarted on it, or a replica that takes a fleet over, keeps
+	// the margin its predecessor had: the wide one within 30 minutes (31
+	// at most: the stored time is written once it moved by a minute) of a
+	// recorded failure, the calm one otherwise. A release already deferred
+	// to the calm margin comes forward when the provider turns unsettled.
 	// Under 30 minutes and, when set, at least 10 seconds (a
 	// release planned in an hour's last 10 seconds counts for the next
 	// hour): NewManager refuses others (ErrInvalidConfig).

@@ -256,7 +256,8 @@ type Store interface {
 	DeleteInstance(ctx context.Context, requestID string) error
 	Instances(ctx context.Context) ([]InstanceRecord, error)
 	// Meta reads a small named value (ok false when absent); MetaOwner
-	// holds the Manager's owner id.
+	// holds the Manager's owner id, MetaUnsettled the providers' recent
+	// call failures.
 	Meta(ctx context.Context, key string) (value string, ok bool, err error)
 	// PutMeta stores a small named value.
 	PutMeta(ctx context.Context, key, value string) error

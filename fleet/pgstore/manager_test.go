@@ -1,8 +1,10 @@
 package pgstore_test
 
 import (
+	"encoding/json"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -36,6 +38,18 @@ func TestManagerResumesFromPostgres(t *testing.T) {
 	recs, err := s2.Instances(t.Context())
 	require.NoError(t, err)
 	require.Len(t, recs, 5)
+	// The providers' trouble is recorded too (the hourly release margin
+	// after a restart): since m1's start, nothing failed.
+	v, ok, err := s2.Meta(t.Context(), fleet.MetaUnsettled)
+	require.NoError(t, err)
+	require.True(t, ok, "no %s record", fleet.MetaUnsettled)
+	var settle struct {
+		Since  time.Time
+		Failed map[string]time.Time
+	}
+	require.NoError(t, json.Unmarshal([]byte(v), &settle), v)
+	assert.False(t, settle.Since.IsZero(), v)
+	assert.Empty(t, settle.Failed, v)
 	for _, r := range recs {
 		assert.GreaterOrEqual(t, r.Version, int64(2), "written more than once (pending, then created and on)")
 	}
