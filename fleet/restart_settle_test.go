@@ -3,6 +3,7 @@ package fleet_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"testing"
 	"testing/synctest"
@@ -303,4 +304,50 @@ func TestRestartHonoursTheRecordedFailureOnHotAisle(t *testing.T) {
 			})
 		})
 	}
+}
+
+// metaDown is a Store whose MetaUnsettled reads and writes fail.
+type metaDown struct{ *fleet.MemoryStore }
+
+func (s metaDown) Meta(ctx context.Context, key string) (string, bool, error) {
+	if key == fleet.MetaUnsettled {
+		return "", false, errors.New("meta: connection reset")
+	}
+	return s.MemoryStore.Meta(ctx, key)
+}
+
+func (s metaDown) PutMeta(ctx context.Context, key, value string) error {
+	if key == fleet.MetaUnsettled {
+		return errors.New("meta: connection reset")
+	}
+	return s.MemoryStore.PutMeta(ctx, key, value)
+}
+
+// A Store that cannot read or write the providers' trouble record
+// (MetaUnsettled) fails no pass (no EventStoreWriteFailed, the records
+// written), and a Manager restarted on it keeps the wide margin for its
+// first 30 minutes: Vultr bare metal idle since 70:00, restart at 100:00,
+// released at 110:00.
+func TestRestartWithTroubleRecordUnreadableKeepsTheWideMargin(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t, fleet.Policy{})
+		ms := fleet.NewMemoryStore()
+		e.restartWith(metaDown{ms})
+		e.idleFleet("a", 1, 5*time.Minute, vultrType(vultrBM))
+		stop := e.running()
+		x, from := jobThenIdle(t, e, "a", 70*time.Minute, 100*time.Minute)
+		stop()
+		e.restartWith(metaDown{ms})
+		stop = e.running()
+		defer stop()
+		waitChargeEnds(e, x.ID, 2*time.Hour)
+		got := releaseRequested(e, x.ID, from)
+		t.Logf("restart at +100m, the record unreadable: release requested at +%v", got)
+		withinMinute(t, 110*time.Minute, got, "the release")
+		assert.Empty(t, e.eventsOf(fleet.EventStoreWriteFailed), "a pass failed")
+		recs, err := ms.Instances(t.Context())
+		require.NoError(t, err)
+		require.Len(t, recs, 1)
+		assert.Equal(t, fleet.StatusTerminated, recs[0].Instance.Status, "records not written")
+	})
 }
