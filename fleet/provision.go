@@ -852,6 +852,7 @@ func (m *Manager) created(r *InstanceRecord, inst Instance, vpcID string, now ti
 	}
 	r.Instance.ReservedUntil = m.reservedUntil(r, now)
 	m.refusalServed(r.Instance.Fleet)
+	m.yieldTaken(r) // the stock a node freed for it, if that is what it took, is taken
 	if t := r.Termination; t != nil && t.Attempts == 0 && !t.NotBefore.IsZero() {
 		t.NotBefore = maxTime(t.NotBefore, r.Instance.ReservedUntil) // released while the call was under way: its window as it is now known
 	}

@@ -107,13 +107,61 @@ func (m *Manager) offerReq(f *FleetRecord) Requirements {
 // were answered to; a later shortfall of the fleet (a growth applied
 // after) counts only after a new refusal, and no node gives way to it
 // before. The nodes that gave way to it already stay counted against it
-// (m.yields) while it is short. m.mu held.
+// (m.yields) while it is short, but for one whose stock this create took
+// (yieldTaken). m.mu held.
 func (m *Manager) refusalServed(fleet string) {
 	for key, fleets := range m.refused {
 		delete(fleets, fleet)
 		if len(fleets) == 0 {
 			delete(m.refused, key)
 		}
+	}
+}
+
+// yieldTaken is told that a create of r's fleet was accepted: of the
+// nodes that gave way to that fleet (m.yields), one whose stock the create
+// took stops counting against its need — one whose release the provider
+// accepted or that is confirmed gone (its stock freed), of the stock r's
+// offer takes (that offer, or for the instance limit any offer of its
+// provider and kind), gone first, then the earliest released. Without it
+// a fleet served by the stock one node freed would still count that node
+// against the nodes it lacks after, and no node would give way to it for
+// them. A create on other stock takes none: the nodes that gave way still
+// free stock for the fleet's next one. m.mu held.
+func (m *Manager) yieldTaken(r *InstanceRecord) {
+	rs := m.yields[r.Instance.Fleet]
+	keys := stockKeys(r.Instance.Offer)
+	var pick *InstanceRecord
+	freed := func(g *InstanceRecord) (bool, time.Time) {
+		if g.Instance.Status == StatusTerminated {
+			return true, time.Time{}
+		}
+		if t := g.Termination; t != nil && !t.Accepted.IsZero() {
+			return true, t.Accepted
+		}
+		return false, time.Time{}
+	}
+	for g, y := range rs {
+		k := stockKeys(g.Instance.Offer)
+		if ok, _ := freed(g); !ok || y.limit && k[1] != keys[1] || !y.limit && k[0] != keys[0] {
+			continue
+		}
+		if pick == nil {
+			pick = g
+			continue
+		}
+		_, a := freed(g)
+		_, b := freed(pick)
+		if x := a.Compare(b); x < 0 || x == 0 && g.Instance.RequestID < pick.Instance.RequestID {
+			pick = g
+		}
+	}
+	if pick == nil {
+		return
+	}
+	delete(rs, pick)
+	if len(rs) == 0 {
+		delete(m.yields, r.Instance.Fleet)
 	}
 }
 
@@ -215,10 +263,13 @@ type yieldTo struct {
 // it lacks, less the nodes that gave way to it already: a fleet refused
 // two offers it matches lacks its nodes once, not once per offer. A node
 // never gives way to its own fleet (its idle nodes are its members
-// already). A node that gave way to a fleet counts against it until that
-// fleet is no longer short (a create of it accepted, not merely under way;
-// or shrunk) or is deleted, however long its wait for the stock takes
-// (see yieldGone), so that no second node is released for the same need.
+// already). A node that gave way to a fleet counts against it until a
+// create of that fleet takes the stock it freed (yieldTaken: accepted on
+// that stock once the node's release was accepted), the fleet is no
+// longer short (its creates accepted, not merely under way; or shrunk) or
+// is deleted, however long its wait for the stock takes (see yieldGone),
+// so that no second node is released for the same need, and a node the
+// fleet still lacks once that stock is taken draws one more.
 // A refusal lasts until a create of its fleet is accepted (refusalServed),
 // the fleet is no longer short (a create under way counts) or is deleted,
 // and counts in the passes where its fleet still waits for that stock

@@ -537,9 +537,11 @@ type Policy struct {
 	// held past their minimum, released at once; then held nodes still inside
 	// it, released at its end (not released unforced before it). A held node
 	// gives way only if the idle release may take it: one its fleet's
-	// MinNodes or an IdleTimeout of 0 keeps is no hold. Nodes released for a
-	// fleet count against its need until a create of it is accepted, it
-	// shrinks or is deleted. A refusal counts for the need it was answered
+	// MinNodes or an IdleTimeout of 0 keeps is no hold. A node released for a
+	// fleet counts against its need until a create of the fleet takes the
+	// stock it freed (accepted on it once the node's release was), the fleet
+	// shrinks or is deleted: a fleet short of two nodes that one freed stock
+	// served draws another for the node it still lacks. A refusal counts for the need it was answered
 	// to: a create of the fleet accepted ends it, and a later shortfall (a
 	// growth applied after) makes nodes give way only after a new refusal.
 	// It is not timed: it lasts while the fleet is short (a create under
