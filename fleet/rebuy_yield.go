@@ -197,9 +197,13 @@ func (m *Manager) noteNoStock(fleet string, req Requirements, now time.Time) {
 // not stalled and has no offer to create on but ones it was refused —
 // every offer it matches that is listed available and not skipped
 // (withoutAvoided) takes stock named in keys. None when f has another
-// offer open: its next create takes that one. The refused offer's own
-// skip ending changes nothing: its next try is refused again unless stock
-// was freed. m.mu held.
+// offer open: its next create takes that one. Nor the stock of an offer
+// whose creates the account holds (accountHeld: its provider's creates
+// held after a refusal of the account, its kind's listing refused): no
+// create of it can use stock freed before that hold ends, and a node
+// released for it would be lost to its own fleet for nothing. The refused
+// offer's own skip ending changes nothing: its next try is refused again
+// unless stock was freed. m.mu held.
 func (m *Manager) needsStock(f *FleetRecord, keys map[string]bool, now time.Time) []string {
 	if f.Stalled {
 		return nil // no creates until applied again
@@ -220,6 +224,9 @@ func (m *Manager) needsStock(f *FleetRecord, keys map[string]bool, now time.Time
 	}
 	var out []string
 	for _, o := range all {
+		if m.accountHeld(o, now) {
+			continue // no create of it until the account's hold ends, whatever stock is freed
+		}
 		for _, k := range stockKeys(o) {
 			if keys[k] && !slices.Contains(out, k) {
 				out = append(out, k)
@@ -227,6 +234,35 @@ func (m *Manager) needsStock(f *FleetRecord, keys map[string]bool, now time.Time
 		}
 	}
 	return out
+}
+
+// idleMember reports whether fleet has a member Acquire could hand out
+// now: ready (runnable), no job on it (not busy, not handed out, no job
+// ended by a stop waiting for its holder's give-back). Such a fleet has no
+// work waiting for more nodes — its next job would take that member — and
+// no node gives way to it however short of its Nodes it is: a raise of
+// Nodes over the stock that no idle release brings down (one inside a long
+// minimum) would otherwise draw other fleets' held spares for nothing.
+// m.mu held.
+func (m *Manager) idleMember(fleet string) bool {
+	for _, r := range m.byFleet[fleet] {
+		id := r.Instance.RequestID
+		if isMember(r) && m.runnable(r) && !heldByJob(r) && !m.acquired[id] && m.picking[id] == 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// accountHeld reports whether no create of o can be made now for a
+// reason of the account, not of stock: its provider's creates are held
+// after a refusal of the account (holdProvider: a key or permission
+// refused, 401, 402 balance; 10 minutes to an hour), or its kind's listing
+// is refused (listRefused). The hold of o's kind after a refusal for the
+// instance limit (holdKind) is not such a hold: stock freed under that
+// limit lifts it (yieldGone). m.mu held.
+func (m *Manager) accountHeld(o Offer, now time.Time) bool {
+	return now.Before(m.providerHold[o.Provider]) || m.listRefused[o.Provider].covers(o)
 }
 
 // yieldTo is to which refused fleet a node gives way, why in words, and
@@ -261,9 +297,11 @@ type yieldTo struct {
 // then the least paid time left first. Each fleet short of members that
 // was refused some stock gets, across all of it, as many of those nodes as
 // it lacks, less the nodes that gave way to it already: a fleet refused
-// two offers it matches lacks its nodes once, not once per offer. A node
-// never gives way to its own fleet (its idle nodes are its members
-// already). A node that gave way to a fleet counts against it until a
+// two offers it matches lacks its nodes once, not once per offer. No node
+// gives way to a fleet with an idle member of its own (idleMember: no work
+// waits for more of it), nor for stock whose creates the account holds
+// (see needsStock). A node never gives way to its own fleet (its idle
+// nodes are its members already). A node that gave way to a fleet counts against it until a
 // create of that fleet takes the stock it freed (yieldTaken: accepted on
 // that stock once the node's release was accepted), the fleet is no
 // longer short (its creates accepted, not merely under way; or shrunk) or
@@ -312,6 +350,9 @@ func (m *Manager) yieldHolds(keep map[*InstanceRecord]bool, hold map[*InstanceRe
 	}
 	refused := map[string][]string{} // stock key → the fleets refused it that still need nodes, by name
 	for name, ks := range keys {
+		if m.idleMember(name) {
+			continue // no work waits for more of it: its own idle node would take a job first
+		}
 		waits := m.needsStock(m.fleets[name], ks, now)
 		if len(waits) == 0 {
 			continue

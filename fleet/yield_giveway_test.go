@@ -3,6 +3,7 @@ package fleet_test
 import (
 	"errors"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -195,26 +196,28 @@ func TestNoGiveWayToAFleetWithIdleMembers(t *testing.T) {
 	})
 }
 
-// A held node gives way to a fleet refused its stock even while no create
-// can be made on that provider at all (its creates held after an account
-// refusal, 10 min at least): the stock it frees waits for the hold's end,
-// and the node's own fleet's next job inside that time finds no node and
-// cannot buy one either. Fleet "a" runs a job on its Hot Aisle VM
-// (vm-mi300x-1, a fixed hold of one spare for 10 h, IdleTimeout 1 min).
-// At 40:00 the row is sold out (SoldOutAfterListing) and fleet "b" is
-// refused it. At 41:00 fleet "c" (vm-mi300x-2) is refused its create with
-// 402 "Insufficient balance": Hot Aisle's creates are held 10 min. a's
-// job ends at 42:00; a's next job comes at 48:00, inside the hold. The
-// row is back on sale once a's VM is gone. Expected: a's held VM kept
-// while nobody can create (b gains nothing before the hold ends) and a's
-// job at 48:00 runs at once on it.
+// A held node does not give way to a fleet refused its stock while no
+// create can be made on that provider at all (its creates held after an
+// account refusal, 5 to 10 min for a first one): the stock it would free
+// waits for the hold's end, and the node's own fleet's next job inside
+// that time would find no node and could not buy one either. Fleet "a"
+// runs a job on its Hot Aisle VM (vm-mi300x-1, a fixed hold of one spare
+// for 10 h, IdleTimeout 1 min). At 40:00 the row is sold out
+// (SoldOutAfterListing) and fleet "b" is refused it. At 41:00 fleet "c"
+// (vm-mi300x-2) is refused its create with 402 "Insufficient balance":
+// Hot Aisle's creates are held to 46:00 at the earliest. a's job ends at
+// 42:00; a's next job comes at 45:00, inside the hold. The row is back on
+// sale once a's VM is gone. Expected: a's held VM kept while nobody can
+// create (no give-way before the hold ends) and a's job at 45:00 runs at
+// once on it. Once the hold ends b waits only for stock, and a's idle VM
+// may give way to it then.
 //
-// (tester BE: before the fix, a's VM gave way at 42:50; the hold
-// (jittered) ended at 48:00 to 49:22; a's job waited 10 s to 2m30s and
-// bought a new VM (a new 30-min minimum, $1.50), and the freed stock went
-// to a's own re-buy, not to b (b had no member at 48:00 even when the
-// hold ended at 47:43: its next try waited for its backoff, not for the
-// hold's end).)
+// (tester BE: before the fix, a's VM gave way at 42:50, inside the hold
+// (which ended, jittered, at 47:43 to 49:22); a's next job (at 48:00 in
+// the probe) waited 10 s to 2m30s and bought a new VM (a new 30-min
+// minimum, $1.50), and the freed stock went to a's own re-buy, not to b
+// (b had no member at 48:00 even when the hold ended at 47:43: its next
+// try waited for its backoff, not for the hold's end).)
 func TestNoGiveWayWhileProviderCreatesHeld(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newEnv(t, fleet.Policy{RebuySpares: 1, RebuyHold: 10 * time.Hour})
@@ -237,7 +240,7 @@ func TestNoGiveWayWhileProviderCreatesHeld(t *testing.T) {
 		time.Sleep(time.Until(from.Add(42 * time.Minute)))
 		require.NoError(t, e.m.MarkIdle(x.ID))
 		restocked := false
-		for time.Now().Before(from.Add(48 * time.Minute)) {
+		for time.Now().Before(from.Add(45 * time.Minute)) {
 			if c := serverCharge(e, x.ID); !c.Live && !restocked {
 				require.NoError(t, e.hot.SetQuantity("vm-mi300x-1", 1))
 				restocked = true
@@ -271,10 +274,18 @@ func TestNoGiveWayWhileProviderCreatesHeld(t *testing.T) {
 		}
 		waited := time.Since(jobAt)
 		logYieldEvents(t, e, from)
+		var held time.Time
 		for _, ev := range e.eventsOf(fleet.EventCreatesRefused) {
 			t.Logf("+%v creates refused on %s until +%v: %s", ev.Time.Sub(from).Round(time.Second), ev.Provider, ev.At.Sub(from).Round(time.Second), ev.Err)
+			held = ev.At
 		}
-		t.Logf("yielded to b: %v; a's job at 48:00 got %q after %v; b's members then: %d", yieldedTo(e, "b", asked), got.ID, waited.Round(time.Second), len(activeOf(e.m.Instances("b"))))
+		require.False(t, held.IsZero(), "no hold of Hot Aisle's creates")
+		for _, ev := range e.eventsOf(fleet.EventReleaseRequested) {
+			if strings.Contains(ev.Message, "yields to fleet b") {
+				assert.False(t, ev.Time.Before(held), "a node gave way to b at +%v, inside the hold of the provider's creates (to +%v)", ev.Time.Sub(from), held.Sub(from))
+			}
+		}
+		t.Logf("yielded to b: %v; a's job at 45:00 got %q after %v; b's members then: %d", yieldedTo(e, "b", asked), got.ID, waited.Round(time.Second), len(activeOf(e.m.Instances("b"))))
 		assert.Equal(t, x.ID, got.ID, "a's job did not run on its held VM")
 		assert.Zero(t, waited, "a's job waited")
 	})
