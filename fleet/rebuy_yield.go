@@ -237,18 +237,29 @@ func (m *Manager) needsStock(f *FleetRecord, keys map[string]bool, now time.Time
 }
 
 // idleMember reports whether fleet has a member Acquire could hand out
-// now: ready (runnable), no job on it (not busy, not handed out, no job
-// ended by a stop waiting for its holder's give-back). Such a fleet has no
-// work waiting for more nodes — its next job would take that member — and
-// no node gives way to it however short of its Nodes it is: a raise of
-// Nodes over the stock that no idle release brings down (one inside a long
-// minimum) would otherwise draw other fleets' held spares for nothing.
-// m.mu held.
+// now — ready (runnable), no job on it (not busy, not handed out, no job
+// ended by a stop waiting for its holder's give-back) — that ran a job
+// ended since the fleet's Nodes were last raised (FleetRecord.GrowApplied;
+// since ever, for a fleet never raised). Such a fleet has no work waiting
+// for more nodes — its next job would take that member — and no node gives
+// way to it however short of its Nodes it is: a raise of Nodes over the
+// stock that no idle release brings down (one inside a long minimum)
+// would otherwise draw other fleets' held spares for work long done. A
+// member that never ran a job since the raise (new, ready before its
+// siblings; idle when Nodes was raised) does not count: the raise asked
+// for the fleet's nodes together, whatever is idle. m.mu held.
 func (m *Manager) idleMember(fleet string) bool {
+	f := m.fleets[fleet]
+	if f == nil {
+		return false
+	}
 	for _, r := range m.byFleet[fleet] {
 		id := r.Instance.RequestID
-		if isMember(r) && m.runnable(r) && !heldByJob(r) && !m.acquired[id] && m.picking[id] == 0 {
-			return true
+		if !isMember(r) || !m.runnable(r) || heldByJob(r) || m.acquired[id] || m.picking[id] > 0 {
+			continue
+		}
+		if !r.BusySince.IsZero() && !r.BusySince.After(r.IdleSince) && r.IdleSince.After(f.GrowApplied) {
+			return true // its job ended since the raise, and nothing took it since
 		}
 	}
 	return false
@@ -298,8 +309,8 @@ type yieldTo struct {
 // was refused some stock gets, across all of it, as many of those nodes as
 // it lacks, less the nodes that gave way to it already: a fleet refused
 // two offers it matches lacks its nodes once, not once per offer. No node
-// gives way to a fleet with an idle member of its own (idleMember: no work
-// waits for more of it), nor for stock whose creates the account holds
+// gives way to a fleet with a member idle since its job ended (idleMember:
+// no work waits for more of it), nor for stock whose creates the account holds
 // (see needsStock). A node never gives way to its own fleet (its idle
 // nodes are its members already). A node that gave way to a fleet counts against it until a
 // create of that fleet takes the stock it freed (yieldTaken: accepted on

@@ -524,10 +524,11 @@ type Policy struct {
 	// limits, maximum_virtual_machines and maximum_bare_metal_servers) — the
 	// stock is then every instance of that provider and kind (VMs, bare
 	// metal). While such a fleet is short of members and has no idle member
-	// of its own (ready, no job on it, not handed out by Acquire: a fleet
-	// with one has no work waiting for more, whatever its Nodes), as many of
-	// the nodes other fleets keep on that stock with no job for them as it
-	// lacks give way to it, with an EventReleaseRequested that names it:
+	// of its own whose job ended since its Nodes were last raised (ready, no
+	// job on it, not handed out by Acquire: a fleet with one has no work
+	// waiting for more, whatever its Nodes; a new member waiting for its
+	// siblings does not count), as many of the nodes other fleets keep on
+	// that stock with no job for them as it lacks give way to it, with an EventReleaseRequested that names it:
 	// first releases that wait only for a per-minute minimum's end (paid
 	// anyway), whatever decided them (a deleted or shrunk fleet's nodes, idle
 	// ones, released ones, a node stopped out of band and not replaced, an

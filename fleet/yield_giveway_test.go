@@ -109,7 +109,8 @@ func TestYieldCountsOnlyUntilACreateTakesItsStock(t *testing.T) {
 // no work since 1:20).
 //
 // Never give way to a refused fleet with idle members of its own (ready,
-// not busy, not handed out): it has no work waiting for more.
+// not busy, not handed out) whose jobs ended since its Nodes were raised:
+// it has no work waiting for more.
 //
 // (tester BE: before the fix, at 7:39 h's server gave way to w (Nodes 3,
 // 2 members, both idle) and w rented it again: a new 8-h minimum
