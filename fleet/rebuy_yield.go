@@ -46,7 +46,9 @@ func refusedWhy(key string, o Offer) string {
 // to create on but ones it was refused (needsStock). It is not timed:
 // a refusal that lasted as long as the offer's skip (soldOutPenalty)
 // lapsed between the skip's end and the fleet's next try (1 to 10 min
-// later, its backoff), while the fleet was as short as before. m.mu held.
+// later, its backoff), while the fleet was as short as before. Once the
+// skip is over with the offer listed available again, a node that would
+// give way for it makes the fleet try first (recheckStale). m.mu held.
 func (m *Manager) noteRefused(fleet, key string) {
 	if m.refused == nil {
 		m.refused = map[string]map[string]bool{}
@@ -201,12 +203,16 @@ func (m *Manager) noteNoStock(fleet string, req Requirements, now time.Time) {
 // whose creates the account holds (accountHeld: its provider's creates
 // held after a refusal of the account, its kind's listing refused): no
 // create of it can use stock freed before that hold ends, and a node
-// released for it would be lost to its own fleet for nothing. The refused
-// offer's own skip ending changes nothing: its next try is refused again
-// unless stock was freed. m.mu held.
-func (m *Manager) needsStock(f *FleetRecord, keys map[string]bool, now time.Time) []string {
+// released for it would be lost to its own fleet for nothing. An offer
+// refused as sold out whose skip is over while the catalog lists it
+// available again (not for a refusal for its kind's instance limit, which
+// no listing shows) may have stock back: then none either, and stale names
+// those offers — the fleet's next create is tried before anything gives
+// way (recheckStale); refused again, its new refusal counts at once, and
+// an offer listed sold out counts as long as it is. m.mu held.
+func (m *Manager) needsStock(f *FleetRecord, keys map[string]bool, now time.Time) (waits, stale []string) {
 	if f.Stalled {
-		return nil // no creates until applied again
+		return nil, nil // no creates until applied again
 	}
 	req := m.offerReq(f)
 	req.IncludeSoldOut = true
@@ -218,9 +224,17 @@ func (m *Manager) needsStock(f *FleetRecord, keys map[string]bool, now time.Time
 		}
 	}
 	for _, o := range m.withoutAvoided(f.Spec.Name, open, now) {
-		if k := stockKeys(o); !keys[k[0]] && !keys[k[1]] {
-			return nil // another offer is open to it
+		k := stockKeys(o)
+		switch {
+		case keys[k[1]]: // refused for its kind's instance limit: the listing says nothing of it
+		case keys[k[0]]:
+			stale = append(stale, k[0]) // refused as sold out, its skip over, listed available again
+		default:
+			return nil, nil // another offer is open to it
 		}
+	}
+	if len(stale) > 0 {
+		return nil, stale // its next create may be served: tried first (see recheckStale)
 	}
 	var out []string
 	for _, o := range all {
@@ -233,7 +247,7 @@ func (m *Manager) needsStock(f *FleetRecord, keys map[string]bool, now time.Time
 			}
 		}
 	}
-	return out
+	return out, nil
 }
 
 // idleMember reports whether fleet has a member Acquire could hand out
@@ -274,6 +288,50 @@ func (m *Manager) idleMember(fleet string) bool {
 // limit lifts it (yieldGone). m.mu held.
 func (m *Manager) accountHeld(o Offer, now time.Time) bool {
 	return now.Before(m.providerHold[o.Provider]) || m.listRefused[o.Provider].covers(o)
+}
+
+// recheckStale is told, for each fleet still in need, the offers it was
+// refused as sold out that the catalog lists available again with the
+// fleet's skip of them over (stale; see needsStock): the stock may be
+// back, and nothing gives way for it on the word of a refusal that old.
+// When a node would give way to the fleet for such an offer's stock (one
+// on that offer kept with no job for it: idle and releasable, or a release
+// waiting for its minimum's end, of another fleet), the fleet's next
+// create is tried now instead of after its backoff, and its refusal of
+// that offer dropped: served, nothing gives way; refused again (Hot
+// Aisle's sold out behind a listing that still shows the offer), the new
+// refusal counts at once. A fleet with no such node keeps its refusal and
+// tries at its backoff: nothing gives way to it meanwhile. m.mu held.
+func (m *Manager) recheckStale(stale map[string][]string, keep map[*InstanceRecord]bool, now time.Time) {
+	for name, offers := range stale {
+		gives := func(r *InstanceRecord) bool {
+			return r.Instance.Fleet != name && slices.Contains(offers, r.Instance.Offer.Key())
+		}
+		found := false
+		for r := range keep {
+			if gives(r) && m.idleReleasable(r) {
+				found = true
+				break
+			}
+		}
+		for _, r := range m.insts {
+			if !found && gives(r) && m.waitsForMinimum(r, now) {
+				found = true
+			}
+		}
+		if !found {
+			continue
+		}
+		for _, k := range offers {
+			delete(m.refused[k], name)
+			if len(m.refused[k]) == 0 {
+				delete(m.refused, k)
+			}
+		}
+		if now.Before(m.fleetRetry[name]) {
+			m.fleetRetry[name] = now
+		}
+	}
 }
 
 // yieldTo is to which refused fleet a node gives way, why in words, and
@@ -360,12 +418,13 @@ func (m *Manager) yieldHolds(keep map[*InstanceRecord]bool, hold map[*InstanceRe
 		}
 	}
 	refused := map[string][]string{} // stock key → the fleets refused it that still need nodes, by name
+	stale := map[string][]string{}   // refused fleet → the offers it was refused listed available again, their skips over
 	for name, ks := range keys {
 		if m.idleMember(name) {
 			continue // no work waits for more of it: its own idle node would take a job first
 		}
-		waits := m.needsStock(m.fleets[name], ks, now)
-		if len(waits) == 0 {
+		waits, st := m.needsStock(m.fleets[name], ks, now)
+		if len(waits) == 0 && len(st) == 0 {
 			continue
 		}
 		if _, ok := need[name]; !ok {
@@ -374,10 +433,14 @@ func (m *Manager) yieldHolds(keep map[*InstanceRecord]bool, hold map[*InstanceRe
 		if need[name] <= 0 {
 			continue
 		}
+		if len(st) > 0 {
+			stale[name] = st
+		}
 		for _, key := range waits {
 			refused[key] = append(refused[key], name)
 		}
 	}
+	m.recheckStale(stale, keep, now)
 	if len(refused) == 0 {
 		return
 	}

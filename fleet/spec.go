@@ -552,7 +552,10 @@ type Policy struct {
 	// no offer open but the ones it was refused — after the refused offer's
 	// skip (10 minutes) or the kind's hold ends too, up to the fleet's next
 	// try, and a try that finds every offer skipped records the sold-out ones
-	// again. It never counts for an offer whose creates the account holds
+	// again; but once a sold-out offer's skip is over while the catalog lists
+	// it available again, a node that would give way for it makes the
+	// fleet's next create be tried at once instead (served: nothing gives
+	// way; refused again: the new refusal counts at once). It never counts for an offer whose creates the account holds
 	// (its provider's creates held after a refusal of the account — a key, a
 	// permission, the balance: EventCreatesRefused — or its kind's listing
 	// refused): stock freed before that hold ends serves no create of the

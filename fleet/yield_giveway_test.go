@@ -391,3 +391,87 @@ func TestShortOnlyWhileBootingDrawsNoGiveWay(t *testing.T) {
 		})
 	}
 }
+
+// A refusal whose skip is over, the offer listed available again, does not
+// make a held node give way: the fleet is tried first. Fleet "a" holds its
+// Hot Aisle VM (vm-mi300x-1, 30-min minimum, $2.99/h; a fixed hold of one
+// spare for 10 h; IdleTimeout 1 min) and runs a job on it. At 40:00 the
+// row is sold out behind a listing that still shows it
+// (SoldOutAfterListing) and fleet "b" is applied with one node of it:
+// its create is refused. At 41:00 the row is back on sale (Quantity 5,
+// listed). a's job ends after b's skip ended, while b's next try is still
+// ahead (3 min at least): b's next create will be accepted on the stock
+// on sale, so a's held VM should stay held for a's next job: b is tried
+// at once instead of a's VM giving way.
+//
+// (tester BE: before the fix, a's held VM gave way to b in 2 to 3 of 12
+// runs (the others skip: b's jittered try came before the gap), although
+// the row was listed with 5 VMs on sale: a's next job would buy a new
+// 30-min minimum ($1.50) and wait a boot.)
+func TestStockBackOnSaleRetriedBeforeAGiveWay(t *testing.T) {
+	for range 36 { // b's backoff is jittered: about one run in 6 reaches the gap
+		t.Run("", func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				e := newEnv(t, fleet.Policy{RebuySpares: 1, RebuyHold: 10 * time.Hour})
+				e.idleFleet("a", 1, time.Minute, hotType("vm-mi300x-1"))
+				stop := e.running()
+				defer stop()
+				x, err := e.m.Acquire(t.Context(), "a")
+				require.NoError(t, err)
+				from := serverCharge(e, x.ID).From
+				time.Sleep(time.Until(from.Add(40 * time.Minute)))
+				require.NoError(t, e.hot.SoldOutAfterListing("vm-mi300x-1"))
+				s := spec("b", 1, hotType("vm-mi300x-1"))
+				s.IdleTimeout = 5 * time.Minute
+				require.NoError(t, e.m.Apply(t.Context(), s))
+				asked := time.Now()
+				time.Sleep(time.Minute)
+				require.NoError(t, e.hot.SetQuantity("vm-mi300x-1", 5)) // back on sale
+				// Wait past b's skip (10 min) while b is still short and
+				// its next try at least 1 min ahead.
+				var next time.Time
+				for {
+					var refused time.Time
+					for _, ev := range e.eventsOf(fleet.EventOfferSkipped) {
+						if ev.Fleet == "b" {
+							refused = ev.Time
+						}
+					}
+					if !refused.IsZero() && time.Now().After(refused.Add(30*time.Second)) && len(activeOf(e.m.Instances("b"))) > 0 {
+						t.Skip("b's try came before the gap (jitter)")
+					}
+					for _, ev := range e.eventsOf(fleet.EventNoOffers) {
+						if ev.Fleet == "b" {
+							next = ev.At
+						}
+					}
+					if !refused.IsZero() && time.Now().After(refused.Add(10*time.Minute+time.Second)) && next.Sub(time.Now()) >= 3*time.Minute {
+						break
+					}
+					if !time.Now().Before(asked.Add(30 * time.Minute)) {
+						e.mu.Lock()
+						for _, ev := range e.events {
+							if ev.Fleet == "b" {
+								t.Logf("+%v %s %s at +%v: %s %s", ev.Time.Sub(asked).Round(time.Second), ev.Type, ev.InstanceID, ev.At.Sub(asked).Round(time.Second), ev.Message, ev.Err)
+							}
+						}
+						e.mu.Unlock()
+						t.Fatal("no gap")
+					}
+					time.Sleep(time.Second)
+				}
+				require.NoError(t, e.m.MarkIdle(x.ID))
+				ended := time.Now()
+				wait := untilServed(t, e, "b", asked, 2*time.Hour)
+				time.Sleep(2 * time.Minute)
+				logYieldEvents(t, e, from)
+				y := yieldedTo(e, "b", asked)
+				c := serverCharge(e, x.ID)
+				t.Logf("a's job ended %v after b asked, b's next try %v later; b served %v after it asked; a's VM live %v; yielded %v",
+					ended.Sub(asked).Round(time.Second), next.Sub(ended).Round(time.Second), wait.Round(time.Second), c.Live, y)
+				assert.Empty(t, y, "a's held VM released for b while vm-mi300x-1 was listed with 5 on sale: a's next job buys a new 30-min minimum ($1.50) and waits a boot")
+				assert.True(t, c.Live, "a's held VM released")
+			})
+		})
+	}
+}
