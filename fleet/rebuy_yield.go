@@ -368,15 +368,16 @@ type yieldTo struct {
 // it lacks, less the nodes that gave way to it already: a fleet refused
 // two offers it matches lacks its nodes once, not once per offer. No node
 // gives way to a fleet with a member idle since its job ended (idleMember:
-// no work waits for more of it), nor for stock whose creates the account holds
-// (see needsStock). A node never gives way to its own fleet (its idle
-// nodes are its members already). A node that gave way to a fleet counts against it until a
-// create of that fleet takes the stock it freed (yieldTaken: accepted on
-// that stock once the node's release was accepted), the fleet is no
-// longer short (its creates accepted, not merely under way; or shrunk) or
-// is deleted, however long its wait for the stock takes (see yieldGone),
-// so that no second node is released for the same need, and a node the
-// fleet still lacks once that stock is taken draws one more.
+// no work waits for more of it), nor for stock whose creates the account
+// holds (see needsStock). A node never gives way to its own fleet (its
+// idle nodes are its members already). A node that gave way to a fleet
+// counts against it until a create of that fleet takes the stock it freed
+// (yieldTaken: accepted on that stock once the node's release was
+// accepted), the fleet is no longer short (its creates accepted, not
+// merely under way; or shrunk) or is deleted, however long its wait for
+// the stock takes (see yieldGone), so that no second node is released for
+// the same need, and a node the fleet still lacks once that stock is taken
+// draws one more.
 // A refusal lasts until a create of its fleet is accepted (refusalServed),
 // the fleet is no longer short (a create under way counts) or is deleted,
 // and counts in the passes where its fleet still waits for that stock
