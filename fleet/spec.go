@@ -514,57 +514,57 @@ type Policy struct {
 	// A hold never keeps stock another fleet of the Manager is refused for,
 	// nor does a release waiting for a minimum's end. A fleet is refused stock
 	// when a create of an offer is refused as sold out (ErrNoCapacity) and no
-	// other offer it matches is open to it (listed available, not skipped
-	// for a recent refusal, its provider's creates not held: with one open,
-	// its next create takes it at once, and nothing gives way; once the last
-	// is refused, every matching offer refused or listed as sold out counts),
-	// or the catalog lists the offers it matches as sold out — the stock is
-	// that offer (provider, region, instance type) — or when a create is refused
+	// other offer it matches is open to it (listed available, not skipped for
+	// a recent refusal, its provider's creates not held: with one open, its
+	// next create takes it at once, and nothing gives way; once the last is
+	// refused, every matching offer refused or listed as sold out counts), or
+	// the catalog lists the offers it matches as sold out — the stock is that
+	// offer (provider, region, instance type) — or when a create is refused
 	// for the account's instance limit (ErrQuotaExceeded: Hot Aisle's team
 	// limits, maximum_virtual_machines and maximum_bare_metal_servers) — the
 	// stock is then every instance of that provider and kind (VMs, bare
-	// metal). While such a fleet is short of members and has no idle member
-	// of its own whose job ended since its Nodes were last raised (ready, no
-	// job on it, not handed out by Acquire: a fleet with one has no work
-	// waiting for more, whatever its Nodes; a new member waiting for its
-	// siblings does not count), as many of the nodes other fleets keep on
-	// that stock with no job for them as it lacks give way to it, with an EventReleaseRequested that names it:
-	// first releases that wait only for a per-minute minimum's end (paid
-	// anyway), whatever decided them (a deleted or shrunk fleet's nodes, idle
-	// ones, released ones, a node stopped out of band and not replaced, an
-	// unhealthy agent's, one no longer wanted), never one a job ran on when
-	// its release was decided (Termination.Busy) until that job is given back
-	// (GiveBack, MarkIdle), nor one its own fleet's growth takes back in the
-	// same pass, released at once with force, which costs nothing more (the
-	// minimum is charged whole either way); then idle nodes held past their minimum, released at once; then
-	// held nodes still inside it, released at its end (not released unforced
-	// before it). A held node gives way only if the idle release may take it:
-	// one its fleet's MinNodes or an IdleTimeout of 0 keeps is no hold. A
-	// node released for a fleet counts against its need until a create of
-	// the fleet takes the stock it freed (accepted on it once the node's
-	// release was), the fleet shrinks or is deleted: a fleet short of two
-	// nodes that one freed stock served draws another for the node it still
-	// lacks. A refusal counts for the need it was answered to: a create of
-	// the fleet accepted ends it, and a later shortfall (a growth applied
-	// after) makes nodes give way only after a new refusal. It is not timed:
-	// it lasts while the fleet is short (a create under way counts as a
-	// member), not deleted, and counts while the fleet is not stalled and has
-	// no offer open but the ones it was refused — after the refused offer's
-	// skip (10 minutes) or the kind's hold ends too, up to the fleet's next
-	// try, and a try that finds every offer skipped records the sold-out ones
-	// again; but once a sold-out offer's skip is over while the catalog lists
-	// it available again, a node that would give way for it makes the
-	// fleet's next create be tried at once instead (served: nothing gives
-	// way; refused again: the new refusal counts at once). It never counts for an offer whose creates the account holds
-	// (its provider's creates held after a refusal of the account — a key, a
-	// permission, the balance: EventCreatesRefused — or its kind's listing
-	// refused): stock freed before that hold ends serves no create of the
-	// fleet, so nothing gives way until it ends. Once such a node is
-	// confirmed gone the fleet's next create is tried at once: for a
-	// sold-out offer with the provider's offers looked up afresh; for the
-	// instance limit with the hold of the provider's creates that the
-	// refusal began (10 minutes to an hour, EventCreatesRefused) lifted. This
-	// holds for RebuySpares too.
+	// metal). While such a fleet is short of members and has no idle member of
+	// its own whose job ended since its Nodes were last raised (ready, no job
+	// on it, not handed out by Acquire: a fleet with one has no work waiting
+	// for more, whatever its Nodes; a new member waiting for its siblings does
+	// not count), as many of the nodes other fleets keep on that stock with no
+	// job for them as it lacks give way to it, with an EventReleaseRequested
+	// that names it: first releases that wait only for a per-minute minimum's
+	// end (paid anyway), whatever decided them (a deleted or shrunk fleet's
+	// nodes, idle ones, released ones, a node stopped out of band and not
+	// replaced, an unhealthy agent's, one no longer wanted), never one a job
+	// ran on when its release was decided (Termination.Busy) until that job is
+	// given back (GiveBack, MarkIdle), nor one its own fleet's growth takes
+	// back in the same pass, released at once with force, which costs nothing
+	// more (the minimum is charged whole either way); then idle nodes held
+	// past their minimum, released at once; then held nodes still inside it,
+	// released at its end (not released unforced before it). A held node gives
+	// way only if the idle release may take it: one its fleet's MinNodes or an
+	// IdleTimeout of 0 keeps is no hold. A node released for a fleet counts
+	// against its need until a create of the fleet takes the stock it freed
+	// (accepted on it once the node's release was), the fleet shrinks or is
+	// deleted: a fleet short of two nodes that one freed stock served draws
+	// another for the node it still lacks. A refusal counts for the need it
+	// was answered to: a create of the fleet accepted ends it, and a later
+	// shortfall (a growth applied after) makes nodes give way only after a new
+	// refusal. It is not timed: it lasts while the fleet is short (a create
+	// under way counts as a member), not deleted, and counts while the fleet
+	// is not stalled and has no offer open but the ones it was refused — after
+	// the refused offer's skip (10 minutes) or the kind's hold ends too, up to
+	// the fleet's next try, and a try that finds every offer skipped records
+	// the sold-out ones again; but once a sold-out offer's skip is over while
+	// the catalog lists it available again, a node that would give way for it
+	// makes the fleet's next create be tried at once instead (served: nothing
+	// gives way; refused again: the new refusal counts at once). It never
+	// counts for an offer whose creates the account holds (its provider's
+	// creates held after a refusal of the account — a key, a permission, the
+	// balance: EventCreatesRefused — or its kind's listing refused): stock
+	// freed before that hold ends serves no create of the fleet, so nothing
+	// gives way until it ends. Once such a node is confirmed gone the fleet's
+	// next create is tried at once: for a sold-out offer with the provider's
+	// offers looked up afresh; for the instance limit with the hold of the
+	// provider's creates that the refusal began (10 minutes to an hour,
+	// EventCreatesRefused) lifted. This holds for RebuySpares too.
 	RebuyHoldOff bool
 	// RebuySpares and RebuyHold set the re-buy hold instead of choosing it
 	// from the fleet's jobs: up to RebuySpares idle instances of each fleet
