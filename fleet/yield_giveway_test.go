@@ -409,7 +409,12 @@ func TestShortOnlyWhileBootingDrawsNoGiveWay(t *testing.T) {
 // the row was listed with 5 VMs on sale: a's next job would buy a new
 // 30-min minimum ($1.50) and wait a boot.)
 func TestStockBackOnSaleRetriedBeforeAGiveWay(t *testing.T) {
-	for range 36 { // b's backoff is jittered: about one run in 6 reaches the gap
+	reached := 0 // runs that reached the gap and checked it
+	defer func() {
+		require.Positive(t, reached, "no run reached the gap: nothing was checked")
+		t.Logf("%d runs reached the gap", reached)
+	}()
+	for range 48 { // b's backoff is jittered: about one run in 6 reaches the gap
 		t.Run("", func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				e := newEnv(t, fleet.Policy{RebuySpares: 1, RebuyHold: 10 * time.Hour})
@@ -438,7 +443,8 @@ func TestStockBackOnSaleRetriedBeforeAGiveWay(t *testing.T) {
 						}
 					}
 					if !refused.IsZero() && time.Now().After(refused.Add(30*time.Second)) && len(activeOf(e.m.Instances("b"))) > 0 {
-						t.Skip("b's try came before the gap (jitter)")
+						t.Log("b's try came before the gap (jitter): not this run")
+						return
 					}
 					for _, ev := range e.eventsOf(fleet.EventNoOffers) {
 						if ev.Fleet == "b" {
@@ -460,6 +466,7 @@ func TestStockBackOnSaleRetriedBeforeAGiveWay(t *testing.T) {
 					}
 					time.Sleep(time.Second)
 				}
+				reached++
 				require.NoError(t, e.m.MarkIdle(x.ID))
 				ended := time.Now()
 				wait := untilServed(t, e, "b", asked, 2*time.Hour)
