@@ -1,6 +1,8 @@
 package fleet_test
 
 import (
+	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -45,6 +47,20 @@ func acquireWithin(t *testing.T, e *env, name string, limit time.Duration) fleet
 		}
 		require.ErrorIs(t, err, fleet.ErrNoIdle)
 		require.True(t, time.Now().Before(end), "fleet %s: no node handed out in %v", name, limit)
+	}
+}
+
+// acquirePolling asks fleet name for a node every 10 s while none is idle
+// (ErrNoIdle), as a job waiting for a node does, and returns the node or
+// any other error; it does not fail the test, so that a job's goroutine
+// can use it.
+func acquirePolling(ctx context.Context, e *env, name string) (fleet.Instance, error) {
+	for {
+		x, err := e.m.Acquire(ctx, name)
+		if !errors.Is(err, fleet.ErrNoIdle) {
+			return x, err
+		}
+		time.Sleep(10 * time.Second)
 	}
 }
 

@@ -1,7 +1,6 @@
 package fleet_test
 
 import (
-	"errors"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -55,17 +54,10 @@ func controllerRun(t *testing.T, req fleet.Requirements, idle time.Duration, wav
 				waiting++
 				mu.Unlock()
 				at := time.Now()
-				var x fleet.Instance
-				for {
-					var err error
-					if x, err = e.m.Acquire(t.Context(), "w"); err == nil {
-						break
-					}
-					if !errors.Is(err, fleet.ErrNoIdle) {
-						t.Errorf("acquire: %v", err)
-						return
-					}
-					time.Sleep(10 * time.Second)
+				x, err := acquirePolling(t.Context(), e, "w")
+				if err != nil {
+					t.Errorf("acquire: %v", err)
+					return
 				}
 				mu.Lock()
 				waiting--

@@ -1,7 +1,6 @@
 package fleet_test
 
 import (
-	"errors"
 	"net/http"
 	"strings"
 	"sync"
@@ -143,17 +142,10 @@ func TestNoGiveWayToAFleetWithIdleMembers(t *testing.T) {
 				mu.Lock()
 				waiting++
 				mu.Unlock()
-				var x fleet.Instance
-				for {
-					var err error
-					if x, err = e.m.Acquire(t.Context(), "w"); err == nil {
-						break
-					}
-					if !errors.Is(err, fleet.ErrNoIdle) {
-						t.Errorf("acquire: %v", err)
-						return
-					}
-					time.Sleep(10 * time.Second)
+				x, err := acquirePolling(t.Context(), e, "w")
+				if err != nil {
+					t.Errorf("acquire: %v", err)
+					return
 				}
 				mu.Lock()
 				waiting--
@@ -221,19 +213,8 @@ func TestNoGiveWayToAFleetWithIdleMembers(t *testing.T) {
 // try waited for its backoff, not for the hold's end).)
 func TestNoGiveWayWhileProviderCreatesHeld(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		e := newEnv(t, fleet.Policy{RebuySpares: 1, RebuyHold: 10 * time.Hour})
-		e.idleFleet("a", 1, time.Minute, hotType("vm-mi300x-1"))
-		stop := e.running()
+		e, x, from, asked, stop := busyWhenBRefused(t, 0)
 		defer stop()
-		x, err := e.m.Acquire(t.Context(), "a")
-		require.NoError(t, err)
-		from := serverCharge(e, x.ID).From
-		time.Sleep(time.Until(from.Add(40 * time.Minute)))
-		require.NoError(t, e.hot.SoldOutAfterListing("vm-mi300x-1"))
-		s := spec("b", 1, hotType("vm-mi300x-1"))
-		s.IdleTimeout = 0
-		require.NoError(t, e.m.Apply(t.Context(), s))
-		asked := time.Now()
 		time.Sleep(time.Minute)
 		require.NoError(t, e.hot.Inject(sim.Fault{Route: hotCreate, Times: 1, Status: http.StatusPaymentRequired,
 			Message: "Insufficient balance to provision virtual machine"}))
@@ -417,19 +398,8 @@ func TestStockBackOnSaleRetriedBeforeAGiveWay(t *testing.T) {
 	for range 48 { // b's backoff is jittered: about one run in 6 reaches the gap
 		t.Run("", func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				e := newEnv(t, fleet.Policy{RebuySpares: 1, RebuyHold: 10 * time.Hour})
-				e.idleFleet("a", 1, time.Minute, hotType("vm-mi300x-1"))
-				stop := e.running()
+				e, x, from, asked, stop := busyWhenBRefused(t, 5*time.Minute)
 				defer stop()
-				x, err := e.m.Acquire(t.Context(), "a")
-				require.NoError(t, err)
-				from := serverCharge(e, x.ID).From
-				time.Sleep(time.Until(from.Add(40 * time.Minute)))
-				require.NoError(t, e.hot.SoldOutAfterListing("vm-mi300x-1"))
-				s := spec("b", 1, hotType("vm-mi300x-1"))
-				s.IdleTimeout = 5 * time.Minute
-				require.NoError(t, e.m.Apply(t.Context(), s))
-				asked := time.Now()
 				time.Sleep(time.Minute)
 				require.NoError(t, e.hot.SetQuantity("vm-mi300x-1", 5)) // back on sale
 				// Wait past b's skip (10 min) while b is still short and
@@ -481,4 +451,26 @@ func TestStockBackOnSaleRetriedBeforeAGiveWay(t *testing.T) {
 			})
 		})
 	}
+}
+
+// busyWhenBRefused starts fleet "a" (one Hot Aisle VM, vm-mi300x-1, a
+// fixed hold of one spare for 10 h, IdleTimeout 1 min) with a job on its
+// VM, and at 40:00 of the VM's billing makes the row sold out behind a
+// listing that still shows it (SoldOutAfterListing) and applies fleet "b"
+// with one node of it (IdleTimeout bIdle): b's create is refused. It
+// returns a's node, its billing start, when b was applied, and stop.
+func busyWhenBRefused(t *testing.T, bIdle time.Duration) (*env, fleet.Instance, time.Time, time.Time, func()) {
+	t.Helper()
+	e := newEnv(t, fleet.Policy{RebuySpares: 1, RebuyHold: 10 * time.Hour})
+	e.idleFleet("a", 1, time.Minute, hotType("vm-mi300x-1"))
+	stop := e.running()
+	x, err := e.m.Acquire(t.Context(), "a")
+	require.NoError(t, err)
+	from := serverCharge(e, x.ID).From
+	time.Sleep(time.Until(from.Add(40 * time.Minute)))
+	require.NoError(t, e.hot.SoldOutAfterListing("vm-mi300x-1"))
+	s := spec("b", 1, hotType("vm-mi300x-1"))
+	s.IdleTimeout = bIdle
+	require.NoError(t, e.m.Apply(t.Context(), s))
+	return e, x, from, time.Now(), stop
 }
