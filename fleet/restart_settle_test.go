@@ -148,20 +148,25 @@ func TestRestartHonoursTheRecordedProviderFailure(t *testing.T) {
 	}
 }
 
-// metaless is a Store written by a release that does not record the
-// providers' trouble (MetaUnsettled): it neither keeps nor shows it.
-type metaless struct{ *fleet.MemoryStore }
+// noTroubleRecord is a Store without the providers' trouble record
+// (MetaUnsettled): with err nil, one written by a release that does not
+// record it (it neither keeps nor shows it); else one whose reads and
+// writes of it fail with err.
+type noTroubleRecord struct {
+	*fleet.MemoryStore
+	err error
+}
 
-func (s metaless) Meta(ctx context.Context, key string) (string, bool, error) {
+func (s noTroubleRecord) Meta(ctx context.Context, key string) (string, bool, error) {
 	if key == fleet.MetaUnsettled {
-		return "", false, nil
+		return "", false, s.err
 	}
 	return s.MemoryStore.Meta(ctx, key)
 }
 
-func (s metaless) PutMeta(ctx context.Context, key, value string) error {
+func (s noTroubleRecord) PutMeta(ctx context.Context, key, value string) error {
 	if key == fleet.MetaUnsettled {
-		return nil
+		return s.err
 	}
 	return s.MemoryStore.PutMeta(ctx, key, value)
 }
@@ -175,7 +180,7 @@ func TestRestartOnAStoreWithoutTroubleRecordKeepsTheWideMargin(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newEnv(t, fleet.Policy{})
 		ms := fleet.NewMemoryStore()
-		e.restartWith(metaless{ms})
+		e.restartWith(noTroubleRecord{MemoryStore: ms})
 		e.idleFleet("a", 1, 5*time.Minute, vultrType(vultrBM))
 		stop := e.running()
 		x, from := jobThenIdle(t, e, "a", 70*time.Minute, 100*time.Minute)
@@ -306,23 +311,6 @@ func TestRestartHonoursTheRecordedFailureOnHotAisle(t *testing.T) {
 	}
 }
 
-// metaDown is a Store whose MetaUnsettled reads and writes fail.
-type metaDown struct{ *fleet.MemoryStore }
-
-func (s metaDown) Meta(ctx context.Context, key string) (string, bool, error) {
-	if key == fleet.MetaUnsettled {
-		return "", false, errors.New("meta: connection reset")
-	}
-	return s.MemoryStore.Meta(ctx, key)
-}
-
-func (s metaDown) PutMeta(ctx context.Context, key, value string) error {
-	if key == fleet.MetaUnsettled {
-		return errors.New("meta: connection reset")
-	}
-	return s.MemoryStore.PutMeta(ctx, key, value)
-}
-
 // A Store that cannot read or write the providers' trouble record
 // (MetaUnsettled) fails no pass (no EventStoreWriteFailed, the records
 // written), and a Manager restarted on it keeps the wide margin for its
@@ -332,12 +320,12 @@ func TestRestartWithTroubleRecordUnreadableKeepsTheWideMargin(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newEnv(t, fleet.Policy{})
 		ms := fleet.NewMemoryStore()
-		e.restartWith(metaDown{ms})
+		e.restartWith(noTroubleRecord{MemoryStore: ms, err: errors.New("meta: connection reset")})
 		e.idleFleet("a", 1, 5*time.Minute, vultrType(vultrBM))
 		stop := e.running()
 		x, from := jobThenIdle(t, e, "a", 70*time.Minute, 100*time.Minute)
 		stop()
-		e.restartWith(metaDown{ms})
+		e.restartWith(noTroubleRecord{MemoryStore: ms, err: errors.New("meta: connection reset")})
 		stop = e.running()
 		defer stop()
 		waitChargeEnds(e, x.ID, 2*time.Hour)
