@@ -299,6 +299,7 @@ func (m *Manager) offersFor(ctx context.Context, f *FleetRecord, now time.Time) 
 		// The matching offers are sold out or skipped: re-buy holds on the
 		// sold-out ones yield while the fleet is short (see noteRefused).
 		m.noteNoStock(f.Spec.Name, req, now)
+		m.noteLimitHeld(f.Spec.Name, matched, now)
 		return nil, false
 	}
 	return offers, true

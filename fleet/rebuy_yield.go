@@ -176,6 +176,28 @@ func (m *Manager) noteLimitRefused(fleet string, o Offer) {
 	m.noteRefused(fleet, limitKey(o))
 }
 
+// noteLimitHeld records, for a fleet with no offer to create on now,
+// a refusal for the account's instance limit (noteLimitRefused) of each
+// offer it matches that only its kind's limit hold keeps it from trying
+// (holdKind: a create of another fleet, or its own, was refused for the
+// limit; 10 minutes to an hour): its create would have been refused as
+// that one was, and without the record no node would give way to it
+// (needsStock) — it would wait for the hold's end, be refused then, and
+// only then count. Not an offer skipped for another reason too (refused
+// lately, its provider's creates held after a refusal of the account:
+// 401, 402; its kind's listing refused): those hold whatever stock is
+// freed. m.mu held.
+func (m *Manager) noteLimitHeld(fleet string, matched []Offer, now time.Time) {
+	for _, o := range matched {
+		if _, ok := m.providers[o.Provider]; !ok || m.avoided(fleet, o, now) || m.accountHeld(o, now) {
+			continue
+		}
+		if now.Before(m.kindHold[kindKey(o.Provider, o.BareMetal)]) {
+			m.noteLimitRefused(fleet, o)
+		}
+	}
+}
+
 // noteNoStock records, for a fleet with no offer to create on now (none
 // of the offers matching req is listed available and not skipped), the
 // ones that are sold out: skipped as refused sold out by a create (the
