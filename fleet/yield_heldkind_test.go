@@ -29,8 +29,7 @@ import (
 // (before the fix: d was never recorded as refused while held back; it
 // waited for the hold's end, was refused then, and only then did a's VM
 // give way: d served after 12m30s to 12m50s (2 runs; its backoff is
-// jittered), a's idle VM billed 54 min instead of
-// 42; now 30s.)
+// jittered), a's idle VM billed 54 min instead of 42; now 30s.)
 func TestHoldYieldsToAFleetHeldBackByTheLimitHold(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e, x, from, asked := heldBackByLimitHold(t, false)
