@@ -34,8 +34,10 @@ type Rules struct {
 	// Refusals applies where the Billing has RefusedInMinimum: a delete
 	// inside the minimum is sent without force (except VM deletes with
 	// ForceVMDeletes) and refused; it is retried every RetryEvery (zero: 30
-	// s) and succeeds at the first retry after the minimum, unless the
-	// refusals have lasted GiveUp (zero: never given up): then the machine is
+	// s) and succeeds at the first retry after the minimum, unless that
+	// retry would start GiveUp or more after the first refusal (zero: never
+	// given up; dstack's next retry must start before the first one's time
+	// plus its budget): then the machine is
 	// forgotten and keeps running, billed to the end of the trace (the
 	// latest job end, at least its minimum: a lower bound of a bill that
 	// has no end). A machine being deleted takes no job.
@@ -194,8 +196,8 @@ func (rp *replayer) leave(m *replayed) (at, deleted time.Duration, forgotten boo
 	if every <= 0 {
 		every = 30 * time.Second
 	}
-	deleted = at + (minEnd-at+every-1)/every*every // the first retry after the minimum
-	if g := rp.r.GiveUp; g > 0 && deleted-at > g {
+	deleted = at + (minEnd-at+every-1)/every*every  // the first retry after the minimum
+	if g := rp.r.GiveUp; g > 0 && deleted-at >= g { // the next retry must start before at+GiveUp
 		return at, 0, true
 	}
 	return at, deleted, false

@@ -8,48 +8,10 @@ import (
 	"time"
 )
 
-// bhExact is an exact optimum for small traces written apart from the
-// package's: a depth-first search over machines kept as (first arrival, last
-// end) in arrival order, each job joining a machine whose last job has ended
-// or opening one; the bill is recomputed from scratch at the leaves.
-func bhExact(jobs []Job, b Billing) int64 {
-	type mach struct{ first, last time.Duration }
-	best := int64(1 << 62)
-	var ms []mach
-	var rec func(k int)
-	rec = func(k int) {
-		var u int64
-		for _, m := range ms {
-			u += b.Units(m.last - m.first + b.BootTime)
-		}
-		if u >= best {
-			return
-		}
-		if k == len(jobs) {
-			best = u
-			return
-		}
-		j := jobs[k]
-		for i := range ms {
-			if ms[i].last <= j.Arrive {
-				old := ms[i]
-				ms[i].last = j.End()
-				rec(k + 1)
-				ms[i] = old
-			}
-		}
-		ms = append(ms, mach{j.Arrive, j.End()})
-		rec(k + 1)
-		ms = ms[:len(ms)-1]
-	}
-	rec(0)
-	return best
-}
-
-// bhTrace draws n jobs to the second over horizon, with ties (jobs at the
+// otherBillingTrace draws n jobs to the second over horizon, with ties (jobs at the
 // same instant), jobs of exactly one unit, one minute, the minimum, just
 // over the minimum, and jobs ending exactly when another arrives.
-func bhTrace(r *rand.Rand, n int, horizon time.Duration, b Billing) Trace {
+func otherBillingTrace(r *rand.Rand, n int, horizon time.Duration, b Billing) Trace {
 	jobs := make([]Job, 0, n)
 	for len(jobs) < n {
 		var at time.Duration
@@ -90,7 +52,7 @@ func bhTrace(r *rand.Rand, n int, horizon time.Duration, b Billing) Trace {
 	return Trace{Jobs: jobs}
 }
 
-func bhBillings() []Billing {
+func otherBillings() []Billing {
 	m, h := time.Minute, time.Hour
 	return []Billing{
 		{Name: "10-min units, no minimum, boot 3 min", Unit: 10 * m, PricePerHour: 1, BootTime: 3 * m},
@@ -104,18 +66,18 @@ func bhBillings() []Billing {
 	}
 }
 
-// TestTesterBHOptimumAgainstExactOtherBillings: Optimum against bhExact on
+// TestOptimumAgainstExactOtherBillings: Optimum against bruteForce on
 // small random traces (to the second, with ties and edge durations) for
 // billings the existing brute tests do not use. A plan that is not optimal
 // must not be Proven, the lower bound must not exceed the exact optimum,
 // and Plan.Check must accept the plan.
-func TestTesterBHOptimumAgainstExactOtherBillings(t *testing.T) {
+func TestOptimumAgainstExactOtherBillings(t *testing.T) {
 	r := rand.New(rand.NewPCG(0xb4, 0x17))
-	for _, b := range bhBillings() {
+	for _, b := range otherBillings() {
 		for try := range 80 {
 			n := 1 + try%11
 			horizon := []time.Duration{30 * time.Minute, 3 * time.Hour, 12 * time.Hour}[try%3]
-			tr := bhTrace(r, n, horizon, b)
+			tr := otherBillingTrace(r, n, horizon, b)
 			if err := tr.Validate(); err != nil {
 				t.Fatal(err)
 			}
@@ -123,7 +85,7 @@ func TestTesterBHOptimumAgainstExactOtherBillings(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := bhExact(tr.Jobs, b)
+			want := bruteForce(tr, b)
 			msg := fmt.Sprintf("%s, try %d, jobs %v", b.Name, try, tr.Jobs)
 			if err := o.Check(tr); err != nil {
 				t.Fatalf("%s: plan invalid: %v", msg, err)

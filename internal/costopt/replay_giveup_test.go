@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// TestTesterBHDstackGivesUpAtFifteenMinutesOfRefusals: dstack retries a
+// TestReplayDstackGivesUpAtFifteenMinutesOfRefusals: dstack retries a
 // failed termination every 30 s, and "the next retry must start before
 // first_termination_retry_at + 15 min" (lifecycle-notes §3,
 // TERMINATION_RETRY_MAX_DURATION); after that the instance is marked
@@ -18,8 +18,10 @@ import (
 //
 // Job 0 runs from 10 min (the boot) to 7 h 39 min 50 s; idle 5 min until
 // 7 h 44 min 50 s, killed at the next 14-s check, 7 h 45 min 02 s
-// (1993 x 14 s); the minimum ends at 8 h.
-func TestTesterBHDstackGivesUpAtFifteenMinutesOfRefusals(t *testing.T) {
+// (1993 x 14 s); the minimum ends at 8 h. (tester BH: before the fix, the
+// replay took the retry at exactly +15 min and deleted the server at
+// 8 h 00 min 02 s, 356.63 USD under dstack's bill.)
+func TestReplayDstackGivesUpAtFifteenMinutesOfRefusals(t *testing.T) {
 	s, h := time.Second, time.Hour
 	b := HotAisleBareMetal()
 	tr := Trace{Jobs: []Job{
