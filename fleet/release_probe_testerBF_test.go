@@ -1,0 +1,73 @@
+package fleet_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/gpufleet/gpufleet/fleet"
+	"github.com/gpufleet/gpufleet/hotaisle"
+	"github.com/gpufleet/gpufleet/sim"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Ten Hot Aisle VMs (30-minute minimum) of one Apply, never used, released
+// at 29:00 (the minimum's end less MinuteReleaseMargin), forced. Hot
+// Aisle's VM DELETE answers 500 from 28:55 to 29:45: the first attempts
+// all fail, and the kind is "down", so one delete at a time probes it. The
+// probe planned 10 s before the boundary is accepted (its billing ends),
+// but the call blocks ~20 s while the VM is reset; the other nine wait for
+// its answer, and start after 30:00: each is billed a minute past the
+// minimum that a delete started with the probe would have saved.
+//
+// Measured (5 of 5 runs): one VM released 29:45 after its billing start,
+// nine 30:04 to 30:05, billed 31 min: $0.45 more. Cause: launchReleases
+// (fleet/terminate.go) skips every delete of a down kind while one is
+// under way (m.down[kind] && under[kind] > 0) before it looks at
+// boundaryCritical, so the deletes due in the last margin queue behind the
+// probe's 20-s reset.
+func TestTesterBFHotAisleProbeDeleteHoldsBackTheLastSafeMoment(t *testing.T) {
+	const nodes = 10
+	synctest.Test(t, func(t *testing.T) {
+		h := sim.NewHotAisle(sim.WithHotAisleLimits(nodes, 1), sim.WithHotAisleBalance(1<<40))
+		require.NoError(t, h.SetQuantity("vm-mi300x-1", nodes))
+		hp := hotaisle.NewProvider(hotaisle.New(sim.DefaultAPIKey, sim.DefaultTeam, hotaisle.WithHTTPClient(h.Client())))
+		m, err := fleet.NewManager(fleet.Config{Providers: []fleet.Provider{hp}, Store: fleet.NewMemoryStore(), Owner: "bf",
+			Policy: fleet.Policy{RebuyHoldOff: true}})
+		require.NoError(t, err)
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error, 1)
+		go func() { done <- m.Run(ctx) }()
+		t0 := time.Now()
+		require.NoError(t, m.Apply(t.Context(), fleet.Spec{Name: "f", Nodes: nodes, IdleTimeout: time.Minute, Requirements: hotType("vm-mi300x-1")}))
+		time.Sleep(time.Until(t0.Add(28*time.Minute + 55*time.Second)))
+		require.NoError(t, h.Inject(sim.Fault{Route: hotDeleteRoute, Status: http.StatusInternalServerError, Duration: 50 * time.Second}))
+		for limit := time.Now().Add(3 * time.Hour); time.Now().Before(limit); time.Sleep(10 * time.Second) {
+			if live(h.Resources(), "virtual_machine") == 0 && len(h.Ledger().Charges) == nodes {
+				break
+			}
+		}
+		cancel()
+		<-done
+		m.Close()
+		time.Sleep(time.Minute)
+		charges := h.Ledger().Charges
+		require.Len(t, charges, nodes)
+		over, extra := 0, 0.0
+		var desc []string
+		for _, ch := range charges {
+			assert.False(t, ch.Live, "still billing")
+			desc = append(desc, fmt.Sprintf("%v", ch.To.Sub(ch.From).Round(time.Second)))
+			if ch.Billed > 30*time.Minute {
+				over++
+				extra += ch.USD - ch.RateUSD/2
+			}
+		}
+		t.Logf("released after (from each billing start): %v", desc)
+		assert.Zero(t, over, "%d VMs billed past their 30-minute minimum, $%.2f more: %v", over, extra, desc)
+	})
+}
