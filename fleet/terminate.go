@@ -21,9 +21,13 @@ const confirmAfter = time.Minute
 // instance billed by the minute past its minimum (each minute queued is
 // paid), starts whatever the bound. While a provider's kind of instances
 // is down (its latest list or delete call failed in a way that passes) one
-// delete at a time probes it, the most urgent; the others wait for its answer, and when it
-// fails they are put off as if refused too (postponeProbed), so that an
-// outage meets about one delete call per retry pace, not one per node. Records that never
+// delete at a time probes it, the most urgent; the others wait for its
+// answer, and when it fails they are put off as if refused too
+// (postponeProbed), so that an outage meets about one delete call per retry
+// pace, not one per node; a delete whose next retry would come too late
+// for its billing boundary (lastPaceBeforeBoundary) does not wait: queued
+// behind the probe's answer it would land past the boundary and buy the
+// next hour or minute. Records that never
 // got a resource are closed (see dueReleases). Each delete is followed by
 // a Get, and only ErrNotFound closes a record. m.mu held.
 func (m *Manager) launchReleases(now time.Time) {
@@ -37,7 +41,7 @@ func (m *Manager) launchReleases(now time.Time) {
 			continue
 		}
 		prov, kind := r.Instance.Provider, kindKey(r.Instance.Provider, r.Instance.Offer.BareMetal)
-		if m.down[kind] && under[kind] > 0 {
+		if m.down[kind] && under[kind] > 0 && !m.lastPaceBeforeBoundary(r, now) {
 			continue // one delete probes a provider's kind that is down
 		}
 		if m.free(taskCall) <= 0 && !m.boundaryCritical(r, now) && !m.billedByTheMinuteNow(r, now) {
@@ -60,6 +64,14 @@ func (m *Manager) launchReleases(now time.Time) {
 			}
 		})
 	}
+}
+
+// lastPaceBeforeBoundary: now is within boundaryRetryEvery of r's next
+// billing boundary, so a delete of r that waits for another call's answer
+// gets no further attempt at the retry pace before the boundary. m.mu held.
+func (m *Manager) lastPaceBeforeBoundary(r *InstanceRecord, now time.Time) bool {
+	b, _ := m.nextBillingBoundary(r, now)
+	return !b.IsZero() && !now.Before(b.Add(-boundaryRetryEvery))
 }
 
 // deleteAt is the earliest time a delete of r is worth attempting: its

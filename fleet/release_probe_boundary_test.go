@@ -25,13 +25,11 @@ import (
 // its answer, and start after 30:00: each is billed a minute past the
 // minimum that a delete started with the probe would have saved.
 //
-// Measured (5 of 5 runs): one VM released 29:45 after its billing start,
-// nine 30:04 to 30:05, billed 31 min: $0.45 more. Cause: launchReleases
-// (fleet/terminate.go) skips every delete of a down kind while one is
-// under way (m.down[kind] && under[kind] > 0) before it looks at
-// boundaryCritical, so the deletes due in the last margin queue behind the
-// probe's 20-s reset.
-func TestTesterBFHotAisleProbeDeleteHoldsBackTheLastSafeMoment(t *testing.T) {
+// (tester BF: before the fix, 5 of 5 runs: one VM released 29:45 after its
+// billing start, nine 30:04 to 30:05, billed 31 min: $0.45 more; every
+// delete of a down kind waited while one was under way, even in its last
+// retry pace before the minimum's end.)
+func TestHotAisleProbeDeleteLetsTheLastPaceGo(t *testing.T) {
 	const nodes = 10
 	synctest.Test(t, func(t *testing.T) {
 		h := sim.NewHotAisle(sim.WithHotAisleLimits(nodes, 1), sim.WithHotAisleBalance(1<<40))
@@ -77,14 +75,13 @@ func TestTesterBFHotAisleProbeDeleteHoldsBackTheLastSafeMoment(t *testing.T) {
 // (8 s a call) while it recovers: ten Cloud GPU VMs of one Apply, idle,
 // released at 57:00 of their first hour; every DELETE answers 500 until
 // 59:40. The kind is down: one delete probes it at 59:50 (10 s before the
-// hour ends), and the nine others start only when its answer comes back
+// hour ends), and before the fix the nine others started only when its answer came back
 // (59:58) and land after the hour's end: each buys a second hour. Started
 // with the probe, they would land at 59:58.
 //
-// Measured (5 of 5 runs): one VM released 59:54 after its billing start,
-// nine 1:00:02 to 1:00:03: $21.54 more. Same cause as above; with the
-// down-kind gate lifted for boundaryCritical deletes both probes pass.
-func TestTesterBFVultrProbeDeleteHoldsBackTheLastSafeMoment(t *testing.T) {
+// (tester BF: before the fix, 5 of 5 runs: one VM released 59:54 after its
+// billing start, nine 1:00:02 to 1:00:03: $21.54 more.)
+func TestVultrProbeDeleteLetsTheLastPaceGo(t *testing.T) {
 	const nodes = 10
 	synctest.Test(t, func(t *testing.T) {
 		v := sim.NewVultr()
