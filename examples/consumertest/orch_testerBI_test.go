@@ -1,0 +1,153 @@
+package consumertest
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gpufleet/gpufleet/fleet"
+	"github.com/gpufleet/gpufleet/internal/costopt"
+	"github.com/gpufleet/gpufleet/sim"
+	"github.com/stretchr/testify/require"
+)
+
+// biJob is one job of an orchestrator built from the docs: it needs one
+// node of fleet from Arrive (an offset from the start) for Duration; a
+// zero Duration is a job cancelled right after its node was handed out.
+type biJob struct {
+	Fleet            string
+	Arrive, Duration time.Duration
+}
+
+// biOrch places jobs the way the docs say: Acquire the fleet's best idle
+// node, and on ErrNoIdle grow the fleet (Nodes read back from Fleets) to a
+// node per job running or waiting, looking again every 10 s; GiveBack when
+// the job ends.
+type biOrch struct {
+	m       *fleet.Manager
+	mu      sync.Mutex
+	want    map[string]int // jobs running or waiting, per fleet
+	waits   []time.Duration
+	runs    []string
+	started []time.Duration
+	start   time.Time
+}
+
+func (o *biOrch) grow(ctx context.Context, t *testing.T, name string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, s := range o.m.Fleets() {
+		if s.Name == name && s.Nodes < o.want[name] {
+			s.Nodes = o.want[name]
+			require.NoError(t, o.m.Apply(ctx, s))
+		}
+	}
+}
+
+func (o *biOrch) run(ctx context.Context, t *testing.T, i int, j biJob) {
+	arrived := time.Now()
+	o.mu.Lock()
+	o.want[j.Fleet]++
+	o.mu.Unlock()
+	var inst fleet.Instance
+	for {
+		var err error
+		inst, err = o.m.Acquire(ctx, j.Fleet)
+		if err == nil {
+			break
+		}
+		require.ErrorIs(t, err, fleet.ErrNoIdle)
+		o.grow(ctx, t, j.Fleet)
+		time.Sleep(10 * time.Second)
+	}
+	o.mu.Lock()
+	o.waits[i], o.runs[i], o.started[i] = time.Since(arrived), inst.ID, time.Since(o.start)
+	o.mu.Unlock()
+	time.Sleep(j.Duration)
+	require.NoError(t, o.m.GiveBack(inst))
+	o.mu.Lock()
+	o.want[j.Fleet]--
+	o.mu.Unlock()
+}
+
+// biPlay applies specs (Nodes 0 unless set), runs jobs, lets the Manager's
+// idle rules release every node (tail: the orchestrator does not know the
+// last job was the last), deletes the fleets and returns the orchestrator
+// and the sims' charges. at runs f at offsets from the start.
+func biPlay(t *testing.T, w *world, specs []fleet.Spec, jobs []biJob, tail time.Duration, at map[time.Duration]func()) *biOrch {
+	t.Helper()
+	ctx := t.Context()
+	w.hot.SetVMLimit(100)
+	w.hot.SetBareMetalLimit(100)
+	require.NoError(t, w.hot.SetQuantity("vm-mi300x-1", 100))
+	for _, s := range specs {
+		require.NoError(t, w.m.Apply(ctx, s))
+	}
+	o := &biOrch{m: w.m, want: map[string]int{}, waits: make([]time.Duration, len(jobs)),
+		runs: make([]string, len(jobs)), started: make([]time.Duration, len(jobs)), start: time.Now()}
+	var wg sync.WaitGroup
+	for when, f := range at {
+		wg.Go(func() { time.Sleep(time.Until(o.start.Add(when))); f() })
+	}
+	for i, j := range jobs {
+		time.Sleep(time.Until(o.start.Add(j.Arrive)))
+		wg.Go(func() { o.run(ctx, t, i, j) })
+	}
+	wg.Wait()
+	time.Sleep(tail)
+	for _, s := range specs {
+		require.NoError(t, w.m.Delete(ctx, s.Name))
+	}
+	for deadline := time.Now().Add(12 * time.Hour); len(w.m.Fleets()) > 0; time.Sleep(time.Minute) {
+		require.True(t, time.Now().Before(deadline), "fleets not deleted")
+	}
+	time.Sleep(time.Hour)
+	w.assertNothingLeft(t)
+	return o
+}
+
+// biCharges are the sims' charges as spans from the orchestrator's start.
+type biCharge struct {
+	sim.Charge
+	From, To time.Duration
+}
+
+func biCharges(w *world, start time.Time) []biCharge {
+	var out []biCharge
+	for _, c := range append(w.vultr.Ledger().Charges, w.hot.Ledger().Charges...) {
+		out = append(out, biCharge{c, c.From.Sub(start), c.To.Sub(start)})
+	}
+	return out
+}
+
+func biTotal(cs []biCharge) (usd float64) {
+	for _, c := range cs {
+		usd += c.USD
+	}
+	return usd
+}
+
+// biOptimum is the least bill in USD for jobs (one kind), machines booting
+// as fast as boot.
+func biOptimum(t *testing.T, b costopt.Billing, boot time.Duration, jobs []biJob) float64 {
+	t.Helper()
+	tr := costopt.Trace{}
+	for i, j := range jobs {
+		tr.Jobs = append(tr.Jobs, costopt.Job{ID: i, Arrive: j.Arrive, Duration: max(j.Duration, time.Second)})
+	}
+	b.BootTime = boot
+	opt, err := costopt.Optimum(tr, b)
+	require.NoError(t, err)
+	return opt.Plan.Bill()
+}
+
+func biLog(t *testing.T, o *biOrch, cs []biCharge) {
+	t.Helper()
+	for _, c := range cs {
+		t.Logf("charge %s %s %v..%v billed %v $%.2f", c.Plan, c.ResourceID, c.From.Round(time.Second), c.To.Round(time.Second), c.Billed, c.USD)
+	}
+	for i := range o.waits {
+		t.Logf("job %d on %s started %v waited %v", i, o.runs[i], o.started[i].Round(time.Second), o.waits[i].Round(time.Second))
+	}
+}
