@@ -8,7 +8,9 @@ import (
 
 	"github.com/gpufleet/gpufleet/fleet"
 	"github.com/gpufleet/gpufleet/internal/costopt"
+	"github.com/gpufleet/gpufleet/hotaisle"
 	"github.com/gpufleet/gpufleet/sim"
+	"github.com/gpufleet/gpufleet/vultr"
 	"github.com/stretchr/testify/require"
 )
 
@@ -150,4 +152,24 @@ func biLog(t *testing.T, o *biOrch, cs []biCharge) {
 	for i := range o.waits {
 		t.Logf("job %d on %s started %v waited %v", i, o.runs[i], o.started[i].Round(time.Second), o.waits[i].Round(time.Second))
 	}
+}
+
+// biWorld is newWorld with Hot Aisle's bare metal rented too.
+func biWorld(t *testing.T, policy fleet.Policy) *world {
+	t.Helper()
+	w := &world{vultr: sim.NewVultr(), hot: sim.NewHotAisle()}
+	providers := []fleet.Provider{
+		vultr.NewProvider(vultr.New(sim.DefaultAPIKey, vultr.WithHTTPClient(w.vultr.Client()))),
+		hotaisle.NewProvider(hotaisle.New(sim.DefaultAPIKey, sim.DefaultTeam, hotaisle.WithHTTPClient(w.hot.Client())),
+			hotaisle.WithBareMetal(true)),
+	}
+	m, err := fleet.NewManager(fleet.Config{Providers: providers, Policy: policy, Interval: 10 * time.Second,
+		OnEvent: func(e fleet.Event) { w.mu.Lock(); w.events = append(w.events, e); w.mu.Unlock() }})
+	require.NoError(t, err)
+	w.m = m
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = m.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done; m.Close() })
+	return w
 }

@@ -43,29 +43,40 @@ func TestTesterBISteadyStreamOnVultrCostsTheOptimum(t *testing.T) {
 // Jobs cancelled before they start: the orchestrator Acquires a node for a
 // job, the job is cancelled, and the node is given back at once (Acquire
 // then GiveBack, no work). No job ever ran on the fleet. Without the
-// hand-out the Hot Aisle VM goes at its minimum's end (30 min billed: "a
-// fleet with no recorded jobs keeps none"); with it the re-buy hold keeps
-// the node a whole minimum past its end, 30 idle minutes ($1.50) that no
-// job used and a rule releasing idle nodes at their minimum's end (or
-// dstack's) would not pay.
+// hand-out the Hot Aisle node goes at its minimum's end ("a fleet with no
+// recorded jobs keeps none"); with it the re-buy hold keeps the node a
+// whole minimum past its end: on a VM 30 idle minutes ($1.50), on bare
+// metal 8 idle hours ($216.96), that no job used and a rule releasing idle
+// nodes at their minimum's end (or dstack's) would not pay.
 func TestTesterBICancelledHandOutBuysAHold(t *testing.T) {
-	for _, cancelled := range []bool{false, true} {
-		t.Run(map[bool]string{false: "no hand-out", true: "hand-out cancelled"}[cancelled], func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				w := newWorld(t, fleet.Policy{})
-				s := biSpec("x", biHotVM)
-				s.Nodes = 1
-				var jobs []biJob
-				if cancelled {
-					jobs = []biJob{{"x", 5 * time.Minute, 0}}
-				}
-				o := biPlay(t, w, []fleet.Spec{s}, jobs, 3*time.Hour, nil)
-				cs := biCharges(w, o.start)
-				require.Len(t, cs, 1)
-				assert.LessOrEqual(t, cs[0].Billed, 31*time.Minute,
-					"a node no job ran on billed %v ($%.2f), its 30-min minimum would do ($%.2f): $%.2f paid for a hold",
-					cs[0].Billed, cs[0].USD, 2.99/2, cs[0].USD-2.99/2)
+	for _, k := range []struct {
+		name    string
+		req     fleet.Requirements
+		minimum time.Duration
+		rate    float64
+	}{
+		{"VM", biHotVM, 30 * time.Minute, 2.99},
+		{"bare metal", fleet.Requirements{Providers: []string{fleet.ProviderHotAisle}, InstanceTypes: []string{"bm-mi300x-8"}}, 8 * time.Hour, 27.12},
+	} {
+		for _, cancelled := range []bool{false, true} {
+			t.Run(k.name+map[bool]string{false: " no hand-out", true: " hand-out cancelled"}[cancelled], func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) {
+					w := biWorld(t, fleet.Policy{})
+					s := biSpec("x", k.req)
+					s.Nodes = 1
+					var jobs []biJob
+					if cancelled {
+						jobs = []biJob{{"x", 20 * time.Minute, 0}}
+					}
+					o := biPlay(t, w, []fleet.Spec{s}, jobs, 2*k.minimum+time.Hour, nil)
+					cs := biCharges(w, o.start)
+					require.Len(t, cs, 1)
+					least := k.rate * k.minimum.Hours()
+					assert.LessOrEqual(t, cs[0].Billed, k.minimum+time.Minute,
+						"a node no job ran on billed %v ($%.2f), its minimum would do ($%.2f): $%.2f paid for a hold",
+						cs[0].Billed, cs[0].USD, least, cs[0].USD-least)
+				})
 			})
-		})
+		}
 	}
 }
