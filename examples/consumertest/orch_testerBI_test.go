@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/gpufleet/gpufleet/fleet"
-	"github.com/gpufleet/gpufleet/internal/costopt"
 	"github.com/gpufleet/gpufleet/hotaisle"
+	"github.com/gpufleet/gpufleet/internal/costopt"
 	"github.com/gpufleet/gpufleet/sim"
 	"github.com/gpufleet/gpufleet/vultr"
 	"github.com/stretchr/testify/require"
