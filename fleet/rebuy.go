@@ -40,6 +40,8 @@ type rebuyMemo struct {
 // becoming busy or idle: the first job of its kind (RebuyKind), and each
 // job that ends, in its FleetRecord (stored: a Manager that restarts or a
 // replica that takes the fleet over chooses the hold from the same jobs).
+// A busy period that ends within rebuyNoWork did no work and is no job: it
+// is not recorded, and the first job it set is taken back (noWork).
 // m.mu held.
 func (m *Manager) noteBusy(r *InstanceRecord, busy bool, now time.Time) {
 	o, f := r.Instance.Offer, m.fleets[r.Instance.Fleet]
@@ -61,6 +63,10 @@ func (m *Manager) noteBusy(r *InstanceRecord, busy bool, now time.Time) {
 		}
 	case !busy && ok:
 		delete(l.since, id)
+		if now.Sub(at) < rebuyNoWork {
+			m.noWork(f, l, o.MinimumReservation, at) // given back at once: no job
+			break
+		}
 		f.addJob(BusyPeriod{Start: at, Used: now.Sub(at), Minimum: o.MinimumReservation, Node: id})
 		m.dirtyF[f.Spec.Name] = true
 	default:
@@ -115,7 +121,9 @@ func (m *Manager) noteIdled(r *InstanceRecord, now time.Time) {
 // rebuyLogOf is fleet's rebuyLog, its jobs under way read from its records
 // (BusySince) when the Manager has none: after a restart, or on a replica
 // that took the fleet over; a record whose last job ended (IdleSince after
-// BusySince) and is missing from FleetRecord.Jobs adds it. m.mu held.
+// BusySince) and is missing from FleetRecord.Jobs adds it, or, when it did
+// no work (rebuyNoWork), takes back the first job it set (noWork). m.mu
+// held.
 func (m *Manager) rebuyLogOf(fleet string) *rebuyLog {
 	if l := m.rebuy[fleet]; l != nil {
 		return l
@@ -126,6 +134,7 @@ func (m *Manager) rebuyLogOf(fleet string) *rebuyLog {
 	l := &rebuyLog{since: map[string]time.Time{}}
 	m.rebuy[fleet] = l
 	f := m.fleets[fleet]
+	var atOnce []*InstanceRecord
 	for id, r := range m.insts {
 		o := r.Instance.Offer
 		if r.Instance.Fleet != fleet || r.BusySince.IsZero() || o.BillingGranularity >= time.Hour || o.MinimumReservation <= 0 {
@@ -134,12 +143,17 @@ func (m *Manager) rebuyLogOf(fleet string) *rebuyLog {
 		switch {
 		case r.Busy:
 			l.since[id] = r.BusySince
+		case f != nil && r.IdleSince.After(r.BusySince) && r.IdleSince.Sub(r.BusySince) < rebuyNoWork:
+			atOnce = append(atOnce, r) // given back at once: no job (its first job taken back below)
 		case f != nil && r.IdleSince.After(r.BusySince) && (len(f.Jobs) < rebuyKeep || r.IdleSince.After(f.Jobs[0].Start.Add(f.Jobs[0].Used))):
 			// Its MarkIdle was carried out but the fleet write with the
 			// job was lost (tester AD): the job is in its record.
 			f.addJob(BusyPeriod{Start: r.BusySince, Used: r.IdleSince.Sub(r.BusySince), Minimum: o.MinimumReservation, Node: id})
 			m.dirtyF[fleet] = true
 		}
+	}
+	for _, r := range atOnce { // its fleet write may have been lost as well
+		m.noWork(f, l, r.Instance.Offer.MinimumReservation, r.BusySince)
 	}
 	return l
 }

@@ -501,9 +501,14 @@ type Policy struct {
 	// instances kept are the first idle ones in Acquire's order, those still
 	// inside their minimum (paid anyway) first: at most that many instances
 	// wait idle. A fleet with no recorded jobs keeps none. Jobs are counted
-	// from Acquire, MarkBusy and MarkIdle and stored in the fleet's record
-	// (FleetRecord.FirstJob, Jobs), so a Manager that restarts, or a replica
-	// that takes the fleet over, chooses as the one that saw them. The hold
+	// from Acquire, MarkBusy and MarkIdle (or GiveBack) and stored in the
+	// fleet's record (FleetRecord.FirstJob, Jobs), so a Manager that
+	// restarts, or a replica that takes the fleet over, chooses as the one
+	// that saw them. A node given back (GiveBack or MarkIdle) less than a
+	// minute after it was handed out or marked busy did no work — a job
+	// cancelled once placed — and is no job: it is not recorded, and the
+	// hold does not start from it (its first job is the first that ran a
+	// minute, or is still under way). The hold
 	// is a bet on the recent past, not a guarantee. With RebuyHoldOff,
 	// IdleTimeout alone decides once the minimum is paid. The hold is chosen
 	// per kind of offer (its minimum reservation and boot time): a fleet

@@ -55,7 +55,8 @@ type FleetRecord struct {
 
 // BusyPeriod is one job of a fleet: a node (Node, its request id) busy
 // from Start (its busy mark) for Used (until its MarkIdle), of an offer
-// whose minimum reservation is Minimum.
+// whose minimum reservation is Minimum. A node busy less than a minute (a
+// job cancelled once placed) did no work and has none.
 type BusyPeriod struct {
 	Start   time.Time
 	Used    time.Duration
@@ -65,7 +66,9 @@ type BusyPeriod struct {
 
 // RebuyKind is what the re-buy hold knows of a fleet's jobs on offers with
 // one minimum reservation (a fleet whose spec changed may have several):
-// when the first of them started (its busy mark), and whether a node has
+// when the first of them started (its busy mark; a node given back less
+// than a minute after it, which did no work, is no job, and its busy mark
+// is taken back), and whether a node has
 // been released as idle after more than a minute idle past its minimum (a
 // hold or an idle timer ran out with no job). Until then holding idle nodes
 // has cost nothing, and the hold is the break-even (Policy.RebuyHoldOff).
