@@ -14,19 +14,19 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// biJob is one job of an orchestrator built from the docs: it needs one
+// orchJob is one job of an orchestrator built from the docs: it needs one
 // node of fleet from Arrive (an offset from the start) for Duration; a
 // zero Duration is a job cancelled right after its node was handed out.
-type biJob struct {
+type orchJob struct {
 	Fleet            string
 	Arrive, Duration time.Duration
 }
 
-// biOrch places jobs the way the docs say: Acquire the fleet's best idle
+// orchestrator places jobs the way the docs say: Acquire the fleet's best idle
 // node, and on ErrNoIdle grow the fleet (Nodes read back from Fleets) to a
 // node per job running or waiting, looking again every 10 s; GiveBack when
 // the job ends.
-type biOrch struct {
+type orchestrator struct {
 	m       *fleet.Manager
 	mu      sync.Mutex
 	want    map[string]int // jobs running or waiting, per fleet
@@ -36,7 +36,7 @@ type biOrch struct {
 	start   time.Time
 }
 
-func (o *biOrch) grow(ctx context.Context, t *testing.T, name string) {
+func (o *orchestrator) grow(ctx context.Context, t *testing.T, name string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	for _, s := range o.m.Fleets() {
@@ -47,7 +47,7 @@ func (o *biOrch) grow(ctx context.Context, t *testing.T, name string) {
 	}
 }
 
-func (o *biOrch) run(ctx context.Context, t *testing.T, i int, j biJob) {
+func (o *orchestrator) run(ctx context.Context, t *testing.T, i int, j orchJob) {
 	arrived := time.Now()
 	o.mu.Lock()
 	o.want[j.Fleet]++
@@ -73,11 +73,11 @@ func (o *biOrch) run(ctx context.Context, t *testing.T, i int, j biJob) {
 	o.mu.Unlock()
 }
 
-// biPlay applies specs (Nodes 0 unless set), runs jobs, lets the Manager's
+// playJobs applies specs (Nodes 0 unless set), runs jobs, lets the Manager's
 // idle rules release every node (tail: the orchestrator does not know the
 // last job was the last), deletes the fleets and returns the orchestrator
 // and the sims' charges. at runs f at offsets from the start.
-func biPlay(t *testing.T, w *world, specs []fleet.Spec, jobs []biJob, tail time.Duration, at map[time.Duration]func()) *biOrch {
+func playJobs(t *testing.T, w *world, specs []fleet.Spec, jobs []orchJob, tail time.Duration, at map[time.Duration]func()) *orchestrator {
 	t.Helper()
 	ctx := t.Context()
 	w.hot.SetVMLimit(100)
@@ -86,7 +86,7 @@ func biPlay(t *testing.T, w *world, specs []fleet.Spec, jobs []biJob, tail time.
 	for _, s := range specs {
 		require.NoError(t, w.m.Apply(ctx, s))
 	}
-	o := &biOrch{m: w.m, want: map[string]int{}, waits: make([]time.Duration, len(jobs)),
+	o := &orchestrator{m: w.m, want: map[string]int{}, waits: make([]time.Duration, len(jobs)),
 		runs: make([]string, len(jobs)), started: make([]time.Duration, len(jobs)), start: time.Now()}
 	var wg sync.WaitGroup
 	for when, f := range at {
@@ -109,30 +109,30 @@ func biPlay(t *testing.T, w *world, specs []fleet.Spec, jobs []biJob, tail time.
 	return o
 }
 
-// biCharges are the sims' charges as spans from the orchestrator's start.
-type biCharge struct {
+// orchCharges are the sims' charges as spans from the orchestrator's start.
+type orchCharge struct {
 	sim.Charge
 	From, To time.Duration
 }
 
-func biCharges(w *world, start time.Time) []biCharge {
-	var out []biCharge
+func orchCharges(w *world, start time.Time) []orchCharge {
+	var out []orchCharge
 	for _, c := range append(w.vultr.Ledger().Charges, w.hot.Ledger().Charges...) {
-		out = append(out, biCharge{c, c.From.Sub(start), c.To.Sub(start)})
+		out = append(out, orchCharge{c, c.From.Sub(start), c.To.Sub(start)})
 	}
 	return out
 }
 
-func biTotal(cs []biCharge) (usd float64) {
+func orchTotal(cs []orchCharge) (usd float64) {
 	for _, c := range cs {
 		usd += c.USD
 	}
 	return usd
 }
 
-// biOptimum is the least bill in USD for jobs (one kind), machines booting
+// orchOptimum is the least bill in USD for jobs (one kind), machines booting
 // as fast as boot.
-func biOptimum(t *testing.T, b costopt.Billing, boot time.Duration, jobs []biJob) float64 {
+func orchOptimum(t *testing.T, b costopt.Billing, boot time.Duration, jobs []orchJob) float64 {
 	t.Helper()
 	tr := costopt.Trace{}
 	for i, j := range jobs {
@@ -144,7 +144,7 @@ func biOptimum(t *testing.T, b costopt.Billing, boot time.Duration, jobs []biJob
 	return opt.Plan.Bill()
 }
 
-func biLog(t *testing.T, o *biOrch, cs []biCharge) {
+func orchLog(t *testing.T, o *orchestrator, cs []orchCharge) {
 	t.Helper()
 	for _, c := range cs {
 		t.Logf("charge %s %s %v..%v billed %v $%.2f", c.Plan, c.ResourceID, c.From.Round(time.Second), c.To.Round(time.Second), c.Billed, c.USD)
@@ -154,8 +154,8 @@ func biLog(t *testing.T, o *biOrch, cs []biCharge) {
 	}
 }
 
-// biWorld is newWorld with Hot Aisle's bare metal rented too.
-func biWorld(t *testing.T, policy fleet.Policy) *world {
+// bareMetalWorld is newWorld with Hot Aisle's bare metal rented too.
+func bareMetalWorld(t *testing.T, policy fleet.Policy) *world {
 	t.Helper()
 	w := &world{vultr: sim.NewVultr(), hot: sim.NewHotAisle()}
 	providers := []fleet.Provider{
