@@ -354,7 +354,9 @@ type Policy struct {
 	// the last 30 minutes for a reason that passes by itself (an outage,
 	// HTTP 5xx, 429, a timeout; not an answer about the request, nor a
 	// refusal of the account: 401/403), or the instance's own delete was
-	// refused;
+	// refused in the billed hour its release tries to land in (a release
+	// put off to the next paid hour takes the calm margin there once the
+	// provider has settled);
 	// and in the first 30 minutes after the Store began to record the
 	// providers' trouble (MetaUnsettled), which is the Manager's first 30
 	// minutes on a Store without that record (one written by an older
