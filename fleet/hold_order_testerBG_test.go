@@ -60,3 +60,43 @@ func TestTesterBGHoldKeepsTheSpareAcquireWouldNotPick(t *testing.T) {
 			idleA, idleB, idleA.Hours()*23.92, idleA.Hours()*2.99)
 	})
 }
+
+// The same with the default hold (tester BG): vm-mi300x-8 ($23.92/h) and
+// vm-mi300x-2 ($5.98/h) share a minimum (60 min) and a boot, so one hold.
+// Fleet "a": A (vm-mi300x-8) runs a job to 70:00; its spec changed to
+// vm-mi300x-2 with Nodes 2 at 05:00 buys B, which gets no job. At 70:00
+// both are idle past their minimums; one job ran at a time, so the hold
+// keeps one spare. Acquire would hand out B (cheaper to keep); the hold
+// keeps A (the older) its break-even hour and releases B.
+func TestTesterBGDefaultHoldKeepsTheDearerSpare(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t, fleet.Policy{})
+		e.idleFleet("a", 1, 5*time.Minute, hotType("vm-mi300x-8"))
+		stop := e.running()
+		defer stop()
+		a, err := e.m.Acquire(t.Context(), "a")
+		require.NoError(t, err)
+		from := serverCharge(e, a.ID).From
+		time.Sleep(5 * time.Minute)
+		s := spec("a", 2, hotType("vm-mi300x-2"))
+		s.IdleTimeout = 5 * time.Minute
+		require.NoError(t, e.m.Apply(t.Context(), s))
+		time.Sleep(time.Until(from.Add(70 * time.Minute)))
+		var b fleet.Instance
+		for _, in := range e.m.Instances("a") {
+			if in.ID != a.ID && in.Status == fleet.StatusIdle {
+				b = in
+			}
+		}
+		require.Equal(t, "vm-mi300x-2", b.Offer.InstanceType, "B not idle at 70:00")
+		require.NoError(t, e.m.GiveBack(a))
+		ended := time.Now()
+		ca := waitChargeEnds(e, a.ID, 4*time.Hour)
+		cb := waitChargeEnds(e, b.ID, 4*time.Hour)
+		idleA, idleB := ca.To.Sub(ended).Round(time.Minute), cb.To.Sub(ended).Round(time.Minute)
+		t.Logf("A (vm-mi300x-8) kept %v after 70:00, billed $%.2f; B (vm-mi300x-2) kept %v, billed $%.2f", idleA, ca.USD, idleB, cb.USD)
+		assert.LessOrEqual(t, idleA, 7*time.Minute,
+			"the $23.92/h node held as the spare for %v while B ($5.98/h) went after %v: $%.2f where holding B would cost $%.2f",
+			idleA, idleB, idleA.Hours()*23.92, idleA.Hours()*5.98)
+	})
+}
