@@ -10,20 +10,19 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Acceptance 2 and 3 together (tester BG): Policy.RebuySpares' doc says the
-// spares kept are "the first in Acquire's order", and Acquire's order is
-// most paid time left, then the cheaper to keep, then the oldest. The
-// hold's own order (held, rebuy.go) skips the middle key: among nodes past
-// their minimum it keeps the oldest, whatever its price.
+// Policy.RebuySpares' doc says the spares kept are "the first in Acquire's
+// order", and Acquire's order is most paid time left, then the cheaper to
+// keep, then the oldest (handOutOrder): among nodes past their minimum the
+// hold keeps the cheaper, not the older.
 //
 // Input: fleet "a" of one Hot Aisle vm-mi300x-8 ($23.92/h, 60 min minimum,
 // A), its spec then changed to vm-mi300x-1 ($2.99/h) with Nodes 2 (B, a
 // newer node); a job on each; both given back at once, past their
 // minimums; RebuySpares 1, RebuyHold 1 h, IdleTimeout 5 min. No job comes.
 // Acquire would hand out B (cheaper to keep): B is the spare to keep, A
-// goes after its IdleTimeout. Current code keeps A an hour ($23.92) and
-// releases B.
-func TestTesterBGHoldKeepsTheSpareAcquireWouldNotPick(t *testing.T) {
+// goes after its IdleTimeout. (tester BG: before the fix, A was kept an
+// hour, $23.92, and B released after 5 minutes; keeping B costs $2.99.)
+func TestHoldKeepsTheSpareAcquireHandsOut(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newEnv(t, fleet.Policy{RebuySpares: 1, RebuyHold: time.Hour})
 		e.idleFleet("a", 1, 5*time.Minute, hotType("vm-mi300x-8"))
@@ -58,17 +57,20 @@ func TestTesterBGHoldKeepsTheSpareAcquireWouldNotPick(t *testing.T) {
 		assert.LessOrEqual(t, idleA, 7*time.Minute,
 			"the $23.92/h node kept as the spare for %v (B, $2.99/h, released after %v): $%.2f spent where keeping B would cost $%.2f",
 			idleA, idleB, idleA.Hours()*23.92, idleA.Hours()*2.99)
+		assert.GreaterOrEqual(t, idleB, 55*time.Minute, "B, the spare Acquire hands out, not held its RebuyHold")
 	})
 }
 
-// The same with the default hold (tester BG): vm-mi300x-8 ($23.92/h) and
+// The same with the default hold: vm-mi300x-8 ($23.92/h) and
 // vm-mi300x-2 ($5.98/h) share a minimum (60 min) and a boot, so one hold.
 // Fleet "a": A (vm-mi300x-8) runs a job to 70:00; its spec changed to
 // vm-mi300x-2 with Nodes 2 at 05:00 buys B, which gets no job. At 70:00
 // both are idle past their minimums; one job ran at a time, so the hold
 // keeps one spare. Acquire would hand out B (cheaper to keep); the hold
-// keeps A (the older) its break-even hour and releases B.
-func TestTesterBGDefaultHoldKeepsTheDearerSpare(t *testing.T) {
+// must keep B. (tester BG: before the fix, it kept A, the older, 30
+// minutes past 70:00, $11.96, and released B at once; holding B costs
+// $2.99.)
+func TestDefaultHoldKeepsTheCheaperSpare(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newEnv(t, fleet.Policy{})
 		e.idleFleet("a", 1, 5*time.Minute, hotType("vm-mi300x-8"))
@@ -98,5 +100,6 @@ func TestTesterBGDefaultHoldKeepsTheDearerSpare(t *testing.T) {
 		assert.LessOrEqual(t, idleA, 7*time.Minute,
 			"the $23.92/h node held as the spare for %v while B ($5.98/h) went after %v: $%.2f where holding B would cost $%.2f",
 			idleA, idleB, idleA.Hours()*23.92, idleA.Hours()*5.98)
+		assert.GreaterOrEqual(t, idleB, 20*time.Minute, "B, the spare Acquire hands out, not held")
 	})
 }
