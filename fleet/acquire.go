@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -203,17 +204,28 @@ func (m *Manager) notListedSinceRead(r *InstanceRecord) bool {
 	return fromStore && m.shown[r.Instance.RequestID].Before(read)
 }
 
-// handOutFirst reports whether Acquire hands out a before b: the more paid
-// time left (paidUntil), then the cheaper to keep (keepCost: among nodes of
-// equal paid time, the cheaper plan), then the older. m.mu held.
+// handOutFirst reports whether Acquire hands out a before b (handOutOrder).
+// m.mu held.
 func (m *Manager) handOutFirst(a, b *InstanceRecord, now time.Time) bool {
-	if x := m.paidUntil(a, now).Compare(m.paidUntil(b, now)); x != 0 {
-		return x > 0
+	return m.handOutOrder(a, b, now) < 0
+}
+
+// handOutOrder is Acquire's order, negative when a goes before b: the more
+// paid time left (paidUntil), then the cheaper to keep (keepCost: among
+// nodes of equal paid time, the cheaper plan), then the older, then the
+// request id. The re-buy hold keeps its spares in this order too (held).
+// m.mu held.
+func (m *Manager) handOutOrder(a, b *InstanceRecord, now time.Time) int {
+	if x := m.paidUntil(b, now).Compare(m.paidUntil(a, now)); x != 0 {
+		return x
 	}
 	if x := m.byKeepCost(a, b, now); x != 0 {
-		return x < 0
+		return x
 	}
-	return a.Instance.Created.Before(b.Instance.Created)
+	if x := a.Instance.Created.Compare(b.Instance.Created); x != 0 {
+		return x
+	}
+	return cmp.Compare(a.Instance.RequestID, b.Instance.RequestID)
 }
 
 // runnable reports whether r's machine can run a job now: ready (idle or

@@ -82,13 +82,16 @@ func (m *Manager) hourlyMargin(r *InstanceRecord, now time.Time) time.Duration {
 }
 
 // troubled reports whether r's provider has had a call fail within
-// unsettledFor, or r's own delete has been refused. m.mu held.
+// unsettledFor, or r's own delete has been refused since its release was
+// last decided or put off to a paid hour (Termination.Attempts: a refusal
+// in an hour now past does not widen the next hour's margin; the
+// provider's own record says whether it still fails). m.mu held.
 func (m *Manager) troubled(r *InstanceRecord, now time.Time) bool {
 	if at, ok := m.unsettled[r.Instance.Provider]; ok && now.Sub(at) < unsettledFor {
 		return true
 	}
 	t := r.Termination
-	return t != nil && !t.FirstFailure.IsZero()
+	return t != nil && !t.FirstFailure.IsZero() && t.Attempts > 0
 }
 
 // minuteMargin is how long before the end of its minimum reservation an
@@ -119,11 +122,14 @@ func (m *Manager) billedByTheMinuteNow(r *InstanceRecord, now time.Time) bool {
 		!now.Before(c.Add(o.MinimumReservation))
 }
 
-// rewindWindow brings a deferred release (no attempt made yet, waiting
-// for its reservation window: Termination.NotBefore) forward when the
-// window as known now ends sooner: the provider turned unsettled since the
-// release was decided, and the wide margin applies (hourlyMargin,
-// minuteMargin). Never later than decided. m.mu held.
+// rewindWindow moves a deferred release (no attempt made yet, waiting for
+// its reservation window: Termination.NotBefore) to the window as known
+// now: sooner when the provider turned unsettled since the release was
+// decided, and the wide margin applies (hourlyMargin, minuteMargin); later,
+// within the same billed hour, when an hourly-billed release put off past a
+// boundary while its provider failed (deferPaidUnit) finds it settled: the
+// calm margin keeps the node, able to take a job, to that hour's last safe
+// moment. m.mu held.
 func (m *Manager) rewindWindow(r *InstanceRecord, now time.Time) {
 	t := r.Termination
 	if t == nil || t.Attempts > 0 || t.NotBefore.IsZero() || !now.Before(t.NotBefore) {
@@ -134,6 +140,10 @@ func (m *Manager) rewindWindow(r *InstanceRecord, now time.Time) {
 		// The window of the hour the release waits in: one put off past a
 		// boundary (deferPaidUnit) waits in a later hour than now's.
 		rt = billedUnitEnd(r.Instance.Created, o, t.NotBefore).Add(-m.hourlyMargin(r, now))
+		if !t.FirstFailure.IsZero() && rt.After(t.NotBefore) {
+			t.NotBefore = rt // put off while failing, now settled: the calm margin
+			m.dirtyI[r.Instance.RequestID] = true
+		}
 	}
 	if !rt.IsZero() && rt.Before(t.NotBefore) {
 		t.NotBefore = maxTime(rt, now)

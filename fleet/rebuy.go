@@ -1,7 +1,6 @@
 package fleet
 
 import (
-	"cmp"
 	"slices"
 	"time"
 )
@@ -221,9 +220,12 @@ func (m *Manager) rebuyHold(fleet string, o Offer, now time.Time) rebuyChoice {
 
 // held picks, per fleet and kind of offer (rebuyKey; per fleet alone with
 // Policy.RebuySpares, which counts a fleet's spares), the idle per-minute
-// nodes the re-buy hold keeps — the first ones in Acquire's order (most
-// paid time left, then oldest), as many as the hold for their offer says —
-// and how long each is held past its minimum. A spare is a node Acquire
+// nodes the re-buy hold keeps — the first ones in Acquire's order
+// (handOutOrder: most paid time left, then the cheaper to keep, then the
+// oldest), as many as the hold for their offer says — and how long each is
+// held past its minimum (no longer than a re-buy of what the fleet's spec
+// buys now would waste for a node whose offer it no longer matches:
+// outdatedHold). A spare is a node Acquire
 // can hand out (spareable), or one on its way back to that after a stop
 // out of band while idle (restartingIdle): it keeps its standing while it
 // boots again, ranked after the spares that can serve a job now. Nodes
@@ -267,16 +269,10 @@ func (m *Manager) held(now time.Time) (map[*InstanceRecord]bool, map[*InstanceRe
 				}
 				return 1
 			}
-			if x := m.paidUntil(b, now).Compare(m.paidUntil(a, now)); x != 0 {
-				return x
-			}
-			if x := a.Instance.Created.Compare(b.Instance.Created); x != 0 {
-				return x
-			}
-			return cmp.Compare(a.Instance.RequestID, b.Instance.RequestID)
+			return m.handOutOrder(a, b, now) // Acquire's own order (tester BG: not one of its own)
 		})
 		for _, r := range rs[:min(c.spares, len(rs))] {
-			keep[r], hold[r] = true, c.hold
+			keep[r], hold[r] = true, m.outdatedHold(r, c.hold)
 		}
 	}
 	m.yieldHolds(keep, hold, now)

@@ -3,6 +3,7 @@ package fleet_test
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -43,7 +44,7 @@ func vultrLockedUntil(lift time.Duration) []sim.Option {
 func refuseDeletes(t *testing.T, route string, status int, msg string, d time.Duration) func(v *sim.Vultr, h *sim.HotAisle) {
 	return func(v *sim.Vultr, h *sim.HotAisle) {
 		f := sim.Fault{Route: route, Status: status, Message: msg, Duration: d}
-		if route == vultrDeleteRoute {
+		if strings.HasPrefix(route, "DELETE /v2/") {
 			assert.NoError(t, v.Inject(f))
 			return
 		}

@@ -354,7 +354,9 @@ type Policy struct {
 	// the last 30 minutes for a reason that passes by itself (an outage,
 	// HTTP 5xx, 429, a timeout; not an answer about the request, nor a
 	// refusal of the account: 401/403), or the instance's own delete was
-	// refused;
+	// refused in the billed hour its release tries to land in (a release
+	// put off to the next paid hour takes the calm margin there once the
+	// provider has settled);
 	// and in the first 30 minutes after the Store began to record the
 	// providers' trouble (MetaUnsettled), which is the Manager's first 30
 	// minutes on a Store without that record (one written by an older
@@ -498,10 +500,12 @@ type Policy struct {
 	// instance in Acquire's order or a new one, a hold still under way
 	// charged only once it has ended; a candidate replaces the default only
 	// when it would have saved at least one minimum reservation. The
-	// instances kept are the first idle ones in Acquire's order, those still
-	// inside their minimum (paid anyway) first: at most that many instances
-	// wait idle. A fleet with no recorded jobs keeps none. Jobs are counted
-	// from Acquire, MarkBusy and MarkIdle (or GiveBack) and stored in the
+	// instances kept are the first idle ones in Acquire's order (the most
+	// paid time left: those still inside their minimum, paid anyway, first;
+	// then the cheaper to keep, a $2.99/h vm-mi300x-1 before a $23.92/h
+	// vm-mi300x-8; then the older): at most that many instances wait idle.
+	// A fleet with no recorded jobs keeps none. Jobs are counted from
+	// Acquire, MarkBusy and MarkIdle (or GiveBack) and stored in the
 	// fleet's record (FleetRecord.FirstJob, Jobs), so a Manager that
 	// restarts, or a replica that takes the fleet over, chooses as the one
 	// that saw them. A node given back (GiveBack or MarkIdle) less than a
@@ -513,8 +517,16 @@ type Policy struct {
 	// IdleTimeout alone decides once the minimum is paid. The hold is chosen
 	// per kind of offer (its minimum reservation and boot time): a fleet
 	// whose spec changed from 30-minute virtual machines to 8-hour bare metal
-	// holds each of its idle nodes for its own offer. Nodes whose start is
-	// unknown (adopted) are not held.
+	// holds each of its idle nodes for its own offer. But a node whose offer
+	// the spec no longer matches (its requirements, their price cap) is held
+	// no longer than keeping it, at its price per hour, costs less than a
+	// re-buy of the offer the spec buys now wastes (that offer's minimum
+	// reservation, billed hour or boot, the longest, at its price; from the
+	// cached catalog, the cheapest available, else sold out; none cached: as
+	// before): a bare-metal node ($27.12/h) of a fleet changed to 60-minute
+	// vm-mi300x-8 ($23.92/h) is held at most 53 minutes past its minimum or
+	// its last job, not 8 hours; this bounds RebuySpares' holds too. Nodes
+	// whose start is unknown (adopted) are not held.
 	//
 	// A hold never keeps stock another fleet of the Manager is refused for,
 	// nor does a release waiting for a minimum's end. A fleet is refused stock
@@ -575,12 +587,13 @@ type Policy struct {
 	// from the fleet's jobs: up to RebuySpares idle instances of each fleet
 	// billed per minute with a minimum reservation (Hot Aisle; hourly-billed
 	// nodes, Vultr's, go at their hour's last safe moment as above), whatever
-	// their offer (the first in Acquire's order), are each kept
-	// RebuyHold past the end of their minimum reservation or past going
-	// idle, the later (and never before IdleTimeout after going idle; a
-	// release that falls on a billed minute's boundary goes 10 s before it,
-	// so that the delete lands in the minute paid), once the fleet has run
-	// a job. Both or
+	// their offer (the first in Acquire's order: the most paid time left,
+	// then the cheaper to keep, then the older), are each kept RebuyHold
+	// past the end of their minimum reservation or past going idle, the
+	// later (less for a node the spec no longer matches, as above; never
+	// before IdleTimeout after going idle; a release that falls on a billed
+	// minute's boundary goes 10 s before it, so that the delete lands in the
+	// minute paid), once the fleet has run a job. Both or
 	// neither (zero: chosen as RebuyHoldOff says); RebuyHoldOff wins. The
 	// break-even is RebuyHold equal to the offer's minimum (at most twice the
 	// least possible for an idle period); shorter holds cost less when no job
