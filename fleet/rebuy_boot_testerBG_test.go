@@ -1,0 +1,95 @@
+package fleet_test
+
+import (
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/gpufleet/gpufleet/fleet"
+	"github.com/gpufleet/gpufleet/sim"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Acceptance 2 with jobs longer than the minimum (tester BG). The default
+// hold is the minimum less the mean time jobs use of one, "a fleet of jobs
+// longer than the minimum wastes nothing by buying again" (rebuyPrior):
+// once 4 such jobs have ended the hold is 0. But a re-buy is not free for
+// them: a Hot Aisle bare-metal server bills its OS install (TypicalBoot
+// 10 min) from its create, and the job waits for it.
+//
+// Input: one bare-metal node (8 h minimum), IdleTimeout 1 min, five jobs of
+// 9 h each, each coming 3 min after the previous one was given back.
+// A simple rule (keep an idle node while a re-buy's boot would cost more,
+// or dstack's idle duration of minutes) keeps the node: one server, each
+// job taken at once, 3 min idle billed per gap.
+// Current code: the 5th job finds the node released (1 min after the 4th
+// job ended) and waits for a new server: its install is billed and waited
+// for.
+func TestTesterBGLongJobsRebuyStillPaysTheBoot(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t, fleet.Policy{})
+		e.idleFleet("a", 1, time.Minute, hotType("bm-mi300x-8"))
+		stop := e.running()
+		defer stop()
+		const gap = 3 * time.Minute
+		var waits []time.Duration
+		var used []string
+		var lastEnd time.Time
+		for i := range 5 {
+			asked := time.Now()
+			x := acquireGrowing(t, e, "a", 2*time.Hour)
+			waits = append(waits, time.Since(asked))
+			used = append(used, x.ID)
+			time.Sleep(9 * time.Hour)
+			require.NoError(t, e.m.GiveBack(x))
+			lastEnd = time.Now()
+			if i < 4 {
+				time.Sleep(gap)
+			}
+		}
+		time.Sleep(time.Minute)
+		require.NoError(t, e.m.Delete(t.Context(), "a"))
+		time.Sleep(10 * time.Hour)
+		var all []sim.Charge
+		var billed time.Duration
+		var usd float64
+		for _, c := range servers(e.hot.Ledger().Charges) {
+			all = append(all, c)
+			billed += c.Billed
+			usd += c.USD
+			t.Logf("%s: billed %v ($%.2f), live %v", c.ResourceID, c.Billed, c.USD, c.Live)
+		}
+		t.Logf("job waits %v; nodes %v", waits, used)
+		var waited time.Duration
+		for _, w := range waits[1:] {
+			waited += w
+		}
+		keep := lastEnd.Sub(all[0].From) - waits[4] // one node kept through the 3-min gaps: the last job starts at once
+		lost := billed - keep.Truncate(time.Minute)
+		assert.Len(t, all, 1, "a new bare-metal server bought for a 9 h job that came %v after the last one ended: "+
+			"its install billed and waited for (later jobs waited %v in all); billed %v ($%.2f), one node kept %v: %v more ($%.2f)",
+			gap, waited, billed, usd, keep.Round(time.Minute), lost, lost.Hours()*27.12)
+		assert.LessOrEqual(t, waited, time.Minute, "jobs waited for a re-buy's boot")
+	})
+}
+
+// acquireGrowing is an orchestrator's Acquire for one job: on ErrNoIdle it
+// raises the fleet's Nodes to 1 when it has none, and asks again every 10 s.
+func acquireGrowing(t *testing.T, e *env, name string, limit time.Duration) fleet.Instance {
+	t.Helper()
+	for end := time.Now().Add(limit); ; time.Sleep(10 * time.Second) {
+		x, err := e.m.Acquire(t.Context(), name)
+		if err == nil {
+			return x
+		}
+		require.ErrorIs(t, err, fleet.ErrNoIdle)
+		require.True(t, time.Now().Before(end), "fleet %s: no node handed out in %v", name, limit)
+		for _, s := range e.m.Fleets() {
+			if s.Name == name && s.Nodes < 1 {
+				s.Nodes = 1
+				require.NoError(t, e.m.Apply(t.Context(), s))
+			}
+		}
+	}
+}
