@@ -11,22 +11,21 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Acceptance 2 with jobs longer than the minimum (tester BG). The default
-// hold is the minimum less the mean time jobs use of one, "a fleet of jobs
-// longer than the minimum wastes nothing by buying again" (rebuyPrior):
-// once 4 such jobs have ended the hold is 0. But a re-buy is not free for
+// Acceptance 2 with jobs longer than the minimum. A re-buy is not free for
 // them: a Hot Aisle bare-metal server bills its OS install (TypicalBoot
-// 10 min) from its create, and the job waits for it.
+// 10 min) from its create, and the job waits for it; the break-even hold
+// (rebuyPrior) is at least that boot.
 //
 // Input: one bare-metal node (8 h minimum), IdleTimeout 1 min, five jobs of
 // 9 h each, each coming 3 min after the previous one was given back.
 // A simple rule (keep an idle node while a re-buy's boot would cost more,
 // or dstack's idle duration of minutes) keeps the node: one server, each
 // job taken at once, 3 min idle billed per gap.
-// Current code: the 5th job finds the node released (1 min after the 4th
-// job ended) and waits for a new server: its install is billed and waited
-// for.
-func TestTesterBGLongJobsRebuyStillPaysTheBoot(t *testing.T) {
+// (tester BG: before the fix, the hold was the minimum less the mean time a
+// job used of one, 0 once 4 such jobs had ended: the 5th job found the node
+// released 1 min after the 4th ended and waited 10m10s for a new server,
+// 10 min ($4.52) more billed.)
+func TestRebuyHoldForJobsLongerThanTheMinimumCoversTheBoot(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newEnv(t, fleet.Policy{})
 		e.idleFleet("a", 1, time.Minute, hotType("bm-mi300x-8"))
@@ -94,13 +93,11 @@ func acquireGrowing(t *testing.T, e *env, name string, limit time.Duration) flee
 	}
 }
 
-// Acceptance 2, the break-even's premise (tester BG): the hold is "the
-// minimum less the mean time the fleet's jobs use of one" (rebuyPrior,
-// meanUsed), a per-job figure. A node that runs jobs back to back uses
-// its whole minimum whatever each job's length: a re-buy after a lull
-// wastes nothing of the new minimum when the stream resumes (only its
-// install, 10 min on bare metal), while the hold keeps the idle node for
-// the minimum less one job's length.
+// Acceptance 2, the break-even's premise: what a re-buy wastes is measured
+// per rental (rentalUse: the run of jobs on one node), not per job. A node
+// that runs jobs back to back uses its whole minimum whatever each job's
+// length: a re-buy after a lull wastes nothing of the new minimum when the
+// stream resumes (only its install, 10 min on bare metal).
 //
 // Input: one Hot Aisle bare-metal node (8 h minimum, $27.12/h), IdleTimeout
 // 1 min; 32 jobs of 30 min back to back (16 h), a lull of 7 h, then 16 more
@@ -108,10 +105,10 @@ func acquireGrowing(t *testing.T, e *env, name string, limit time.Duration) flee
 // A simple rule (release after the idle timeout; dstack's idle duration)
 // releases the node a minute into the lull and buys one at its end: the
 // second node's 8 h minimum is all used; the lull costs its install.
-// Current code: hold = 8 h - 30 min = 7 h 30 min, the node idles the whole
-// 7 h lull (the replay would change the default only for a saving of a
-// whole minimum, 8 h, which one lull never shows).
-func TestTesterBGStreamOfShortJobsHeldThroughALull(t *testing.T) {
+// (tester BG: before the fix, hold = 8 h − 30 min = 7 h 30 min, the node
+// idled the whole 7 h lull, 6h49m ($184.87) lost; the replay changes the
+// default only for a saving of a whole minimum, which one lull never shows.)
+func TestRebuyHoldForAStreamOfShortJobsEndsInALull(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newEnv(t, fleet.Policy{})
 		e.idleFleet("a", 1, time.Minute, hotType("bm-mi300x-8"))
