@@ -51,4 +51,14 @@ func TestRebuyPriorMeasuresWhatARentalUses(t *testing.T) {
 	use, _ = rentalUse(spaced, bm, end.Add(time.Minute))
 	assert.Greater(t, use, 4*time.Hour, "a run's use counts the jobs that follow on its node inside the minimum, not one job's 30 min")
 	assert.Less(t, use, 7*time.Hour*30/45, "at most two thirds of it (the last runs' minimums are cut short by now)")
+
+	var waves []BusyPeriod // ten nodes, a 15-min job each every 30 min for 3 h, the next wave under way
+	for i := range 10 {
+		node := onNode(string(rune('a'+i)), t0, 7, 15*time.Minute, 15*time.Minute)
+		node[6].Used = 5 * time.Minute
+		waves = append(waves, node...)
+	}
+	during := rebuyPrior(bm, waves, t0.Add(3*time.Hour+5*time.Minute))
+	assert.Greater(t, during.hold, 6*time.Hour,
+		"while a wave runs, only the runs under way are censored: the hold is not cut to the boot")
 }

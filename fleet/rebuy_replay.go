@@ -88,11 +88,13 @@ func rebuyPrior(o Offer, jobs []BusyPeriod, now time.Time) rebuyChoice {
 // ended; a gap that short is held whatever the hold (a re-buy wastes its
 // boot at least), so a run of jobs back to back, however short each, is
 // one sample that may use the whole minimum. A job with no Node is a run
-// of its own. A run whose node has a job under way, its window not over
-// and its use short of it, is known to use at least what it has: the
-// estimate is the area under the Kaplan–Meier survival curve up to
-// m − boot, those runs censored where they stand (ties: the ended first);
-// a run whose node is idle counts what it has used, as an ended job did.
+// of its own. The run under way on a node (its job under way, its window
+// not over) is known to use at least what it has: the estimate is the
+// area under the Kaplan–Meier survival curve up to m − boot, those runs
+// censored where they stand (ties: the ended first); every other run
+// counts what it has used so far, as an ended job did (its node idle, or
+// on a later run: a short history, FleetRecord.Jobs, biases the estimate
+// to holding longer, not shorter).
 // n is how many jobs ended or ran past m (evidence enough to go by:
 // rebuyPriorJobs).
 func rentalUse(jobs []BusyPeriod, o Offer, now time.Time) (mean time.Duration, n int) {
@@ -116,6 +118,7 @@ func rentalUse(jobs []BusyPeriod, o Offer, now time.Time) (mean time.Duration, n
 	type sample struct {
 		at    time.Duration
 		ended bool
+		start time.Time
 	}
 	var ss []sample
 	for _, node := range byNode {
@@ -132,13 +135,15 @@ func rentalUse(jobs []BusyPeriod, o Offer, now time.Time) (mean time.Duration, n
 			for _, k := range node[i:] {
 				used += max(0, minTime(end, k.Start.Add(k.Used)).Sub(maxTime(j.Start, k.Start)))
 			}
-			busy := !node[len(node)-1].Start.Add(node[len(node)-1].Used).Before(now)
-			ss = append(ss, sample{min(used, window), used < window && (!end.After(now) || !busy)})
+			ss = append(ss, sample{min(used, window), used < window, j.Start})
+		}
+		if last, s := node[len(node)-1], &ss[len(ss)-1]; !last.Start.Add(last.Used).Before(now) && s.start.Add(window).After(now) {
+			s.ended = false // the run under way, inside its window: censored
 		}
 	}
 	for _, a := range alone {
 		j := a[0]
-		ss = append(ss, sample{min(j.Used, window), j.Used < window && j.Start.Add(j.Used).Before(now)})
+		ss = append(ss, sample{min(j.Used, window), j.Used < window && j.Start.Add(j.Used).Before(now), j.Start})
 	}
 	if len(ss) == 0 {
 		return window, n
