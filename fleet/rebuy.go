@@ -202,7 +202,7 @@ func (m *Manager) rebuyHold(fleet string, o Offer, now time.Time) rebuyChoice {
 			continue
 		}
 		if m.insts[id].Instance.Offer.MinimumReservation == o.MinimumReservation {
-			jobs = append(jobs, BusyPeriod{Start: at, Used: now.Sub(at), Minimum: o.MinimumReservation})
+			jobs = append(jobs, BusyPeriod{Start: at, Used: now.Sub(at), Minimum: o.MinimumReservation, Node: id})
 		}
 	}
 	slices.SortFunc(jobs, func(a, b BusyPeriod) int { return a.Start.Compare(b.Start) })

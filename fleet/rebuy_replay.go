@@ -40,11 +40,12 @@ const rebuyPriorSpan = 1.5
 const rebuyPriorJobs = 4
 
 // rebuyPrior is the ski-rental break-even hold: idle nodes kept as long as
-// a re-buy would waste — a new minimum less what a job uses of it: the whole
-// minimum, or, once rebuyPriorJobs jobs have ended (or run past a minimum),
-// the minimum less the mean time the fleet's jobs use of one (meanUsed,
-// the jobs under way counted; a fleet of jobs longer than the minimum
-// wastes nothing by buying again) — as many as the most of jobs
+// a re-buy would waste — the whole minimum, or, once rebuyPriorJobs jobs
+// have ended (or run past a minimum), the minimum less the mean time a new
+// rental uses of it (rentalUse: its boot, billed inside the minimum, is
+// never used, so a re-buy wastes at least its boot, however long the jobs;
+// and a node that runs jobs back to back uses its whole minimum, however
+// short each job) — as many as the most of jobs
 // that ran at once, up to 8 (never more than the jobs have needed: nodes
 // bought while jobs waited for a boot are not all held; tester AC), or as
 // many as ran at once among the jobs under way and those that ended in the
@@ -52,10 +53,10 @@ const rebuyPriorJobs = 4
 // node works in waves keeps them all between waves, even when the gap is
 // longer than an hour and the next wave has begun). For each node held, an
 // idle period that ends with a job never costs more than twice what the
-// best choice knowing the future would, when the jobs to come use a new
-// minimum as the past ones did (the hold costs at most what a re-buy would
-// have wasted); one that ends with no job costs the hold. Jobs under way
-// end at now.
+// best choice knowing the future would (hold it, or release at once and
+// re-buy), when a re-buy wastes what the past ones would have (the hold
+// costs at most what a re-buy wastes, and a re-buy at least its boot);
+// one that ends with no job costs the hold. Jobs under way end at now.
 func rebuyPrior(o Offer, jobs []BusyPeriod, now time.Time) rebuyChoice {
 	var last time.Time
 	for _, j := range jobs {
@@ -70,34 +71,95 @@ func rebuyPrior(o Offer, jobs []BusyPeriod, now time.Time) rebuyChoice {
 		}
 	}
 	hold := o.MinimumReservation
-	if used, n := meanUsed(jobs, o.MinimumReservation, now); n >= rebuyPriorJobs {
+	if used, n := rentalUse(jobs, o, now); n >= rebuyPriorJobs {
 		hold = (o.MinimumReservation - used).Round(time.Minute)
 	}
 	return rebuyChoice{max(min(8, peakJobs(jobs)), peakJobs(recent), 1), hold}
 }
 
-// meanUsed estimates how much of a minimum reservation (m) a job uses,
-// E[min(duration, m)], from the fleet's jobs: those that ended, and those
-// under way (they end at now), whose duration is known to be at least what
-// they have run. Leaving these out would count the short jobs of a fleet
-// whose long jobs are still running, and hold nodes for re-buys that waste
-// little. The estimate is the area under the Kaplan–Meier survival curve
-// up to m, the jobs under way censored where they stand; n is how many
-// jobs give a whole answer (ended, or under way past m).
-func meanUsed(jobs []BusyPeriod, m time.Duration, now time.Time) (mean time.Duration, n int) {
-	type sample struct {
-		at    time.Duration
-		ended bool
-	}
-	ss := make([]sample, 0, len(jobs))
+// rentalUse estimates how much of a new rental's minimum reservation (m,
+// offer o) its jobs use, from the fleet's jobs. A rental bought for a job
+// boots first (o.TypicalBoot, billed inside the minimum), then serves that
+// job and the jobs that follow on its node: its use is their busy time in
+// the rest of the minimum, m − boot from the job's start, at most. The
+// samples are the runs of jobs on one node (BusyPeriod.Node) that a re-buy
+// could have started: a node's first job, and each job that came more than
+// rebuyRunGap (or the boot when longer) after the node's previous one
+// ended; a gap that short is held whatever the hold (a re-buy wastes its
+// boot at least), so a run of jobs back to back, however short each, is
+// one sample that may use the whole minimum. A job with no Node is a run
+// of its own. The run under way on a node (its job under way, its window
+// not over) is known to use at least what it has: the estimate is the
+// area under the Kaplan–Meier survival curve up to m − boot, those runs
+// censored where they stand (ties: the ended first); every other run
+// counts what it has used so far, as an ended job did (its node idle, or
+// on a later run: a short history, FleetRecord.Jobs, biases the estimate
+// to holding longer, not shorter).
+// n is how many jobs ended or ran past m (evidence enough to go by:
+// rebuyPriorJobs).
+func rentalUse(jobs []BusyPeriod, o Offer, now time.Time) (mean time.Duration, n int) {
+	m := o.MinimumReservation
+	window := max(0, m-o.TypicalBoot)
+	gap := max(rebuyRunGap, o.TypicalBoot)
 	for _, j := range jobs {
-		ended := j.Start.Add(j.Used).Before(now)
-		ss = append(ss, sample{min(j.Used, m), ended && j.Used < m})
-		if ended || j.Used >= m {
+		if j.Start.Add(j.Used).Before(now) || j.Used >= m {
 			n++
 		}
 	}
-	slices.SortFunc(ss, func(a, b sample) int { return cmp.Compare(a.at, b.at) })
+	byNode := map[string][]BusyPeriod{}
+	var alone [][]BusyPeriod
+	for _, j := range jobs {
+		if j.Node == "" {
+			alone = append(alone, []BusyPeriod{j})
+		} else {
+			byNode[j.Node] = append(byNode[j.Node], j)
+		}
+	}
+	type sample struct {
+		at    time.Duration
+		ended bool
+		start time.Time
+	}
+	var ss []sample
+	for _, node := range byNode {
+		slices.SortFunc(node, func(a, b BusyPeriod) int { return a.Start.Compare(b.Start) })
+		var free time.Time // when the node's previous job ended
+		for i, j := range node {
+			if i > 0 && !j.Start.After(free.Add(gap)) {
+				free = maxTime(free, j.Start.Add(j.Used))
+				continue // the same run
+			}
+			free = maxTime(free, j.Start.Add(j.Used))
+			end := j.Start.Add(window)
+			var used time.Duration
+			for _, k := range node[i:] {
+				used += max(0, minTime(end, k.Start.Add(k.Used)).Sub(maxTime(j.Start, k.Start)))
+			}
+			ss = append(ss, sample{min(used, window), used < window, j.Start})
+		}
+		if last, s := node[len(node)-1], &ss[len(ss)-1]; !last.Start.Add(last.Used).Before(now) && s.start.Add(window).After(now) {
+			s.ended = false // the run under way, inside its window: censored
+		}
+	}
+	for _, a := range alone {
+		j := a[0]
+		ss = append(ss, sample{min(j.Used, window), j.Used < window && j.Start.Add(j.Used).Before(now), j.Start})
+	}
+	if len(ss) == 0 {
+		return window, n
+	}
+	slices.SortFunc(ss, func(a, b sample) int {
+		if c := cmp.Compare(a.at, b.at); c != 0 {
+			return c
+		}
+		switch {
+		case a.ended == b.ended:
+			return 0
+		case a.ended:
+			return -1 // ended first: one censored there survives it
+		}
+		return 1
+	})
 	surv, last := 1.0, time.Duration(0)
 	var area float64
 	for i, s := range ss {
@@ -107,9 +169,14 @@ func meanUsed(jobs []BusyPeriod, m time.Duration, now time.Time) (mean time.Dura
 			surv *= 1 - 1/float64(len(ss)-i)
 		}
 	}
-	area += surv * float64(m-last)
+	area += surv * float64(window-last)
 	return time.Duration(area), n
 }
+
+// rebuyRunGap: jobs on one node this close (or within its boot, when
+// longer) are one run of a rental (rentalUse): an orchestrator's next job
+// takes a moment to ask.
+const rebuyRunGap = time.Minute
 
 // peakJobs is the most jobs running at once (a job ending as another
 // starts is not counted with it).

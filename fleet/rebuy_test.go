@@ -217,19 +217,19 @@ func TestRebuyPriorCountsTheJobsUnderWay(t *testing.T) {
 		return BusyPeriod{Start: t0.Add(from), Used: now.Sub(t0.Add(from))}
 	}
 
-	mean, n := meanUsed([]BusyPeriod{short(0), short(5 * time.Minute), underWay(0), underWay(2 * time.Minute)}, vm.MinimumReservation, now)
+	mean, n := rentalUse([]BusyPeriod{short(0), short(5 * time.Minute), underWay(0), underWay(2 * time.Minute)}, vm, now)
 	assert.Equal(t, 20*time.Minute, mean, "two 10-minute jobs ended, two under way for 40 and 38 minutes: (10+10+30+30)/4")
 	assert.Equal(t, 4, n)
 	assert.Equal(t, rebuyChoice{4, 10 * time.Minute}, rebuyPrior(vm,
 		[]BusyPeriod{short(0), short(5 * time.Minute), underWay(0), underWay(2 * time.Minute)}, now),
 		"held as long as a re-buy wastes on average: 30 − 20 minutes (was 30 − 10, the jobs under way left out)")
 
-	mean, n = meanUsed([]BusyPeriod{short(0), underWay(20 * time.Minute), {Start: t0, Used: 35 * time.Minute}}, vm.MinimumReservation, now)
+	mean, n = rentalUse([]BusyPeriod{short(0), underWay(20 * time.Minute), {Start: t0, Used: 35 * time.Minute}}, vm, now)
 	assert.Equal(t, 2, n, "the job under way for 20 minutes gives no whole answer")
 	assert.InDelta(t, 10+20*2.0/3, mean.Minutes(), 0.01,
 		"a third of the jobs ended at 10 min; the survivors use the rest of the minimum (one censored at 20)")
 
-	mean, n = meanUsed([]BusyPeriod{short(0), short(0)}, vm.MinimumReservation, now)
+	mean, n = rentalUse([]BusyPeriod{short(0), short(0)}, vm, now)
 	assert.Equal(t, 10*time.Minute, mean, "only ended jobs: their mean")
 	assert.Equal(t, 2, n)
 }

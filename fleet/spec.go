@@ -475,17 +475,23 @@ type Policy struct {
 	//
 	// The default is the ski-rental break-even: idle instances kept as long
 	// as a re-buy would waste — the whole minimum, or once the fleet has had
-	// 4 jobs, the minimum less the mean time its jobs used of one (jobs
-	// longer than the minimum waste nothing by buying again) — as many as
+	// 4 jobs, the minimum less the mean time a new rental used of one: a
+	// re-buy's boot (Offer.TypicalBoot, 10 minutes for bare metal) is billed
+	// inside its minimum and never used, and the rest is used by the run of
+	// jobs its node serves (a node's jobs less than a minute, or the boot,
+	// apart are one run; its use is the busy time of the jobs on that node
+	// in the minimum). So the hold is never shorter than the boot, even for
+	// jobs longer than the minimum, and a node running jobs back to back,
+	// however short each, is held about its boot into a lull. As many as
 	// the most of the fleet's recorded jobs that ran at once, up to 8, or
 	// as many as ran at once among those under way and those that ended in
 	// the hour before the latest one ended, when more (never more nodes
 	// than the jobs have needed at once). A kept instance idles at most that
 	// hold h past its minimum's end or its last job, the later: an idle
-	// period that ends with a job costs at
-	// most twice what the best choice knowing the future would (h, or a
-	// re-buy that wastes h), when jobs to come use a new minimum as past
-	// ones did; one that ends with no job costs h. The break-even holds
+	// period that ends with a job costs at most twice what the best choice
+	// knowing the future would (h, or a re-buy that wastes h: the boot and
+	// the unused rest of its minimum), when a re-buy wastes what past ones
+	// would have; one that ends with no job costs h. The break-even holds
 	// until one and a half minimums have passed since the fleet's first job
 	// and until an instance of the fleet has been released after idling
 	// past its minimum (a hold or an idle timer ran out with no job:
