@@ -84,3 +84,66 @@ func TestTesterBFVultrMonthCapKeepsIdleNodeFree(t *testing.T) {
 		assert.InDelta(t, first0, usd, 0.01, "billed $%.2f, the capped node alone $%.2f", usd, first0)
 	})
 }
+
+// The same cap in a scale-down: a fleet of two Cloud GPU VMs on 31
+// January, A busy since 1 January 00:00 (its month paid: 730 h), B bought
+// at 11:10 for a burst; both idle at 11:30, IdleTimeout 0 (never by
+// idleness). At 11:40 the orchestrator lowers Nodes to 1: shrink weighs
+// both as a whole hour's price (keepCost) and releases A, whose hour ends
+// first, keeping B, which pays every hour to the month's end. At 23:00 it
+// lowers Nodes to 0. Releasing B instead costs its first hour.
+func TestTesterBFVultrMonthCapScaleDownKeepsThePayingNode(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		v, h := sim.NewVultr(), sim.NewHotAisle()
+		vp := vultr.NewProvider(vultr.New(sim.DefaultAPIKey, vultr.WithHTTPClient(v.Client())))
+		hp := hotaisle.NewProvider(hotaisle.New(sim.DefaultAPIKey, sim.DefaultTeam, hotaisle.WithHTTPClient(h.Client())))
+		m, err := fleet.NewManager(fleet.Config{Providers: []fleet.Provider{vp, hp}, Owner: "bf", Interval: 10 * time.Minute})
+		require.NoError(t, err)
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- m.Run(ctx) }()
+		defer func() { cancel(); <-done; m.Close(); time.Sleep(5 * time.Minute) }()
+		t0 := time.Now()
+		acquire := func() fleet.Instance {
+			for end := time.Now().Add(time.Hour); ; time.Sleep(10 * time.Second) {
+				x, err := m.Acquire(ctx, "f")
+				if err == nil {
+					return x
+				}
+				require.True(t, time.Now().Before(end), "no node")
+			}
+		}
+		s := fleet.Spec{Name: "f", Nodes: 1, Requirements: vultrType("vcg-a100-12c-120g-80vram")}
+		require.NoError(t, m.Apply(ctx, s))
+		a := acquire()
+		time.Sleep(time.Until(t0.Add(731*time.Hour + 10*time.Minute)))
+		s.Nodes = 2
+		require.NoError(t, m.Apply(ctx, s))
+		b := acquire()
+		time.Sleep(time.Until(t0.Add(731*time.Hour + 30*time.Minute)))
+		require.NoError(t, m.MarkIdle(a.ID))
+		require.NoError(t, m.MarkIdle(b.ID))
+		time.Sleep(10 * time.Minute)
+		s.Nodes = 1
+		require.NoError(t, m.Apply(ctx, s))
+		time.Sleep(time.Until(t0.Add(743 * time.Hour)))
+		s.Nodes = 0
+		require.NoError(t, m.Apply(ctx, s))
+		time.Sleep(3 * time.Hour)
+		var usd float64
+		billed := map[string]sim.Charge{}
+		for _, c := range v.Ledger().Charges {
+			if c.Kind == "ssh_key" {
+				continue
+			}
+			billed[c.ResourceID] = c
+			usd += c.USD
+			t.Logf("%s billed %v $%.2f to +%v live=%v", c.ResourceID, c.Billed, c.USD, c.To.Sub(t0), c.Live)
+		}
+		require.Len(t, billed, 2)
+		assert.False(t, billed[a.ID].Live || billed[b.ID].Live, "still billing")
+		want := 1750 + 2.397 // A kept free to the month's end, B its first hour
+		assert.LessOrEqual(t, usd, want+0.01, "billed $%.2f: the capped VM released (to +%v), the new one kept to +%v ($%.2f more)",
+			usd, billed[a.ID].To.Sub(t0), billed[b.ID].To.Sub(t0), usd-want)
+	})
+}
