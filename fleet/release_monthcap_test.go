@@ -23,13 +23,11 @@ import (
 // its job, the node is gone and the job buys a new one (and waits for its
 // boot).
 //
-// Measured: the first VM released 31 January 11:57 (732 h, $1750.00, the
-// cap); the 4-h job waited 1m50s for a second VM billed 5 h, $11.99.
-// Cause: fleet.Offer carries no monthly cap (vultr/provider_offers.go
-// drops plans' monthly_cost), so idleReleaseAt (fleet/lifecycle.go, hourly
-// branch) and keepCost (fleet/keepcost.go) price every next hour at
-// PricePerHour.
-func TestTesterBFVultrMonthCapKeepsIdleNodeFree(t *testing.T) {
+// (tester BF: before the fix, the first VM was released 31 January 11:57
+// (732 h, $1750.00, the cap); the 4-h job waited 1m50s for a second VM
+// billed 5 h, $11.99: fleet.Offer carried no monthly cap, so idleReleaseAt
+// and keepCost priced every next hour at PricePerHour.)
+func TestVultrIdleNodePastItsMonthlyCapIsKeptToTheMonthsEnd(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		v, h := sim.NewVultr(), sim.NewHotAisle()
 		vp := vultr.NewProvider(vultr.New(sim.DefaultAPIKey, vultr.WithHTTPClient(v.Client())))
@@ -54,18 +52,19 @@ func TestTesterBFVultrMonthCapKeepsIdleNodeFree(t *testing.T) {
 		time.Sleep(time.Until(t0.Add(731*time.Hour + 30*time.Minute)))
 		require.NoError(t, m.MarkIdle(first.ID))
 		time.Sleep(time.Until(t0.Add(736 * time.Hour))) // 31 January 16:00
-		var second fleet.Instance
 		asked := time.Now()
-		if _, err := m.Acquire(ctx, "f"); err != nil {
+		second, err := m.Acquire(ctx, "f")
+		if err != nil {
 			require.NoError(t, m.Apply(ctx, s)) // the orchestrator grows the fleet back for its job
 		}
-		for end := time.Now().Add(time.Hour); ; time.Sleep(10 * time.Second) {
+		for end := time.Now().Add(time.Hour); err != nil; time.Sleep(10 * time.Second) {
 			if second, err = m.Acquire(ctx, "f"); err == nil {
 				break
 			}
 			require.True(t, time.Now().Before(end), "no node for the second job")
 		}
 		waited := time.Since(asked)
+		assert.Equal(t, first.ID, second.ID, "the second job runs on the capped node (waited %v)", waited.Round(time.Second))
 		time.Sleep(4 * time.Hour)
 		require.NoError(t, m.MarkIdle(second.ID))
 		time.Sleep(6 * time.Hour)
@@ -88,11 +87,13 @@ func TestTesterBFVultrMonthCapKeepsIdleNodeFree(t *testing.T) {
 // The same cap in a scale-down: a fleet of two Cloud GPU VMs on 31
 // January, A busy since 1 January 00:00 (its month paid: 730 h), B bought
 // at 11:10 for a burst; both idle at 11:30, IdleTimeout 0 (never by
-// idleness). At 11:40 the orchestrator lowers Nodes to 1: shrink weighs
-// both as a whole hour's price (keepCost) and releases A, whose hour ends
-// first, keeping B, which pays every hour to the month's end. At 23:00 it
-// lowers Nodes to 0. Releasing B instead costs its first hour.
-func TestTesterBFVultrMonthCapScaleDownKeepsThePayingNode(t *testing.T) {
+// idleness). At 11:40 the orchestrator lowers Nodes to 1: keeping A to the
+// month's end is free (keepCost 0), keeping B buys its hours, so shrink
+// releases B (its first hour only) and keeps A. At 23:00 it lowers Nodes
+// to 0: A goes before its first February hour.
+// (tester BF: before the fix, A was released at 11:57 and B kept to 23:07,
+// billed 12 h: $1778.76, $26.36 more.)
+func TestVultrScaleDownReleasesTheNodeBelowItsMonthlyCap(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		v, h := sim.NewVultr(), sim.NewHotAisle()
 		vp := vultr.NewProvider(vultr.New(sim.DefaultAPIKey, vultr.WithHTTPClient(v.Client())))
