@@ -375,7 +375,11 @@ func handedOut(r *InstanceRecord) Instance {
 // minimum reservation, the later (hourly; an hour less than boundarySlack
 // from its end counts its next one as bought, since no delete can land
 // before it any more: tester AX), or its minimum reservation (per minute;
-// now once it is over). m.mu held.
+// now once it is over). An hourly node whose hours this calendar month
+// (UTC) have reached the offer's monthly cap (Offer.MonthlyCap: Vultr
+// bills at most monthly_cost a month) keeps the rest of the month's hours
+// for nothing: paid until its first hour that starts in the next month
+// (capFreeUntil). m.mu held.
 func (m *Manager) paidUntil(r *InstanceRecord, now time.Time) time.Time {
 	o, c := r.Instance.Offer, r.Instance.Created
 	if c.IsZero() || r.CreatedUnknown {
@@ -386,7 +390,7 @@ func (m *Manager) paidUntil(r *InstanceRecord, now time.Time) time.Time {
 		if end.Sub(now) < boundarySlack {
 			end = end.Add(g)
 		}
-		return maxTime(end, c.Add(o.MinimumReservation))
+		return capFreeUntil(r, maxTime(end, c.Add(o.MinimumReservation)))
 	}
 	return maxTime(now, c.Add(o.MinimumReservation))
 }

@@ -244,7 +244,12 @@ func restartBooting(r *InstanceRecord) bool {
 //     call's latency) is left, when no delete can land in it: then it is
 //     kept, acquirable, to the next hour's last safe moment (that hour is
 //     bought either way). IdleTimeout plays no part: releasing earlier inside a paid
-//     hour saves nothing. Nor is it released while the provider refuses
+//     hour saves nothing. A node whose hours this calendar month (UTC)
+//     have reached its offer's monthly cap (Offer.MonthlyCap: Vultr bills
+//     at most monthly_cost a month, 730 h of a Cloud GPU, 672 h otherwise)
+//     keeps the rest of the month's hours for nothing (paidUntil): it is
+//     kept, acquirable, to the last safe moment before its first hour that
+//     starts in the next month. Nor is it released while the provider refuses
 //     deletes after the start of its running (Offer.DeleteLock, counted
 //     from the last listing that showed it not running): a node ready late
 //     in its hour (bare metal boots ~40 min) stays acquirable until then,

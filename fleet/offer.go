@@ -47,8 +47,16 @@ type Offer struct {
 	PricePerHour       float64       // USD per hour for the whole instance
 	MinimumReservation time.Duration // billed at least this long (Hot Aisle)
 	BillingGranularity time.Duration // time.Minute (Hot Aisle), time.Hour (Vultr)
-	Available          bool          // can be created now, as far as the provider says
-	Quantity           int           // how many can be created now; -1 when unknown
+	// MonthlyCap is the most the provider bills for the instance in one
+	// calendar month (UTC), in USD; 0: no cap. Vultr: the plan's
+	// monthly_cost — hourly billing stops at 730 h for Cloud GPU and 672 h
+	// for other plans (bare metal included), each started hour counting in
+	// the month it starts in. The Manager keeps an idle node whose month
+	// has reached the cap for free until its first hour of the next month,
+	// and prices keeping it accordingly (scale-down and Acquire's order).
+	MonthlyCap float64
+	Available  bool // can be created now, as far as the provider says
+	Quantity   int  // how many can be created now; -1 when unknown
 
 	SupportsVPC bool // can join a private network (cluster placement)
 	// ProvisionTimeout is how long the provider may take to say the instance

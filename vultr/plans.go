@@ -8,7 +8,8 @@ import (
 
 // Plan is a VM plan of GET /v2/plans (vc2, vhf, vhp, voc, vdc, vcg...).
 // Units are the API's: RAM in MB, Disk in GB, Bandwidth in GB per month,
-// costs in USD. Vultr bills whole hours (1 h minimum) at HourlyCost.
+// costs in USD. Vultr bills whole hours (1 h minimum) at HourlyCost, at most
+// MonthlyCost per calendar month (730 h of a Cloud GPU, 672 h otherwise).
 type Plan struct {
 	ID          string   `json:"id"`           // e.g. "vcg-a100-3c-30g-20vram"
 	VCPUCount   int      `json:"vcpu_count"`   // virtual CPUs
@@ -40,7 +41,7 @@ type MetalPlan struct {
 	Disk                   FlexInt  `json:"disk"` // GB per disk (a string in some spec versions)
 	DiskCount              int      `json:"disk_count"`
 	Bandwidth              int      `json:"bandwidth"`    // GB per month
-	MonthlyCost            float64  `json:"monthly_cost"` // USD per month
+	MonthlyCost            float64  `json:"monthly_cost"` // USD per month (capped hours: 672)
 	HourlyCost             float64  `json:"hourly_cost"`  // USD per started hour
 	MonthlyCostPreemptible float64  `json:"monthly_cost_preemptible"`
 	HourlyCostPreemptible  float64  `json:"hourly_cost_preemptible"`

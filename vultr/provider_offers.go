@@ -97,11 +97,12 @@ func metalGPU(id string) fleet.GPU {
 }
 
 // planOffer converts a VM plan for one region. Units: ram MB → GiB, disk GB,
-// price hourly_cost USD per started hour.
+// price hourly_cost USD per started hour, monthly_cost the USD a calendar
+// month costs at most (MonthlyCap: 730 h of a Cloud GPU, 672 h otherwise).
 func planOffer(p Plan, region string, available bool) fleet.Offer {
 	o := fleet.Offer{Provider: fleet.ProviderVultr, Region: region, InstanceType: p.ID, CPUArch: "x86",
 		VCPUs: p.VCPUCount, MemoryGiB: float64(p.RAM) / 1024, DiskGiB: float64(p.Disk),
-		PricePerHour: p.HourlyCost, MinimumReservation: time.Hour, BillingGranularity: time.Hour,
+		PricePerHour: p.HourlyCost, MonthlyCap: p.MonthlyCost, MinimumReservation: time.Hour, BillingGranularity: time.Hour,
 		Available: available, Quantity: -1, SupportsVPC: !noPrivateNetworking[p.ID], ProvisionTimeout: VMProvisionTimeout,
 		TypicalBoot: VMTypicalBoot, DeleteLock: DeleteLock, DeleteNeedsRunning: true}
 	if p.Type == "vcg" || p.GPUType != "" {
@@ -112,11 +113,12 @@ func planOffer(p Plan, region string, available bool) fleet.Offer {
 
 // metalOffer converts a bare-metal plan for one region: VCPUs are hardware
 // threads, CPUCores physical cores; the first disk is the boot disk and the
-// others local disks; GPUs come from the plan id.
+// others local disks; GPUs come from the plan id. monthly_cost is the
+// month's cap (MonthlyCap: 672 h of hourly_cost).
 func metalOffer(p MetalPlan, region string, available bool) fleet.Offer {
 	o := fleet.Offer{Provider: fleet.ProviderVultr, Region: region, InstanceType: p.ID, BareMetal: true, CPUArch: "x86",
 		VCPUs: p.CPUThreads, CPUCores: p.CPUCores, CPUModel: p.CPUModel, MemoryGiB: float64(p.RAM) / 1024,
-		DiskGiB: float64(p.Disk), GPU: metalGPU(p.ID), PricePerHour: p.HourlyCost,
+		DiskGiB: float64(p.Disk), GPU: metalGPU(p.ID), PricePerHour: p.HourlyCost, MonthlyCap: p.MonthlyCost,
 		MinimumReservation: time.Hour, BillingGranularity: time.Hour, Available: available, Quantity: -1,
 		SupportsVPC: !noPrivateNetworking[p.ID], ProvisionTimeout: BareMetalProvisionTimeout, SlowProvisioning: true,
 		TypicalBoot: BareMetalTypicalBoot, DeleteLock: DeleteLock, DeleteNeedsRunning: true}

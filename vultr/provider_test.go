@@ -61,6 +61,7 @@ func TestOffersGoldenDefaultCatalog(t *testing.T) {
 	assert.Equal(t, 256, mi.VCPUs, "threads")
 	assert.Equal(t, 128, mi.CPUCores, "physical cores")
 	assert.Equal(t, 17.52, mi.PricePerHour, "hourly_cost, not monthly/730")
+	assert.Equal(t, 11773.44, mi.MonthlyCap, "monthly_cost: 672 h of a bare-metal plan")
 	assert.True(t, mi.BareMetal)
 	assert.True(t, mi.SupportsVPC)
 	assert.True(t, mi.SlowProvisioning)
@@ -72,6 +73,7 @@ func TestOffersGoldenDefaultCatalog(t *testing.T) {
 	full := offerByKey(t, offers, "vultr/ewr/vcg-a100-12c-120g-80vram")
 	assert.Equal(t, fleet.GPU{Vendor: "NVIDIA", Model: "A100", Count: 1, MemoryGiB: 80}, full.GPU)
 	assert.Equal(t, 120.0, full.MemoryGiB)
+	assert.Equal(t, 1750.0, full.MonthlyCap, "monthly_cost: 730 h of a Cloud GPU")
 
 	small := offerByKey(t, offers, "vultr/ewr/vbm-4c-32gb")
 	assert.False(t, small.SupportsVPC, "no private networking")

@@ -135,6 +135,8 @@ func TestDecodeFixtures(t *testing.T) {
 	assert.Equal(t, 2097152, mp.RAM)
 	assert.Equal(t, FlexInt(960), mp.Disk)
 	assert.Equal(t, 23.92, mp.HourlyCost)
+	assert.Equal(t, 16074.24, mp.MonthlyCost, "the month's cap: 672 h")
+	assert.Equal(t, 12364.8, mp.MonthlyCostPreemptible)
 	assert.Equal(t, 18.4, mp.HourlyCostPreemptible)
 
 	var created instanceEnvelope
