@@ -29,20 +29,14 @@ import (
 // and keepCost priced every next hour at PricePerHour.)
 func TestVultrIdleNodePastItsMonthlyCapIsKeptToTheMonthsEnd(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		v, h := sim.NewVultr(), sim.NewHotAisle()
-		vp := vultr.NewProvider(vultr.New(sim.DefaultAPIKey, vultr.WithHTTPClient(v.Client())))
-		hp := hotaisle.NewProvider(hotaisle.New(sim.DefaultAPIKey, sim.DefaultTeam, hotaisle.WithHTTPClient(h.Client())))
-		m, err := fleet.NewManager(fleet.Config{Providers: []fleet.Provider{vp, hp}, Owner: "bf", Interval: 10 * time.Minute})
-		require.NoError(t, err)
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() { done <- m.Run(ctx) }()
-		defer func() { cancel(); <-done; m.Close(); time.Sleep(5 * time.Minute) }()
+		v, m, ctx, stop := monthCapWorld(t)
+		defer stop()
 		t0 := time.Now()
 		require.Equal(t, time.January, t0.UTC().Month())
 		s := fleet.Spec{Name: "f", Nodes: 1, IdleTimeout: 10 * time.Minute, Requirements: vultrType("vcg-a100-12c-120g-80vram")}
 		require.NoError(t, m.Apply(ctx, s))
 		var first fleet.Instance
+		var err error
 		for end := time.Now().Add(time.Hour); ; time.Sleep(10 * time.Second) {
 			if first, err = m.Acquire(ctx, "f"); err == nil {
 				break
@@ -95,15 +89,8 @@ func TestVultrIdleNodePastItsMonthlyCapIsKeptToTheMonthsEnd(t *testing.T) {
 // billed 12 h: $1778.76, $26.36 more.)
 func TestVultrScaleDownReleasesTheNodeBelowItsMonthlyCap(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		v, h := sim.NewVultr(), sim.NewHotAisle()
-		vp := vultr.NewProvider(vultr.New(sim.DefaultAPIKey, vultr.WithHTTPClient(v.Client())))
-		hp := hotaisle.NewProvider(hotaisle.New(sim.DefaultAPIKey, sim.DefaultTeam, hotaisle.WithHTTPClient(h.Client())))
-		m, err := fleet.NewManager(fleet.Config{Providers: []fleet.Provider{vp, hp}, Owner: "bf", Interval: 10 * time.Minute})
-		require.NoError(t, err)
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() { done <- m.Run(ctx) }()
-		defer func() { cancel(); <-done; m.Close(); time.Sleep(5 * time.Minute) }()
+		v, m, ctx, stop := monthCapWorld(t)
+		defer stop()
 		t0 := time.Now()
 		acquire := func() fleet.Instance {
 			for end := time.Now().Add(time.Hour); ; time.Sleep(10 * time.Second) {
@@ -147,4 +134,18 @@ func TestVultrScaleDownReleasesTheNodeBelowItsMonthlyCap(t *testing.T) {
 		assert.LessOrEqual(t, usd, want+0.01, "billed $%.2f: the capped VM released (to +%v), the new one kept to +%v ($%.2f more)",
 			usd, billed[a.ID].To.Sub(t0), billed[b.ID].To.Sub(t0), usd-want)
 	})
+}
+
+// monthCapWorld is a Manager running on both sims (a 10-minute pass) for
+// the month-long cases; stop ends it and lets its goroutines finish.
+func monthCapWorld(t *testing.T) (*sim.Vultr, *fleet.Manager, context.Context, func()) {
+	v, h := sim.NewVultr(), sim.NewHotAisle()
+	vp := vultr.NewProvider(vultr.New(sim.DefaultAPIKey, vultr.WithHTTPClient(v.Client())))
+	hp := hotaisle.NewProvider(hotaisle.New(sim.DefaultAPIKey, sim.DefaultTeam, hotaisle.WithHTTPClient(h.Client())))
+	m, err := fleet.NewManager(fleet.Config{Providers: []fleet.Provider{vp, hp}, Owner: "bf", Interval: 10 * time.Minute})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- m.Run(ctx) }()
+	return v, m, ctx, func() { cancel(); <-done; m.Close(); time.Sleep(5 * time.Minute) }
 }
